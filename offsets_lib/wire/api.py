@@ -1,0 +1,332 @@
+"""Public codec functions: decode never raises, encode raises `EncodeError` on bad input.
+
+Decoding classifies every record instead of failing (records.md section 8): unknown types,
+unknown versions and malformed bytes come back as precise error strings, so one bad record
+never aborts a Spark job.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+from offsets_lib.wire.codec import DecodeError, EncodeError, Reader, Writer
+from offsets_lib.wire.layouts import (
+    ASSIGNMENT,
+    CONTROL_KEY,
+    CONTROL_TYPES,
+    CONTROL_VALUE,
+    RECORD_TYPES,
+    SUBSCRIPTION,
+    Message,
+    RecordType,
+)
+
+
+@dataclass(frozen=True)
+class DecodedKey:
+    record_type: int | None
+    fields: dict
+    error: str | None
+    trailing_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class DecodedValue:
+    """`fields` is None for a tombstone (value None) or an error; `layout` names the table."""
+
+    version: int | None
+    fields: dict | None
+    layout: str
+    error: str | None
+    trailing_bytes: int = 0
+    unknown_tags: int = 0
+
+
+@dataclass(frozen=True)
+class DecodedRecord:
+    """Key and value together; `error` is the key's error if any, else the value's."""
+
+    record_type: int | None
+    name: str | None
+    key: dict
+    version: int | None
+    value: dict | None
+    layout: str
+    is_tombstone: bool
+    error: str | None
+    trailing_bytes: int = 0
+    key_trailing_bytes: int = 0
+    unknown_tags: int = 0
+
+
+@dataclass(frozen=True)
+class DecodedControl:
+    """A transaction marker; `type` is "ABORT", "COMMIT", another control name or "UNKNOWN"."""
+
+    type: str | None
+    type_id: int | None
+    version: int | None
+    coordinator_epoch: int | None
+    error: str | None
+
+
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
+def _describe(exc: Exception) -> str:
+    """Error string for any failure; unexpected exceptions keep their class name."""
+    if isinstance(exc, DecodeError):
+        return str(exc)
+    return f"internal error: {type(exc).__name__}: {exc}"
+
+
+def _value_message(rt: RecordType) -> Message:
+    return RECORD_TYPES[rt.value_from].value if rt.value_from is not None else rt.value
+
+
+def decode_key(key: bytes | None) -> DecodedKey:
+    """Read the int16 record type and the key fields (always classic, no tagged section)."""
+    try:
+        if key is None:
+            return DecodedKey(None, {}, "null key")
+        if not isinstance(key, _BYTES_LIKE):
+            return DecodedKey(None, {}, f"key is {type(key).__name__}, not bytes")
+        if len(key) == 0:
+            return DecodedKey(None, {}, "empty key")
+        reader = Reader(key)
+        record_type = reader.fixed("int16", "record type")
+        rt = RECORD_TYPES.get(record_type)
+        if rt is None:
+            return DecodedKey(record_type, {}, f"unknown record type {record_type}")
+        try:
+            fields_ = reader.struct(rt.key.fields, 0, False)
+        except DecodeError as exc:
+            return DecodedKey(record_type, {}, str(exc))
+        return DecodedKey(record_type, fields_, None, reader.remaining)
+    except Exception as exc:  # never escape: the caller is a Spark task
+        return DecodedKey(None, {}, _describe(exc))
+
+
+def _parse(message: Message, data: Any, version: int, start: int) -> tuple[dict, Reader]:
+    reader = Reader(data, start)
+    return reader.struct(message.fields, version, message.is_flexible(version)), reader
+
+
+def decode_value(record_type: int, value: bytes | None) -> DecodedValue:
+    """Decode a value with the table of its own version; None is a tombstone, not an error.
+
+    Types with older same-version layouts (records.md section 7) are retried with those when
+    the current layout fails or leaves bytes over; the winning layout's label is reported.
+    """
+    try:
+        if value is None:
+            return DecodedValue(None, None, "current", None)
+        rt = RECORD_TYPES.get(record_type)
+        if rt is None:
+            return DecodedValue(None, None, "current", f"unknown record type {record_type}")
+        if not isinstance(value, _BYTES_LIKE):
+            return DecodedValue(None, None, "current", f"value is {type(value).__name__}")
+        if len(value) == 0:
+            return DecodedValue(None, None, "current", "zero-length value (not a tombstone)")
+        try:
+            version = Reader(value).fixed("int16", "value version")
+        except DecodeError as exc:
+            return DecodedValue(None, None, "current", str(exc))
+        current = _value_message(rt)
+        if not current.accepts(version):
+            msg = f"unknown value version {version} for {rt.name} (valid {current.valid_text()})"
+            return DecodedValue(version, None, "current", msg)
+        return _decode_layouts(version, value, (current, *rt.historical))
+    except Exception as exc:
+        return DecodedValue(None, None, "current", _describe(exc))
+
+
+def _decode_layouts(version: int, value: Any, candidates: tuple[Message, ...]) -> DecodedValue:
+    """First exact fit wins; else the first fit with trailing bytes; else the first error."""
+    first_error: str | None = None
+    with_trailing: DecodedValue | None = None
+    for message in candidates:
+        if not message.accepts(version):
+            continue
+        try:
+            out, reader = _parse(message, value, version, 2)
+        except DecodeError as exc:
+            first_error = first_error or str(exc)
+            continue
+        result = DecodedValue(
+            version, out, message.label, None, reader.remaining, reader.unknown_tags
+        )
+        if reader.remaining == 0:
+            return result
+        with_trailing = with_trailing or result
+    if with_trailing is not None:
+        return with_trailing
+    return DecodedValue(version, None, "current", first_error)
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
+    """Decode key then value; a key error stops there (the value's layout is unknown)."""
+    try:
+        k = decode_key(key)
+        rt = RECORD_TYPES.get(k.record_type) if k.record_type is not None else None
+        name = rt.name if rt is not None else None
+        if k.error is not None:
+            return DecodedRecord(
+                k.record_type, name, k.fields, None, None, "current", value is None, k.error
+            )
+        v = decode_value(k.record_type, value)  # type: ignore[arg-type]
+        return DecodedRecord(
+            k.record_type,
+            name,
+            k.fields,
+            v.version,
+            v.fields,
+            v.layout,
+            value is None,
+            v.error,
+            v.trailing_bytes,
+            k.trailing_bytes,
+            v.unknown_tags,
+        )
+    except Exception as exc:
+        return DecodedRecord(None, None, {}, None, None, "current", False, _describe(exc))
+
+
+def _record_type(record_type: int) -> RecordType:
+    rt = RECORD_TYPES.get(record_type)
+    if rt is None:
+        raise EncodeError(f"unknown record type {record_type}")
+    return rt
+
+
+def encode_key(record_type: int, fields: dict) -> bytes:
+    """int16 record type + key fields in classic encoding."""
+    rt = _record_type(record_type)
+    writer = Writer()
+    writer.fixed("int16", record_type, "record type")
+    writer.struct(rt.key.fields, fields, 0, False, rt.key.name)
+    return bytes(writer.out)
+
+
+def encode_value(record_type: int, version: int, fields: dict, *, layout: str = "current") -> bytes:
+    """int16 version + value fields with the named layout ("current" or a historical label)."""
+    rt = _record_type(record_type)
+    candidates = (_value_message(rt), *rt.historical)
+    message = next((m for m in candidates if m.label == layout), None)
+    if message is None:
+        labels = [m.label for m in candidates]
+        raise EncodeError(f"no layout {layout!r} for {rt.name}; known: {labels}")
+    if not message.accepts(version):
+        raise EncodeError(f"unknown value version {version} for {rt.name}")
+    return _encode_message(message, version, fields)
+
+
+def _encode_message(message: Message, version: int, fields: dict) -> bytes:
+    writer = Writer()
+    writer.fixed("int16", version, "version")
+    layout_version = _clamped(message, version)
+    flexible = message.is_flexible(layout_version)
+    writer.struct(message.fields, fields, layout_version, flexible, message.name)
+    return bytes(writer.out)
+
+
+def _clamped(message: Message, version: int) -> int:
+    hi = message.valid[1]
+    if message.clamp_newer and hi is not None and version > hi:
+        return hi
+    if version < 0 or not message.accepts(version):
+        raise EncodeError(f"unknown version {version} for {message.name}")
+    return version
+
+
+def _decode_embedded(message: Message, data: Any, empty_means_none: bool) -> dict:
+    """Consumer-protocol payload -> {"version", "error", "trailing_bytes", **fields}."""
+    meta: dict[str, Any] = {"version": None, "error": None, "trailing_bytes": 0}
+    try:
+        if data is None or len(data) == 0:
+            if not empty_means_none:
+                meta["error"] = "null payload" if data is None else "empty payload"
+            return meta
+        reader = Reader(data)
+        version = reader.fixed("int16", "version")
+        meta["version"] = version
+        if version < 0:
+            meta["error"] = f"negative version {version} for {message.name}"
+            return meta
+        hi = message.valid[1]
+        layout_version = hi if hi is not None and version > hi else version
+        out = reader.struct(message.fields, layout_version, message.is_flexible(layout_version))
+        meta["trailing_bytes"] = reader.remaining
+        return {**meta, **out}
+    except Exception as exc:
+        meta["error"] = _describe(exc)
+        return meta
+
+
+def decode_subscription(data: bytes) -> dict:
+    """ConsumerProtocolSubscription; versions above 3 parse as 3 (extra bytes counted)."""
+    return _decode_embedded(SUBSCRIPTION, data, empty_means_none=False)
+
+
+def decode_assignment(data: bytes) -> dict:
+    """ConsumerProtocolAssignment; empty bytes mean "no assignment" (version None, no error)."""
+    return _decode_embedded(ASSIGNMENT, data, empty_means_none=True)
+
+
+def encode_subscription(version: int, fields: dict) -> bytes:
+    return _encode_message(SUBSCRIPTION, version, fields)
+
+
+def encode_assignment(version: int, fields: dict) -> bytes:
+    return _encode_message(ASSIGNMENT, version, fields)
+
+
+def decode_control(key: bytes, value: bytes | None) -> DecodedControl:
+    """Transaction marker of a control batch; only ABORT/COMMIT values are read."""
+    try:
+        if key is None or len(key) == 0:
+            return DecodedControl(
+                None, None, None, None, "null key" if key is None else "empty key"
+            )
+        reader = Reader(key)
+        version = reader.fixed("int16", "control key version")
+        type_id = reader.struct(CONTROL_KEY.fields, 0, False)["type"]
+        name = CONTROL_TYPES.get(type_id, "UNKNOWN")
+        if name not in ("ABORT", "COMMIT"):
+            return DecodedControl(name, type_id, version, None, None)
+        if value is None or len(value) == 0:
+            return DecodedControl(name, type_id, version, None, "marker without value")
+        vreader = Reader(value)
+        vreader.fixed("int16", "marker version")
+        epoch = vreader.struct(CONTROL_VALUE.fields, 0, False)["coordinatorEpoch"]
+        return DecodedControl(name, type_id, version, epoch, None)
+    except Exception as exc:
+        return DecodedControl(None, None, None, None, _describe(exc))
+
+
+def encode_control(marker: str, coordinator_epoch: int = 0) -> tuple[bytes, bytes]:
+    """(key, value) of an ABORT or COMMIT marker, version 0."""
+    ids = {name: type_id for type_id, name in CONTROL_TYPES.items()}
+    type_id = ids.get(marker.upper())
+    if type_id not in (0, 1):
+        raise EncodeError(f"not a transaction marker: {marker!r}")
+    key = _encode_message(CONTROL_KEY, 0, {"type": type_id})
+    value = _encode_message(CONTROL_VALUE, 0, {"coordinatorEpoch": coordinator_epoch})
+    return key, value
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Plain JSON types: bytes -> hex, UUID -> canonical string, dataclasses -> dicts."""
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, _BYTES_LIKE):
+        return bytes(obj).hex()
+    if isinstance(obj, uuid.UUID):
+        return str(obj)
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in fields(obj)}
+    return obj
