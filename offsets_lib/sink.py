@@ -1,0 +1,575 @@
+"""Delta sink: executors write Parquet, the driver commits one delta-rs transaction per table.
+
+No Delta JVM classes are needed (see shared/notes/feasibility.md section 2). For every table:
+
+1. driver: the DataFrame's columns and types must equal the :class:`~offsets_lib.tables.TableSpec`
+   (extra columns are dropped, a missing column or another type fails), and an existing table's
+   schema must equal the spec too; delta-rs itself does not check schemas on commit;
+2. executors: ``df.select(spec columns).mapInArrow(writer)`` writes Parquet files straight into
+   ``<output>/<table>/run_id=<quoted run_id>/`` (partition column dropped from the file, ~256k-row
+   row groups) and returns one tiny row per file (path, size, stats...);
+3. driver: collects only those file rows and commits ONE transaction: a new table is created with
+   the files; an existing one gets an ``overwrite`` restricted to ``run_id = <run_id>``, so a rerun
+   replaces that run's rows and adds none, and other runs stay untouched.
+
+Column comments travel as Arrow field metadata ``{"comment": ...}`` into the Delta schema (they
+round-trip through delta-rs 1.6); the table comment (row grain) is the Delta table description.
+Every commit carries ``run_id``, ``table``, ``num_records`` and ``num_files`` (and
+``userMetadata`` = run id, shown by Spark's ``DESCRIBE HISTORY``) in its commitInfo.
+
+Public API::
+
+    versions = write_run_tables({"offsets": df, ...}, output="/data/audit", run_id="2024-06-01")
+    publish_run({"run_id": "2024-06-01", "status": "succeeded", ...}, output="/data/audit")
+    read_table("/data/audit", "offsets", run_id="2024-06-01")          # -> pyarrow.Table
+
+``write_run_tables`` refuses ``runs``: that row is committed last with :func:`publish_run`, so a
+``runs`` row means the run's tables are complete. Files of failed or speculative task attempts
+are never referenced by the log; ``DeltaTable.vacuum`` removes them.
+
+``write_with_spark_delta`` is the optional cluster path (``--delta-writer spark``) for sessions
+configured with Delta Lake's ``DeltaSparkSessionExtension``.
+
+Limits: the output must be a path both the driver and the executors can reach (local, or any
+URI ``pyarrow.fs.FileSystem.from_uri`` and delta-rs both understand; only local is tested).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Schema
+from deltalake.transaction import AddAction, create_table_with_add_actions
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from offsets_lib.tables import RUN_ID, TableSpec, table_spec
+
+__all__ = [
+    "SchemaMismatchError",
+    "arrow_schema",
+    "check_frame_schema",
+    "check_table_schema",
+    "create_table_sql",
+    "delta_spark_available",
+    "publish_run",
+    "read_table",
+    "replace_where",
+    "table_uri",
+    "write_run_tables",
+    "write_with_spark_delta",
+]
+
+log = logging.getLogger(__name__)
+
+ROW_GROUP_ROWS = 262_144
+MAX_ROWS_PER_FILE = 8 * ROW_GROUP_ROWS
+MAX_STATS_STRING = 32  # longer strings get no min/max (a truncated max would be wrong)
+DELTA_EXTENSION = "DeltaSparkSessionExtension"
+FILE_ROW_SCHEMA = (
+    "path string, size long, partition_values string, modification_time long, "
+    "num_records long, stats string"
+)
+
+
+class SchemaMismatchError(ValueError):
+    """A DataFrame or an existing Delta table does not have the table's declared schema."""
+
+
+# ---- schemas ---------------------------------------------------------------------------------
+
+_ARROW_ATOMIC: dict[type[T.DataType], pa.DataType] = {
+    T.StringType: pa.string(),
+    T.BinaryType: pa.binary(),
+    T.BooleanType: pa.bool_(),
+    T.ShortType: pa.int16(),
+    T.IntegerType: pa.int32(),
+    T.LongType: pa.int64(),
+    T.DoubleType: pa.float64(),
+    T.TimestampType: pa.timestamp("us", tz="UTC"),
+}
+
+
+def _arrow_field(field: T.StructField, *, with_comments: bool) -> pa.Field:
+    comment = field.metadata.get("comment") if with_comments else None
+    metadata = {"comment": comment} if comment else None
+    return pa.field(
+        field.name, _arrow_type(field.dataType, with_comments), field.nullable, metadata
+    )
+
+
+def _arrow_type(dtype: T.DataType, with_comments: bool) -> pa.DataType:
+    if type(dtype) in _ARROW_ATOMIC:
+        return _ARROW_ATOMIC[type(dtype)]
+    if isinstance(dtype, T.ArrayType):
+        item = _arrow_type(dtype.elementType, with_comments)
+        return pa.list_(pa.field("element", item, dtype.containsNull))
+    if isinstance(dtype, T.StructType):
+        return pa.struct([_arrow_field(f, with_comments=with_comments) for f in dtype.fields])
+    raise TypeError(f"no Delta mapping for Spark type {dtype.simpleString()}")
+
+
+def arrow_schema(spec: TableSpec, *, with_comments: bool = True) -> pa.Schema:
+    """Arrow schema of a table, column comments as field metadata ``{"comment": ...}``."""
+    return pa.schema([_arrow_field(f, with_comments=with_comments) for f in spec.schema.fields])
+
+
+def _file_schema(spec: TableSpec) -> pa.Schema:
+    """Schema of the Parquet files: no partition columns, no comments, everything nullable."""
+    fields = [f for f in arrow_schema(spec, with_comments=False) if f.name not in spec.partition_by]
+    return pa.schema([f.with_nullable(True) for f in fields])
+
+
+def _normalise(dtype: pa.DataType) -> str:
+    """Type signature that ignores representation details readers do not care about."""
+    if pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
+        return "string"
+    if pa.types.is_large_binary(dtype) or pa.types.is_binary_view(dtype):
+        return "binary"
+    if pa.types.is_timestamp(dtype):
+        return "timestamp" if dtype.tz else "timestamp_ntz"
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_list_view(dtype):
+        return f"array<{_normalise(dtype.value_type)}>"
+    if pa.types.is_struct(dtype):
+        inner = ",".join(f"{f.name}:{_normalise(f.type)}" for f in dtype)
+        return f"struct<{inner}>"
+    return str(dtype)
+
+
+def _schema_diff(expected: list[tuple[str, str]], actual: list[tuple[str, str]]) -> list[str]:
+    want, got = dict(expected), dict(actual)
+    problems = [f"missing column {n} {t}" for n, t in expected if n not in got]
+    problems += [f"unexpected column {n} {t}" for n, t in actual if n not in want]
+    problems += [
+        f"column {n}: expected {t}, got {got[n]}" for n, t in expected if n in got and got[n] != t
+    ]
+    if not problems and [n for n, _ in expected] != [n for n, _ in actual]:
+        problems.append(f"column order differs: expected {[n for n, _ in expected]}")
+    return problems
+
+
+def check_frame_schema(df: DataFrame, spec: TableSpec) -> None:
+    """Fail unless ``df`` has every column of ``spec`` with the declared type (nullability and
+    metadata ignored; extra columns are allowed and not written)."""
+    by_name = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    expected = [(f.name, f.dataType.simpleString()) for f in spec.schema.fields]
+    actual = [(n, by_name[n]) for n, _ in expected if n in by_name]
+    problems = _schema_diff(expected, actual)
+    if problems:
+        raise SchemaMismatchError(
+            f"DataFrame for Delta table {spec.name!r} does not match its schema: "
+            + "; ".join(problems)
+        )
+
+
+def check_table_schema(dt: DeltaTable, spec: TableSpec) -> None:
+    """Fail unless the existing Delta table has the spec's columns, types and partitioning."""
+    existing = pa.schema(dt.schema().to_arrow())
+    expected = [(f.name, _normalise(f.type)) for f in arrow_schema(spec)]
+    problems = _schema_diff(expected, [(f.name, _normalise(f.type)) for f in existing])
+    partitions = list(dt.metadata().partition_columns)
+    if partitions != list(spec.partition_by):
+        problems.append(f"partitioned by {partitions}, expected {list(spec.partition_by)}")
+    if problems:
+        raise SchemaMismatchError(
+            f"existing Delta table {spec.name!r} at {dt.table_uri} has another schema than "
+            "offsets_lib.tables declares (migrate or write elsewhere): " + "; ".join(problems)
+        )
+
+
+# ---- locations -------------------------------------------------------------------------------
+
+
+def table_uri(output: str, name: str) -> str:
+    """Location of table ``name`` under ``output`` (local paths become absolute)."""
+    if "://" in output:
+        return f"{output.rstrip('/')}/{name}"
+    return os.path.join(os.path.abspath(output), name)
+
+
+def _partition_dir(run_id: str) -> str:
+    # On-disk name, already escaped. delta-rs escapes AddAction.path again in the log and
+    # unescapes it on read, so the action must carry this raw relative path.
+    return f"{RUN_ID}={urllib.parse.quote(run_id, safe='')}"
+
+
+def _check_run_id(run_id: object) -> str:
+    if not isinstance(run_id, str) or not run_id:
+        raise ValueError(f"run_id must be a non-empty string (Delta stores '' as null): {run_id!r}")
+    return run_id
+
+
+def _open_table(uri: str) -> DeltaTable | None:
+    return DeltaTable(uri) if DeltaTable.is_deltatable(uri) else None
+
+
+# ---- executor side: Parquet files + file rows ------------------------------------------------
+
+
+def _stat_value(value: Any, dtype: pa.DataType, *, upper: bool) -> Any:
+    """A Parquet statistic as Delta stats JSON, or None when it must be left out."""
+    if isinstance(value, datetime):  # Delta wants ms; round the max up so it stays an upper bound
+        micros = value.microsecond % 1000
+        if upper and micros:
+            value += timedelta(microseconds=1000 - micros)
+        value = value.replace(microsecond=value.microsecond - value.microsecond % 1000)
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    if pa.types.is_integer(dtype):
+        return int(value)
+    if pa.types.is_floating(dtype):
+        return float(value) if math.isfinite(value) else None
+    if pa.types.is_string(dtype) and len(value) <= MAX_STATS_STRING:
+        return value
+    return None
+
+
+def _file_stats(md: pq.FileMetaData, schema: pa.Schema) -> str:
+    """Delta ``stats`` JSON (numRecords, minValues, maxValues, nullCount) from the footer."""
+    flat = {f.name: f.type for f in schema if not pa.types.is_nested(f.type)}
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
+    bad: set[str] = set()  # columns with a row group lacking min/max
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        for j in range(rg.num_columns):
+            col = rg.column(j)
+            name, s = col.path_in_schema, col.statistics
+            if name not in flat:
+                continue
+            if s is None or not s.has_null_count:
+                bad.add(name)
+                continue
+            nulls[name] = nulls.get(name, 0) + s.null_count
+            if not s.has_min_max:
+                continue  # all-null row group: no bound to add
+            lo = _stat_value(s.min, flat[name], upper=False)
+            hi = _stat_value(s.max, flat[name], upper=True)
+            if lo is None or hi is None:
+                bad.add(name)
+                continue
+            mins[name] = lo if name not in mins else min(mins[name], lo)
+            maxs[name] = hi if name not in maxs else max(maxs[name], hi)
+    stats = {
+        "numRecords": md.num_rows,
+        "minValues": {k: v for k, v in mins.items() if k not in bad},
+        "maxValues": {k: v for k, v in maxs.items() if k not in bad},
+        "nullCount": {k: v for k, v in nulls.items() if k not in bad},
+    }
+    return json.dumps(stats, separators=(",", ":"))
+
+
+class _PartitionFileWriter:
+    """Writes one run partition's batches into Parquet files under the table folder."""
+
+    def __init__(self, uri: str, run_id: str, schema: pa.Schema, task: int) -> None:
+        self.fs, self.root = pafs.FileSystem.from_uri(uri)
+        self.run_id, self.schema, self.task = run_id, schema, task
+        self.dir = _partition_dir(run_id)
+        self.fs.create_dir(f"{self.root}/{self.dir}", recursive=True)
+        self.buffer: list[pa.RecordBatch] = []
+        self.buffered = 0
+        self.writer: pq.ParquetWriter | None = None
+        self.rel = ""
+        self.rows_in_file = 0
+        self.collector: list[pq.FileMetaData] = []
+        self.files: list[dict[str, Any]] = []
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.buffer.append(batch)
+        self.buffered += batch.num_rows
+        if self.buffered >= ROW_GROUP_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.buffered:
+            return
+        if self.writer is None:
+            self.rel = f"{self.dir}/part-{self.task:05d}-{uuid.uuid4()}-c000.snappy.parquet"
+            self.writer = pq.ParquetWriter(
+                f"{self.root}/{self.rel}",
+                self.schema,
+                filesystem=self.fs,
+                compression="snappy",
+                metadata_collector=self.collector,
+            )
+        table = pa.Table.from_batches(self.buffer, schema=self.schema)
+        self.writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+        self.rows_in_file += self.buffered
+        self.buffer, self.buffered = [], 0
+        if self.rows_in_file >= MAX_ROWS_PER_FILE:
+            self._close_file()
+
+    def _close_file(self) -> None:
+        if self.writer is None:
+            return
+        self.writer.close()
+        md = self.collector.pop()
+        info = self.fs.get_file_info(f"{self.root}/{self.rel}")
+        self.files.append(
+            {
+                "path": self.rel,
+                "size": info.size,
+                "partition_values": json.dumps({RUN_ID: self.run_id}),
+                "modification_time": info.mtime_ns // 1_000_000,
+                "num_records": md.num_rows,
+                "stats": _file_stats(md, self.schema),
+            }
+        )
+        self.writer, self.rows_in_file = None, 0
+
+    def finish(self) -> list[dict[str, Any]]:
+        self._flush()
+        self._close_file()
+        return self.files
+
+
+def _prepare_batch(
+    batch: pa.RecordBatch, *, run_id: str, not_null: list[str], schema: pa.Schema
+) -> pa.RecordBatch:
+    """Check run_id and NOT NULL columns, drop the partition column, cast to the file schema."""
+    run_ids = batch.column(RUN_ID)
+    if run_ids.null_count or (len(run_ids) and run_ids.unique().to_pylist() != [run_id]):
+        others = [v for v in run_ids.unique().to_pylist() if v != run_id][:3]
+        raise ValueError(f"rows with run_id {others} in a write for run_id {run_id!r}")
+    nulls = [c for c in not_null if batch.column(c).null_count]
+    if nulls:
+        raise ValueError(f"null values in non-nullable columns {nulls}")
+    return batch.select(schema.names).cast(schema)
+
+
+def _make_task_writer(
+    uri: str, spec: TableSpec, run_id: str
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    schema = _file_schema(spec)
+    not_null = [f.name for f in spec.schema.fields if not f.nullable and f.name != RUN_ID]
+    row_schema = pa.schema(
+        [
+            ("path", pa.string()),
+            ("size", pa.int64()),
+            ("partition_values", pa.string()),
+            ("modification_time", pa.int64()),
+            ("num_records", pa.int64()),
+            ("stats", pa.string()),
+        ]
+    )
+
+    def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        task = ctx.partitionId() if ctx is not None else 0
+        writer: _PartitionFileWriter | None = None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            writer = writer or _PartitionFileWriter(uri, run_id, schema, task)
+            writer.add(_prepare_batch(batch, run_id=run_id, not_null=not_null, schema=schema))
+        files = writer.finish() if writer else []
+        yield pa.RecordBatch.from_pylist(files, schema=row_schema)
+
+    return write
+
+
+# ---- driver side -----------------------------------------------------------------------------
+
+
+def _file_actions(rows: Iterable[Mapping[str, Any]]) -> list[AddAction]:
+    return [
+        AddAction(
+            path=r["path"],
+            size=r["size"],
+            partition_values=json.loads(r["partition_values"]),
+            modification_time=r["modification_time"],
+            data_change=True,
+            stats=r["stats"],
+        )
+        for r in rows
+    ]
+
+
+def _commit(spec: TableSpec, uri: str, actions: list[AddAction], *, run_id: str) -> int:
+    """One transaction: create the table, or replace the run's partition; returns its version."""
+    rows = sum(json.loads(a.stats)["numRecords"] for a in actions)
+    props = CommitProperties(
+        custom_metadata={
+            "run_id": run_id,
+            "userMetadata": run_id,
+            "table": spec.name,
+            "num_records": str(rows),
+            "num_files": str(len(actions)),
+        }
+    )
+    schema = arrow_schema(spec)
+    dt = _open_table(uri)
+    if dt is None:
+        create_table_with_add_actions(
+            uri,
+            Schema.from_arrow(schema),
+            actions,
+            mode="error",
+            partition_by=list(spec.partition_by),
+            name=spec.name,
+            description=spec.comment,
+            commit_properties=props,
+        )
+    else:
+        check_table_schema(dt, spec)  # again: the table may have been created meanwhile
+        dt.create_write_transaction(
+            actions,
+            "overwrite",
+            schema,
+            partition_by=list(spec.partition_by),
+            partition_filters=[(RUN_ID, "=", run_id)],
+            commit_properties=props,
+        )
+    version = DeltaTable(uri).version()
+    log.info(
+        "committed %s v%d: run %s, %d rows, %d files",
+        spec.name,
+        version,
+        run_id,
+        rows,
+        len(actions),
+    )
+    return version
+
+
+def write_run_tables(
+    frames: Mapping[str, DataFrame], *, output: str, run_id: str
+) -> dict[str, int]:
+    """Write one run's DataFrames into their Delta tables, replacing that run's earlier rows.
+
+    All schemas are checked before anything is written; then each DataFrame is written by the
+    executors and committed in one delta-rs transaction per table, in the order of ``frames``.
+
+    Args:
+        frames: table name (a key of ``offsets_lib.tables.TABLES``, not ``runs``) -> DataFrame
+            holding at least the table's columns, with ``run_id`` equal to ``run_id``.
+        output: root folder (or URI) of the tables.
+        run_id: the run's id; rows of other runs are never touched.
+
+    Returns:
+        The committed Delta version of each table.
+    """
+    _check_run_id(run_id)
+    specs = {name: table_spec(name) for name in frames}
+    if "runs" in specs:
+        raise ValueError("the runs row is committed last, with publish_run(), not here")
+    for name, df in frames.items():
+        check_frame_schema(df, specs[name])
+        dt = _open_table(table_uri(output, name))
+        if dt is not None:
+            check_table_schema(dt, specs[name])
+    files: dict[str, list[AddAction]] = {}
+    for name, df in frames.items():
+        uri, spec = table_uri(output, name), specs[name]
+        writer = _make_task_writer(uri, spec, run_id)
+        rows = df.select(*spec.columns).mapInArrow(writer, FILE_ROW_SCHEMA).collect()
+        files[name] = _file_actions(row.asDict() for row in rows)
+    return {
+        name: _commit(specs[name], table_uri(output, name), files[name], run_id=run_id)
+        for name in frames
+    }
+
+
+def publish_run(runs_row: Mapping[str, Any], *, output: str) -> int:
+    """Commit the ``runs`` row of a run (replacing an earlier one with the same run_id).
+
+    Call it after :func:`write_run_tables`. Missing optional keys become null; unknown keys
+    fail. Timestamps are ``datetime`` objects (naive ones are taken as UTC). Returns the version.
+    """
+    spec = table_spec("runs")
+    unknown = sorted(set(runs_row) - set(spec.columns))
+    if unknown:
+        raise SchemaMismatchError(f"runs row has unknown columns {unknown}")
+    run_id = _check_run_id(runs_row.get(RUN_ID))
+    uri = table_uri(output, spec.name)
+    dt = _open_table(uri)
+    if dt is not None:
+        check_table_schema(dt, spec)
+    row = {c: runs_row.get(c) for c in spec.columns}
+    batch = pa.RecordBatch.from_pylist([row], schema=arrow_schema(spec, with_comments=False))
+    files = next(_make_task_writer(uri, spec, run_id)([batch]))  # same writer, on the driver
+    return _commit(spec, uri, _file_actions(files.to_pylist()), run_id=run_id)
+
+
+def read_table(
+    output: str, name: str, *, run_id: str | None = None, columns: list[str] | None = None
+) -> pa.Table:
+    """Read a table (one run's partition when ``run_id`` is given) with delta-rs."""
+    dt = DeltaTable(table_uri(output, name))
+    filters = [(RUN_ID, "=", run_id)] if run_id is not None else None
+    return dt.to_pyarrow_table(filters=filters, columns=columns)
+
+
+# ---- optional: Spark's own Delta writer (clusters with delta-spark) --------------------------
+
+
+def delta_spark_available(spark: SparkSession) -> bool:
+    """True when the session is configured with Delta Lake's SQL extension (no JVM access)."""
+    return DELTA_EXTENSION in (spark.conf.get("spark.sql.extensions", "") or "")
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def replace_where(run_id: str) -> str:
+    """The ``replaceWhere`` predicate selecting one run's partition."""
+    return f"{RUN_ID} = {_sql_string(run_id)}"
+
+
+def create_table_sql(spec: TableSpec, uri: str) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for the Spark Delta path, with every column comment."""
+
+    def column(f: T.StructField) -> str:
+        not_null = "" if f.nullable else " NOT NULL"
+        comment = _sql_string(f.metadata["comment"])
+        return f"`{f.name}` {f.dataType.simpleString()}{not_null} COMMENT {comment}"
+
+    columns = ",\n  ".join(column(f) for f in spec.schema.fields)
+    location = uri.replace("`", "``")
+    partitions = ", ".join(f"`{c}`" for c in spec.partition_by)
+    return (
+        f"CREATE TABLE IF NOT EXISTS delta.`{location}` (\n  {columns}\n) USING delta\n"
+        f"PARTITIONED BY ({partitions})\nCOMMENT {_sql_string(spec.comment)}"
+    )
+
+
+def write_with_spark_delta(frames: Mapping[str, DataFrame], *, output: str, run_id: str) -> None:
+    """``--delta-writer spark``: write with delta-spark's ``replaceWhere`` (needs its jars).
+
+    Same contract as :func:`write_run_tables` except that ``runs`` is accepted (pass it last).
+    """
+    _check_run_id(run_id)
+    for name, df in frames.items():
+        spec = table_spec(name)
+        check_frame_schema(df, spec)
+        spark = df.sparkSession
+        if not delta_spark_available(spark):
+            raise RuntimeError(
+                "--delta-writer spark needs a session with spark.sql.extensions="
+                "io.delta.sql.DeltaSparkSessionExtension and the delta-spark jars"
+            )
+        uri = table_uri(output, name)
+        spark.sql(create_table_sql(spec, uri))
+        (
+            df.select(*spec.columns)
+            .write.format("delta")
+            .mode("overwrite")
+            .option("replaceWhere", replace_where(run_id))
+            .option("userMetadata", run_id)
+            .save(uri)
+        )

@@ -1,0 +1,334 @@
+"""The Delta sink: executors write Parquet, delta-rs commits one transaction per table."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from offsets_lib import sink
+from offsets_lib.tables import TABLES, TableSpec
+
+pytestmark = pytest.mark.spark
+
+AS_OF = datetime(2024, 6, 1, 12, 0, tzinfo=UTC)
+TS = datetime(2024, 5, 30, 8, 15, 30, 123456, tzinfo=UTC)  # sub-millisecond on purpose
+OFFSET_KEYS = ["group_id", "topic", "partition"]
+
+CONTRACT = {
+    "offsets": "group_id topic partition committed_offset leader_epoch metadata commit_timestamp "
+    "expire_timestamp run_id as_of",
+    "groups": "group_id group_type protocol_type state generation subscribed_topics "
+    "current_state_timestamp run_id as_of",
+    "members": "group_id member_id group_instance_id client_id client_host subscribed_topics "
+    "assigned_partitions member_epoch run_id as_of",
+    "offset_decisions": "group_id topic partition expired expires_at rule delete_error "
+    "run_id as_of",
+    "group_decisions": "group_id deleted deletes_at rule run_id as_of",
+    "rejects": "offsets_partition offsets_offset key value error run_id",
+    "runs": "run_id status started_at finished_at as_of source records_read records_decoded "
+    "records_rejected",
+}
+
+
+def offset_row(group: str, topic: str, partition: int, offset: int, run_id: str) -> dict[str, Any]:
+    """One row of the offsets table, in column order."""
+    return {
+        "group_id": group,
+        "topic": topic,
+        "partition": partition,
+        "committed_offset": offset,
+        "leader_epoch": None if offset % 2 else 7,
+        "metadata": "",
+        "commit_timestamp": TS,
+        "expire_timestamp": None,
+        "offsets_partition": 3,
+        "log_offset": 1000 + offset,
+        "topic_id": None,
+        "value_version": 3,
+        "has_pending_transaction": False,
+        "run_id": run_id,
+        "as_of": AS_OF,
+    }
+
+
+def frame(spark: SparkSession, spec: TableSpec, rows: list[dict[str, Any]]) -> DataFrame:
+    return spark.createDataFrame([tuple(r.values()) for r in rows], spec.schema).repartition(2)
+
+
+def rows_of(table: pa.Table, keys: list[str]) -> list[dict[str, Any]]:
+    return table.sort_by([(k, "ascending") for k in keys]).to_pylist()
+
+
+def reorder(rows: list[dict[str, Any]], spec: TableSpec) -> list[dict[str, Any]]:
+    # delta-rs returns partition columns last
+    return [{c: r[c] for c in spec.columns} for r in rows]
+
+
+# ---- the declared tables (no Spark) -----------------------------------------------------------
+
+
+def _all_fields(dtype: T.DataType) -> list[T.StructField]:
+    if isinstance(dtype, T.ArrayType):
+        return _all_fields(dtype.elementType)
+    if isinstance(dtype, T.StructType):
+        return [f for field in dtype.fields for f in [field, *_all_fields(field.dataType)]]
+    return []
+
+
+def test_tables_hold_contract_columns_with_comments() -> None:
+    assert set(TABLES) == {*CONTRACT, "lag", "metrics"}
+    for name, required in CONTRACT.items():
+        missing = set(required.split()) - set(TABLES[name].columns)
+        assert not missing, (name, missing)
+    for spec in TABLES.values():
+        assert spec.partition_by == ("run_id",)
+        assert all(f.metadata.get("comment") for f in _all_fields(spec.schema)), spec.name
+    groups = TABLES["groups"].schema
+    assert groups["subscribed_topics"].dataType == T.ArrayType(T.StringType())
+    assigned = TABLES["members"].schema["assigned_partitions"].dataType.elementType
+    assert [(f.name, f.dataType.simpleString()) for f in assigned.fields] == [
+        ("topic", "string"),
+        ("topic_id", "string"),
+        ("partition", "int"),
+        ("assignment_epoch", "int"),
+    ]
+    assert TABLES["offsets"].schema["as_of"].dataType == T.TimestampType()
+
+
+def test_stat_timestamps_round_outwards_to_milliseconds() -> None:
+    ts = pa.timestamp("us", tz="UTC")
+    assert sink._stat_value(TS, ts, upper=False) == "2024-05-30T08:15:30.123Z"
+    assert sink._stat_value(TS, ts, upper=True) == "2024-05-30T08:15:30.124Z"
+    assert sink._stat_value("x" * 33, pa.string(), upper=True) is None
+
+
+def test_spark_delta_sql_is_quoted() -> None:
+    assert sink.replace_where("a'b\\c") == "run_id = 'a\\'b\\\\c'"
+    ddl = sink.create_table_sql(TABLES["rejects"], "/t/re`jects")
+    assert ddl.startswith("CREATE TABLE IF NOT EXISTS delta.`/t/re``jects` (")
+    assert "`run_id` string NOT NULL COMMENT 'Id of the run" in ddl
+    assert "PARTITIONED BY (`run_id`)" in ddl
+
+
+# ---- writing with Spark ----------------------------------------------------------------------
+
+
+def test_create_rerun_replaces_and_new_run_appends(spark: SparkSession, tmp_path: Path) -> None:
+    spec, out = TABLES["offsets"], str(tmp_path)
+
+    def write(rows: list[dict[str, Any]], run_id: str) -> dict[str, int]:
+        return sink.write_run_tables(
+            {"offsets": frame(spark, spec, rows)}, output=out, run_id=run_id
+        )
+
+    first = [offset_row("g1", "t", p, 10 + p, "r1") for p in range(3)]
+    assert write(first, "r1") == {"offsets": 0}
+    assert rows_of(sink.read_table(out, "offsets"), OFFSET_KEYS) == first
+
+    # rerun of r1 with other rows: replaces them, adds none
+    rerun = [offset_row("g1", "t", 0, 99, "r1"), offset_row("g2", "u", 5, 1, "r1")]
+    assert write(rerun, "r1") == {"offsets": 1}
+    assert rows_of(sink.read_table(out, "offsets"), OFFSET_KEYS) == rerun
+
+    # the same rerun again is idempotent; a second run appends
+    assert write(rerun, "r1") == {"offsets": 2}
+    second = [offset_row("g3", "t", 0, 5, "r2")]
+    assert write(second, "r2") == {"offsets": 3}
+    assert sink.read_table(out, "offsets").num_rows == 3
+    assert rows_of(sink.read_table(out, "offsets", run_id="r1"), OFFSET_KEYS) == rerun
+    assert rows_of(sink.read_table(out, "offsets", run_id="r2"), OFFSET_KEYS) == second
+
+    dt = DeltaTable(os.path.join(out, "offsets"))
+    assert dt.version() == 3
+    history = dt.history()  # newest first
+    assert [h["run_id"] for h in history] == ["r2", "r1", "r1", "r1"]
+    assert history[0]["num_records"] == "1"
+    assert history[0]["userMetadata"] == "r2"
+
+
+def test_schema_and_comments_round_trip(spark: SparkSession, tmp_path: Path) -> None:
+    spec, out = TABLES["offsets"], str(tmp_path)
+    for run_id in ("a", "b"):  # create, then an overwrite commit: comments must survive both
+        rows = [offset_row("g", "t", 0, 1, run_id)]
+        sink.write_run_tables({"offsets": frame(spark, spec, rows)}, output=out, run_id=run_id)
+    dt = DeltaTable(os.path.join(out, "offsets"))
+    fields = json.loads(dt.schema().to_json())["fields"]
+    assert [f["name"] for f in fields] == spec.columns
+    assert {f["name"]: f["metadata"].get("comment") for f in fields} == {
+        f.name: f.metadata["comment"] for f in spec.schema.fields
+    }
+    assert dt.metadata().description == spec.comment
+    assert dt.metadata().partition_columns == ["run_id"]
+    assert sink.arrow_schema(spec).equals(pa.schema(dt.schema().to_arrow()), check_metadata=True)
+
+
+def test_nested_columns_and_several_tables(spark: SparkSession, tmp_path: Path) -> None:
+    out = str(tmp_path)
+    members = TABLES["members"]
+    member = dict.fromkeys(members.columns)
+    member.update(
+        group_id="g",
+        member_id="m-1",
+        subscribed_topics=["a", "b"],
+        assigned_partitions=[
+            {"topic": "a", "topic_id": None, "partition": 0, "assignment_epoch": None},
+            {"topic": "b", "topic_id": "u-1", "partition": 2, "assignment_epoch": 4},
+        ],
+        member_epoch=4,
+        run_id="r",
+        as_of=AS_OF,
+    )
+    unknown = {**member, "member_id": "m-2", "subscribed_topics": None, "assigned_partitions": []}
+    rejects = TABLES["rejects"]
+    reject = {
+        "offsets_partition": 0,
+        "offsets_offset": 17,
+        "key": b"\x00\x63",
+        "value": None,
+        "error": "unknown record type 99",
+        "offsets_timestamp": TS,
+        "record_type": 99,
+        "run_id": "r",
+    }
+    versions = sink.write_run_tables(
+        {
+            "members": frame(spark, members, [member, unknown]),
+            "rejects": frame(spark, rejects, [reject]),
+        },
+        output=out,
+        run_id="r",
+    )
+    assert versions == {"members": 0, "rejects": 0}
+    got = reorder(rows_of(sink.read_table(out, "members"), ["member_id"]), members)
+    assert got == [member, unknown]
+    assert sink.read_table(out, "rejects").to_pylist() == [reject]
+
+
+def test_empty_frame_still_makes_a_table_and_clears_the_run(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    spec, out = TABLES["offsets"], str(tmp_path)
+    empty = spark.createDataFrame([], spec.schema)
+    assert sink.write_run_tables({"offsets": empty}, output=out, run_id="r") == {"offsets": 0}
+    table = sink.read_table(out, "offsets")
+    assert table.num_rows == 0
+    assert set(table.column_names) == set(spec.columns)
+
+    rows = [offset_row("g", "t", 0, 1, "r"), offset_row("g", "t", 1, 1, "keep")]
+    sink.write_run_tables({"offsets": frame(spark, spec, rows[:1])}, output=out, run_id="r")
+    sink.write_run_tables({"offsets": frame(spark, spec, rows[1:])}, output=out, run_id="keep")
+    sink.write_run_tables({"offsets": empty}, output=out, run_id="r")  # the run now has no rows
+    assert sink.read_table(out, "offsets").to_pylist() == rows[1:]
+
+
+def test_frame_schema_mismatch_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
+    spec, out = TABLES["offsets"], str(tmp_path)
+    good = frame(spark, spec, [offset_row("g", "t", 0, 1, "r")])
+    bad = good.withColumn("partition", good["partition"].cast("string")).drop("as_of")
+    with pytest.raises(sink.SchemaMismatchError) as err:
+        sink.write_run_tables({"offsets": good, "offset_decisions": bad}, output=out, run_id="r")
+    message = str(err.value)
+    assert "'offset_decisions'" in message
+    assert "column partition: expected int, got string" in message
+    assert "missing column as_of timestamp" in message
+    assert not (tmp_path / "offsets").exists()  # checked before anything is written
+
+
+def test_existing_table_with_other_schema_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
+    spec, out = TABLES["offsets"], str(tmp_path)
+    alien = pa.table({"group_id": ["g"], "partition": pa.array([0], pa.int64()), "run_id": ["x"]})
+    write_deltalake(str(tmp_path / "offsets"), alien, partition_by=["run_id"])
+    good = frame(spark, spec, [offset_row("g", "t", 0, 1, "r")])
+    expected = r"column partition: expected int32, got int64"
+    with pytest.raises(sink.SchemaMismatchError, match=expected):
+        sink.write_run_tables({"offsets": good}, output=out, run_id="r")
+    assert DeltaTable(str(tmp_path / "offsets")).version() == 0
+
+
+def test_rows_of_another_run_are_refused(spark: SparkSession, tmp_path: Path) -> None:
+    spec = TABLES["offsets"]
+    wrong = frame(spark, spec, [offset_row("g", "t", 0, 1, "other")])
+    with pytest.raises(Exception, match="rows with run_id \\['other'\\]"):
+        sink.write_run_tables({"offsets": wrong}, output=str(tmp_path), run_id="r")
+    assert not DeltaTable.is_deltatable(str(tmp_path / "offsets"))
+
+
+def test_special_characters_in_run_id_and_other_readers(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    spec, out = TABLES["offsets"], str(tmp_path)
+    run_id = "manual__2024-06-01T00:00:00+00:00 / é'%20=x"
+    rows = [offset_row("g", "t", p, 5 * p, run_id) for p in range(4)]
+    plain = [offset_row("g", "t", 0, 1, "plain")]
+    sink.write_run_tables({"offsets": frame(spark, spec, rows)}, output=out, run_id=run_id)
+    sink.write_run_tables({"offsets": frame(spark, spec, plain)}, output=out, run_id="plain")
+    sink.write_run_tables({"offsets": frame(spark, spec, rows)}, output=out, run_id=run_id)
+    assert rows_of(sink.read_table(out, "offsets", run_id=run_id), OFFSET_KEYS) == rows
+    path = os.path.join(out, "offsets")
+    assert sorted(d for d in os.listdir(path) if d.startswith("run_id=")) == [
+        "run_id=manual__2024-06-01T00%3A00%3A00%2B00%3A00%20%2F%20%C3%A9%27%2520%3Dx",
+        "run_id=plain",
+    ]
+
+    dataset = DeltaTable(path).to_pyarrow_dataset()  # noqa: F841 (used by DuckDB below)
+    counts = duckdb.sql(
+        "select run_id, count(*) n, sum(committed_offset) s from dataset group by 1 order by 1"
+    ).fetchall()
+    assert counts == [(run_id, 4, 30), ("plain", 1, 1)]
+
+    frame_pl = pl.read_delta(path).sort("run_id", "partition")
+    assert frame_pl.height == 5
+    assert frame_pl["run_id"].to_list() == [run_id] * 4 + ["plain"]
+    # stats must not prune a row whose timestamp has microseconds (max rounded up to the ms)
+    hit = pl.scan_delta(path).filter(pl.col("commit_timestamp") == TS).collect()
+    assert hit.height == 5
+
+
+def test_publish_run_writes_the_runs_row_last(spark: SparkSession, tmp_path: Path) -> None:
+    out = str(tmp_path)
+    with pytest.raises(ValueError, match="publish_run"):
+        sink.write_run_tables(
+            {"runs": spark.createDataFrame([], TABLES["runs"].schema)}, output=out, run_id="r"
+        )
+    row = {
+        "run_id": "r",
+        "status": "failed",
+        "started_at": AS_OF,
+        "as_of": AS_OF,
+        "source": "parquet",
+        "records_read": 10,
+        "tables_written": ["offsets"],
+    }
+    assert sink.publish_run(row, output=out) == 0
+    final = {**row, "status": "succeeded", "finished_at": AS_OF, "error": None}
+    assert sink.publish_run(final, output=out) == 1
+    got = sink.read_table(out, "runs").to_pylist()
+    assert got == [{c: final.get(c) for c in TABLES["runs"].columns}]
+    with pytest.raises(sink.SchemaMismatchError, match="unknown columns \\['nope'\\]"):
+        sink.publish_run({**row, "nope": 1}, output=out)
+    with pytest.raises(ValueError, match="non-nullable"):
+        sink.publish_run({**row, "as_of": None}, output=out)
+
+
+def test_write_with_spark_delta(spark: SparkSession, tmp_path: Path) -> None:
+    if not sink.delta_spark_available(spark):
+        pytest.skip(
+            "Delta Lake JVM classes are not installed here (spark.sql.extensions lacks "
+            "DeltaSparkSessionExtension; no delta-spark jars, feasibility.md section 1)"
+        )
+    spec, out = TABLES["offsets"], str(tmp_path)
+    rows = [offset_row("g", "t", 0, 1, "r")]
+    for _ in range(2):
+        sink.write_with_spark_delta({"offsets": frame(spark, spec, rows)}, output=out, run_id="r")
+    assert rows_of(sink.read_table(out, "offsets"), OFFSET_KEYS) == rows
