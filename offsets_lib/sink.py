@@ -27,8 +27,9 @@ Public API::
 ``runs`` row means the run's tables are complete. Files of failed or speculative task attempts
 are never referenced by the log; ``DeltaTable.vacuum`` removes them.
 
-``write_with_spark_delta`` is the optional cluster path (``--delta-writer spark``) for sessions
-configured with Delta Lake's ``DeltaSparkSessionExtension``.
+``write_with_spark_delta(spark, df, name, output=..., run_id=...)`` is the optional cluster path
+(``--delta-writer spark``, one table per call) for sessions configured with Delta Lake's
+``DeltaSparkSessionExtension``; ``delta_spark_available(spark)`` tells whether it can run.
 
 Limits: the output must be a path both the driver and the executors can reach (local, or any
 URI ``pyarrow.fs.FileSystem.from_uri`` and delta-rs both understand; only local is tested).
@@ -548,28 +549,31 @@ def create_table_sql(spec: TableSpec, uri: str) -> str:
     )
 
 
-def write_with_spark_delta(frames: Mapping[str, DataFrame], *, output: str, run_id: str) -> None:
-    """``--delta-writer spark``: write with delta-spark's ``replaceWhere`` (needs its jars).
+def write_with_spark_delta(
+    spark: SparkSession, df: DataFrame, name: str, *, output: str, run_id: str
+) -> None:
+    """``--delta-writer spark``: write one table with delta-spark's ``replaceWhere``.
 
-    Same contract as :func:`write_run_tables` except that ``runs`` is accepted (pass it last).
+    Needs a session configured with Delta Lake (jars + ``DeltaSparkSessionExtension``). Same
+    contract as :func:`write_run_tables` for one table, except that ``runs`` is accepted (write
+    it last). The table is created first with every column comment (``CREATE TABLE IF NOT
+    EXISTS``), so comments and partitioning match the delta-rs path.
     """
     _check_run_id(run_id)
-    for name, df in frames.items():
-        spec = table_spec(name)
-        check_frame_schema(df, spec)
-        spark = df.sparkSession
-        if not delta_spark_available(spark):
-            raise RuntimeError(
-                "--delta-writer spark needs a session with spark.sql.extensions="
-                "io.delta.sql.DeltaSparkSessionExtension and the delta-spark jars"
-            )
-        uri = table_uri(output, name)
-        spark.sql(create_table_sql(spec, uri))
-        (
-            df.select(*spec.columns)
-            .write.format("delta")
-            .mode("overwrite")
-            .option("replaceWhere", replace_where(run_id))
-            .option("userMetadata", run_id)
-            .save(uri)
+    spec = table_spec(name)
+    check_frame_schema(df, spec)
+    if not delta_spark_available(spark):
+        raise RuntimeError(
+            "--delta-writer spark needs a session with spark.sql.extensions="
+            "io.delta.sql.DeltaSparkSessionExtension and the delta-spark jars"
         )
+    uri = table_uri(output, name)
+    spark.sql(create_table_sql(spec, uri))
+    (
+        df.select(*spec.columns)
+        .write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", replace_where(run_id))
+        .option("userMetadata", run_id)
+        .save(uri)
+    )

@@ -430,7 +430,12 @@ RUNS = TableSpec(
             _col("status", StringType(), "Outcome of the run: succeeded or failed."),
             _col("started_at", TimestampType(), "UTC instant the run started."),
             _col("finished_at", TimestampType(), "UTC instant the run finished."),
-            _as_of(),
+            _col(
+                "as_of",
+                TimestampType(),
+                "UTC instant the run evaluated the coordinator's state at; null only when the "
+                "run failed before choosing it.",
+            ),
             _col("source", StringType(), "Input kind: parquet or kafka."),
             _col("records_read", LongType(), "Raw records read from the input."),
             _col("records_decoded", LongType(), "Records decoded without error."),

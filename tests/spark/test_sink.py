@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from offsets_lib import sink
@@ -261,6 +262,11 @@ def test_rows_of_another_run_are_refused(spark: SparkSession, tmp_path: Path) ->
     wrong = frame(spark, spec, [offset_row("g", "t", 0, 1, "other")])
     with pytest.raises(Exception, match="rows with run_id \\['other'\\]"):
         sink.write_run_tables({"offsets": wrong}, output=str(tmp_path), run_id="r")
+    no_as_of = frame(spark, spec, [offset_row("g", "t", 0, 1, "r")]).withColumn(
+        "as_of", F.lit(None).cast("timestamp")
+    )
+    with pytest.raises(Exception, match="null values in non-nullable columns \\['as_of'\\]"):
+        sink.write_run_tables({"offsets": no_as_of}, output=str(tmp_path), run_id="r")
     assert not DeltaTable.is_deltatable(str(tmp_path / "offsets"))
 
 
@@ -317,8 +323,10 @@ def test_publish_run_writes_the_runs_row_last(spark: SparkSession, tmp_path: Pat
     assert got == [{c: final.get(c) for c in TABLES["runs"].columns}]
     with pytest.raises(sink.SchemaMismatchError, match="unknown columns \\['nope'\\]"):
         sink.publish_run({**row, "nope": 1}, output=out)
-    with pytest.raises(ValueError, match="non-nullable"):
-        sink.publish_run({**row, "as_of": None}, output=out)
+    with pytest.raises(ValueError, match="non-empty"):
+        sink.publish_run({**row, "run_id": ""}, output=out)
+    failed_early = {"run_id": "r0", "status": "failed", "error": "input not readable"}
+    assert sink.publish_run(failed_early, output=out) == 2  # as_of may be null in runs only
 
 
 def test_write_with_spark_delta(spark: SparkSession, tmp_path: Path) -> None:
@@ -330,5 +338,7 @@ def test_write_with_spark_delta(spark: SparkSession, tmp_path: Path) -> None:
     spec, out = TABLES["offsets"], str(tmp_path)
     rows = [offset_row("g", "t", 0, 1, "r")]
     for _ in range(2):
-        sink.write_with_spark_delta({"offsets": frame(spark, spec, rows)}, output=out, run_id="r")
+        sink.write_with_spark_delta(
+            spark, frame(spark, spec, rows), "offsets", output=out, run_id="r"
+        )
     assert rows_of(sink.read_table(out, "offsets"), OFFSET_KEYS) == rows
