@@ -99,12 +99,20 @@ def _bytes_in(f: Field, value: Any) -> bytes:
     raise ValueError(f"{f.name}: cannot turn {value!r} into bytes")
 
 
-def from_fields(message: Message, version: int, fields: dict, protocol_type: str | None = None):
+def from_fields(
+    message: Message, version: int, fields: dict, protocol_type: str | None = None
+) -> dict:
     """Kafka field dict -> scenario JSON (fields of that version; tags only when set)."""
     return _struct_out(message, message.fields, version, fields, protocol_type)
 
 
-def _struct_out(message, fields, version, values, protocol_type) -> dict:
+def _struct_out(
+    message: Message,
+    fields: tuple[Field, ...],
+    version: int,
+    values: dict,
+    protocol_type: str | None,
+) -> dict:
     protocol_type = values.get("protocolType", protocol_type)
     out: dict[str, Any] = {}
     for f in fields:
@@ -117,7 +125,9 @@ def _struct_out(message, fields, version, values, protocol_type) -> dict:
     return out
 
 
-def _value_out(message, f: Field, version: int, value: Any, protocol_type) -> Any:
+def _value_out(
+    message: Message, f: Field, version: int, value: Any, protocol_type: str | None
+) -> Any:
     if value is None:
         return None
     if f.is_struct:

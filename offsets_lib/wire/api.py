@@ -266,7 +266,10 @@ def _decode_embedded(message: Message, data: Any, empty_means_none: bool) -> dic
 
 
 def decode_subscription(data: bytes) -> dict:
-    """ConsumerProtocolSubscription; versions above 3 parse as 3 (extra bytes counted)."""
+    """ConsumerProtocolSubscription -> {"version", "error", "trailing_bytes", Topics, ...}.
+
+    Versions above 3 parse as 3 (extra bytes counted in trailing_bytes); never raises.
+    """
     return _decode_embedded(SUBSCRIPTION, data, empty_means_none=False)
 
 

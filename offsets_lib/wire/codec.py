@@ -116,9 +116,10 @@ class Reader:
             return None
         return n
 
-    def _blob(self, f: Field, version: int, flexible: bool, classic: struct.Struct) -> Any:
+    def _blob(self, f: Field, version: int, flexible: bool, text: bool) -> str | bytes | None:
+        """string (int16 classic length, UTF-8) or bytes (int32 classic length)."""
         start = self.pos
-        n = self._length(f, version, flexible, classic)
+        n = self._length(f, version, flexible, _INT16 if text else _INT32)
         if n is None:
             return None
         if n > self.remaining:
@@ -127,7 +128,7 @@ class Reader:
             )
         data_start = self._take(n, f.name)
         raw = self.buf[data_start : data_start + n]
-        if classic is _INT32:
+        if not text:
             return bytes(raw)
         try:
             return str(raw, "utf-8")
@@ -139,9 +140,9 @@ class Reader:
         if type_ in FIXED_WIDTH:
             return self.fixed(type_, f.name)
         if type_ == "string":
-            return self._blob(f, version, flexible, _INT16)
+            return self._blob(f, version, flexible, text=True)
         if type_ == "bytes":
-            return self._blob(f, version, flexible, _INT32)
+            return self._blob(f, version, flexible, text=False)
         raise DecodeError(f"unsupported type {type_} of {f.name}")
 
     def field(self, f: Field, version: int, flexible: bool, tagged: bool = False) -> Any:
@@ -265,7 +266,9 @@ class Writer:
         else:
             raise EncodeError(f"unsupported type {type_} of {f.name}")
 
-    def field(self, f: Field, value: Any, version: int, flexible: bool, tagged: bool = False):
+    def field(
+        self, f: Field, value: Any, version: int, flexible: bool, tagged: bool = False
+    ) -> None:
         if f.is_array:
             self._length(f, None if value is None else len(value), version, flexible, "int32")
             for item in value or ():
@@ -287,7 +290,12 @@ class Writer:
             self.value(f, f.type, value, version, flexible)
 
     def struct(
-        self, fields: tuple[Field, ...], values: dict[str, Any], version: int, flexible: bool, where
+        self,
+        fields: tuple[Field, ...],
+        values: dict[str, Any],
+        version: int,
+        flexible: bool,
+        where: str,
     ) -> None:
         """Write a struct; keys not in the layout are an error (they would be silently lost)."""
         if not isinstance(values, dict):

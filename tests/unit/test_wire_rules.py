@@ -194,3 +194,14 @@ def test_to_jsonable() -> None:
     ]
     assert wire.to_jsonable(b"\x01\xff") == "01ff"
     assert wire.to_jsonable(record)["key"] == {"group": "grp", "topic": "orders", "partition": 3}
+
+
+def test_reader_accepts_tags_in_any_order() -> None:
+    head = wire.encode_value(17, 0, {"Epoch": 1, "MetadataHash": 2})[:-1]
+    raw = head + bytes.fromhex("02" + "030400000005" + "000400000007")
+    decoded = wire.decode_value(17, raw)
+    assert decoded.error is None
+    assert decoded.fields["FailedDescriptionTopologyEpoch"] == 5
+    assert decoded.fields["ValidatedTopologyEpoch"] == 7
+    assert decoded.fields["StoredDescriptionTopologyEpoch"] == -1
+    assert decoded.fields["LastAssignmentConfigs"] is None
