@@ -91,7 +91,8 @@ ARROW_SCHEMA = pa.schema(
 # (Java TimestampType.id: -1 none, 0 create time, 1 log-append time).
 _TIMESTAMP_TYPE = {0: -1, 1: 0, 2: 1}
 
-# Settings we own: users cannot weaken them through kafka.* options.
+# Settings we own: users cannot weaken them through kafka.* options. (librdkafka needs a group.id
+# even for assign(); nothing is committed. Override it with kafka.group.id if ACLs demand.)
 _FORCED_CONSUMER = {
     "isolation.level": "read_committed",
     "enable.auto.commit": False,
@@ -177,9 +178,15 @@ class _ClientEvents:
         return None
 
     def last_text(self) -> str | None:
-        if self.errors:
-            return self.errors[-1][1]
-        return self.logs[-1] if self.logs else None
+        """The most telling recent error: a concrete one rather than "N/M brokers are down"."""
+        from confluent_kafka import KafkaError
+
+        concrete = [e for e in self.errors if e[0] != KafkaError._ALL_BROKERS_DOWN]
+        if concrete:
+            return concrete[-1][1]
+        if self.logs:
+            return self.logs[-1]
+        return self.errors[-1][1] if self.errors else None
 
 
 def _with_events(conf: Mapping[str, Any], events: _ClientEvents) -> dict[str, Any]:
@@ -516,7 +523,10 @@ def read_range(
         last_progress = time.monotonic()
         done = False
         while not done:
-            messages = consumer.consume(num_messages=batch_size, timeout=1.0)
+            # Ask for exactly what is left: librdkafka's batch consume waits for the full
+            # timeout when fewer messages exist, so over-asking costs a timeout per range.
+            wanted = max(1, min(batch_size, end - position))
+            messages = consumer.consume(num_messages=wanted, timeout=0.5)
             for msg in messages:
                 err = msg.error()
                 if err is not None:
@@ -578,7 +588,6 @@ def _fatal_fetch_codes() -> frozenset[int]:
     return frozenset(
         {
             KafkaError.TOPIC_AUTHORIZATION_FAILED,
-            KafkaError.GROUP_AUTHORIZATION_FAILED,
             KafkaError.CLUSTER_AUTHORIZATION_FAILED,
             KafkaError.UNKNOWN_TOPIC_OR_PART,
             KafkaError._UNKNOWN_TOPIC,

