@@ -246,6 +246,12 @@ GROUPS = TableSpec(
                 BooleanType(),
                 "True when some partition of the group has a pending transactional offset.",
             ),
+            _col(
+                "state_notes",
+                StringType(),
+                "Inconsistencies met while replaying the group's records (e.g. a type change "
+                "G-U1/G-U2 without the usual tombstones); null when none.",
+            ),
             _run_id(),
             _as_of(),
         ]
@@ -313,6 +319,12 @@ MEMBERS = TableSpec(
                 IntegerType(),
                 "Previous member epoch of a modern member; null for classic members.",
             ),
+            _col(
+                "partitions_pending_revocation",
+                ArrayType(ASSIGNED_PARTITION),
+                "Partitions the member still owns but must revoke (KIP-848), with their "
+                "assignment epochs; empty for classic members.",
+            ),
             _run_id(),
             _as_of(),
         ]
@@ -349,6 +361,12 @@ OFFSET_DECISIONS = TableSpec(
                 "Null = an OffsetDelete request would succeed; else Kafka's error name (e.g. "
                 "GROUP_SUBSCRIBED_TO_TOPIC).",
             ),
+            _col(
+                "delete_rule",
+                StringType(),
+                "Row id of semantics.md section 6 that decided delete_error "
+                "(e.g. ODEL-SUBSCRIBED).",
+            ),
             _offsets_partition("the commit"),
             _run_id(),
             _as_of(),
@@ -382,6 +400,7 @@ GROUP_DECISIONS = TableSpec(
                 "Why the group is not deleted (e.g. not Empty, unexpired offsets, pending "
                 "transaction); null when deleted is true.",
             ),
+            _offsets_partition("the group's records"),
             _run_id(),
             _as_of(),
         ]

@@ -1,0 +1,54 @@
+# kafka-offsets-audit: `make run` and `make test` work on a fresh machine (they run `setup` first).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SAMPLE := sample
+export PYSPARK_PYTHON := $(abspath $(BIN)/python)
+export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
+
+.DEFAULT_GOAL := help
+.PHONY: help setup run test bench lint format package clean check-java
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "Java 17 is required by Spark: install it (Debian: apt-get install -y openjdk-17-jre-headless) and rerun." >&2; exit 2; }
+	@java -version 2>&1 | grep -Eq 'version "(17|21)' || { echo "Java 17 (or 21) is required by Spark; found: $$(java -version 2>&1 | head -1). Install openjdk-17-jre-headless." >&2; exit 2; }
+
+$(STAMP): pyproject.toml
+	@$(MAKE) --no-print-directory check-java
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP) ## create .venv with the project (editable) and the dev tools
+
+run: setup ## generate a sample dump, audit it, print the summary
+	$(BIN)/offsets generate --out $(SAMPLE)/dump --groups 2000 --records 200000 --seed 7
+	$(BIN)/offsets run --source parquet --input $(SAMPLE)/dump --output $(SAMPLE)/tables --run-id sample
+
+test: setup ## run the whole test suite
+	$(BIN)/pytest -q
+
+bench: setup ## benchmark the job against the raw read-and-dedupe baseline
+	$(BIN)/python -m offsets_lib.bench
+
+lint: setup ## ruff check and format check
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: setup ## apply ruff's formatter and fixes
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+package: setup ## build the wheel and the --py-files zip into dist/
+	rm -rf dist && mkdir -p dist
+	$(BIN)/pip wheel --quiet --no-deps -w dist .
+	cd . && zip -qr dist/offsets_lib.zip offsets_lib -x '*__pycache__*'
+
+clean: ## remove generated data, tables and build output
+	rm -rf $(SAMPLE) dist build bench/data bench/results.json .pytest_cache

@@ -1,0 +1,1 @@
+"""Kafka __consumer_offsets audit: codec, compaction, group state and broker decisions."""

@@ -1,0 +1,113 @@
+"""Decode one Arrow batch of raw __consumer_offsets records (no Spark; runs inside executors).
+
+Offset commits, the bulk of every dump, go through the vectorized numpy path in fastpath.py; the
+rare other records, and any offset commit the fast path does not accept, go through the generic
+codec, which is also the oracle the fast path is tested against.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pyarrow as pa
+
+from offsets_lib import fastpath, wire
+from offsets_lib.schemas import DECODED_ARROW
+
+_PASS_THROUGH = (
+    "log_partition",
+    "log_offset",
+    "log_timestamp_ms",
+    "producer_id",
+    "producer_epoch",
+    "is_transactional",
+    "is_control",
+)
+_ZERO_UUID = uuid.UUID(int=0)
+# Key fields of every record type, by their Kafka names, mapped to decoded columns.
+_KEY_COLUMNS = {
+    "group": "group_id",
+    "GroupId": "group_id",
+    "topic": "topic",
+    "partition": "partition",
+    "MemberId": "member_id",
+    "RegularExpression": "regular_expression",
+}
+_ROW_COLUMNS = [f.name for f in DECODED_ARROW if f.name not in _PASS_THROUGH]
+
+
+def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Decode a batch of raw rows (log position, key, value, batch metadata) into DECODED_ARROW."""
+    fast = fastpath.decode_offset_commits(batch)
+    slow_rows = [i for i in range(batch.num_rows) if not fast.handled[i]]
+    if slow_rows:
+        decoded = [_decode_row(batch, i) for i in slow_rows]
+        slow = {c: [row.get(c) for row in decoded] for c in _ROW_COLUMNS}
+        columns = fastpath.merge(fast, slow_rows, slow, batch.num_rows)
+    else:
+        columns = fast.columns
+    arrays = [
+        batch.column(name) if name in _PASS_THROUGH else columns[name]
+        for name in DECODED_ARROW.names
+    ]
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(a, type=f.type) if not isinstance(a, pa.Array) else a.cast(f.type)
+            for a, f in zip(arrays, DECODED_ARROW, strict=True)
+        ],
+        schema=DECODED_ARROW,
+    )
+
+
+def _decode_row(batch: pa.RecordBatch, i: int) -> dict[str, Any]:
+    key = batch.column("key")[i].as_py()
+    value = batch.column("value")[i].as_py()
+    if batch.column("is_control")[i].as_py():
+        control = wire.decode_control(key, value)
+        row = {"control_type": control.type, "error": control.error}
+    else:
+        row = decode_record_row(key, value)
+    if row.get("error"):
+        row["key"], row["value"] = key, value
+    return row
+
+
+def decode_record_row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """One record through the generic codec, flattened into decoded columns."""
+    record = wire.decode_record(key, value)
+    row: dict[str, Any] = {"error": record.error, "record_type": record.record_type}
+    if record.record_type is not None and record.record_type in wire.RECORD_TYPES:
+        row["record_name"] = wire.RECORD_TYPES[record.record_type].name
+    for name, column in _KEY_COLUMNS.items():
+        if name in (record.key or {}):
+            row[column] = record.key[name]
+    row["is_tombstone"] = value is None
+    row["value_version"] = record.version
+    row["layout"] = record.layout
+    row["trailing_bytes"] = record.trailing_bytes
+    fields = record.value
+    if fields is None:
+        return row
+    if record.record_type in (0, 1):
+        row.update(
+            committed_offset=fields["offset"],
+            leader_epoch=_absent_if_negative(fields.get("leaderEpoch", -1)),
+            metadata=fields["metadata"],
+            commit_timestamp_ms=fields["commitTimestamp"],
+            expire_timestamp_ms=_absent_if_negative(fields.get("expireTimestamp", -1)),
+            topic_id=_topic_id(fields.get("topicId")),
+        )
+    else:
+        row["value_json"] = json.dumps(wire.to_jsonable(fields), separators=(",", ":"))
+    return row
+
+
+def _absent_if_negative(value: int | None) -> int | None:
+    """Kafka stores -1 for 'none' in leaderEpoch and expireTimestamp."""
+    return None if value is None or value < 0 else value
+
+
+def _topic_id(value: uuid.UUID | None) -> str | None:
+    return None if value is None or value == _ZERO_UUID else str(value)

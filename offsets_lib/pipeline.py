@@ -1,0 +1,209 @@
+"""The audit: decoded records -> compaction -> group state -> decisions -> table frames.
+
+`audit` is the functional core (DataFrames in, DataFrames out, parameters explicit); `run.py`
+is the shell that reads the source, picks the evaluation time and writes the tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from offsets_lib import compact, state
+from offsets_lib.rules import Params, Regime, group_deletion, with_expiration, with_offset_delete
+from offsets_lib.state import GROUP_STATE_ARROW, OFFSET_SUMMARY
+from offsets_lib.tables import TABLES
+
+GROUP_KEY = ["log_partition", "group_id"]
+
+
+@dataclass(frozen=True)
+class AuditFrames:
+    """The frames of one run, before tagging with run_id/as_of; keys are table names."""
+
+    frames: dict[str, DataFrame]
+    orphaned_offsets: DataFrame  # live offsets whose group does not exist (G-S3)
+
+
+def _ts(column: str | Column) -> Column:
+    """Epoch milliseconds -> UTC timestamp (tables use timestamps; _ms stays internal)."""
+    return F.timestamp_millis(F.col(column) if isinstance(column, str) else column)
+
+
+def group_events(decoded: DataFrame, summary: DataFrame) -> DataFrame:
+    """Group-level records plus one offset-summary pseudo event per group, in replay order."""
+    records = decoded.filter(
+        compact.is_decoded()
+        & (F.col("record_type") >= 2)
+        & ~F.coalesce(F.col("is_control"), F.lit(False))
+        & F.col("group_id").isNotNull()
+    ).select(*state.EVENT_COLUMNS)
+    pseudo = summary.select(
+        "log_partition",
+        "group_id",
+        F.col("last_value_offset").alias("log_offset"),
+        F.lit(OFFSET_SUMMARY).cast("short").alias("record_type"),
+        F.lit(False).alias("is_tombstone"),
+        F.lit(None).cast("string").alias("member_id"),
+        F.lit(None).cast("string").alias("regular_expression"),
+        F.lit(None).cast("string").alias("value_json"),
+    )
+    return records.unionByName(pseudo)
+
+
+def replay_groups(events: DataFrame, *, regime: Regime) -> DataFrame:
+    """Replay each group's events in log order inside the executors (one pass per task)."""
+    modern_types_known = not regime.is_scala  # the Scala coordinator skips record types >= 3
+
+    def replay(batches):
+        return state.replay_batches(batches, modern_types_known=modern_types_known)
+
+    num_partitions = events.sparkSession.conf.get("spark.sql.shuffle.partitions")
+    ordered = events.repartition(
+        int(num_partitions), "log_partition", "group_id"
+    ).sortWithinPartitions("log_partition", "group_id", F.col("log_offset").asc_nulls_first())
+    return ordered.mapInArrow(replay, _spark_schema(GROUP_STATE_ARROW))
+
+
+def _spark_schema(schema):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)
+
+
+def audit(decoded: DataFrame, *, regime: Regime, params: Params) -> AuditFrames:
+    """Everything the broker would hold and decide, from decoded records (no I/O, no clock)."""
+    commits = compact.with_transaction_status(decoded)
+    keys = compact.offset_keys(commits)
+    summary = compact.group_offset_summary(keys)
+    group_state = replay_groups(group_events(decoded, summary), regime=regime)
+    groups = group_state.join(
+        summary.select(*GROUP_KEY, "offset_count", "has_pending_transactions"), GROUP_KEY, "left"
+    ).fillna({"offset_count": 0, "has_pending_transactions": False})
+
+    live = keys.filter(F.col("has_committed_offset"))
+    existing = groups.filter(F.col("state") != "Dead")
+    joined = live.join(
+        existing.select(
+            *GROUP_KEY,
+            "group_type",
+            "protocol_type",
+            "state",
+            "subscribed_topics",
+            "current_state_timestamp_ms",
+            "generation",
+        ),
+        GROUP_KEY,
+        "inner",
+    )
+    orphaned = live.join(existing.select(*GROUP_KEY), GROUP_KEY, "left_anti")
+    decided = with_offset_delete(
+        with_expiration(joined, regime=regime, params=params), regime=regime
+    )
+    deletion = group_deletion(groups, decided, regime=regime, as_of_ms=params.as_of_ms)
+    frames = {
+        "offsets": _offsets_frame(decided),
+        "offset_decisions": _offset_decisions_frame(decided),
+        "groups": _groups_frame(groups),
+        "members": _members_frame(groups),
+        "group_decisions": _group_decisions_frame(deletion),
+        "rejects": _rejects_frame(decoded),
+    }
+    return AuditFrames(frames, orphaned)
+
+
+def _offsets_frame(decided: DataFrame) -> DataFrame:
+    return decided.select(
+        "group_id",
+        "topic",
+        "partition",
+        "committed_offset",
+        "leader_epoch",
+        "metadata",
+        _ts("commit_timestamp_ms").alias("commit_timestamp"),
+        _ts("expire_timestamp_ms").alias("expire_timestamp"),
+        F.col("log_partition").alias("offsets_partition"),
+        "log_offset",
+        "topic_id",
+        "value_version",
+        "has_pending_transaction",
+    )
+
+
+def _offset_decisions_frame(decided: DataFrame) -> DataFrame:
+    return decided.select(
+        "group_id",
+        "topic",
+        "partition",
+        "expired",
+        _ts("expires_at_ms").alias("expires_at"),
+        "rule",
+        "delete_error",
+        "delete_rule",
+        F.col("log_partition").alias("offsets_partition"),
+    )
+
+
+def _groups_frame(groups: DataFrame) -> DataFrame:
+    return groups.select(
+        "group_id",
+        "group_type",
+        "protocol_type",
+        "state",
+        "generation",
+        "subscribed_topics",
+        _ts("current_state_timestamp_ms").alias("current_state_timestamp"),
+        F.col("log_partition").alias("offsets_partition"),
+        "protocol",
+        "leader",
+        "member_count",
+        "target_assignment_epoch",
+        "offset_count",
+        "has_pending_transactions",
+        "state_notes",
+    )
+
+
+def _members_frame(groups: DataFrame) -> DataFrame:
+    return groups.select(
+        "group_id",
+        F.col("log_partition").alias("offsets_partition"),
+        F.explode("members").alias("m"),
+    ).select("group_id", "offsets_partition", "m.*")
+
+
+def _group_decisions_frame(deletion: DataFrame) -> DataFrame:
+    return deletion.select(
+        "group_id",
+        "deleted",
+        _ts("deletes_at_ms").alias("deletes_at"),
+        "rule",
+        "group_type",
+        "state",
+        "blocked_by",
+        F.col("log_partition").alias("offsets_partition"),
+    )
+
+
+def _rejects_frame(decoded: DataFrame) -> DataFrame:
+    return decoded.filter(F.col("error").isNotNull()).select(
+        F.col("log_partition").alias("offsets_partition"),
+        F.col("log_offset").alias("offsets_offset"),
+        "key",
+        "value",
+        "error",
+        _ts("log_timestamp_ms").alias("offsets_timestamp"),
+        "record_type",
+    )
+
+
+def conform(frame: DataFrame, table: str, *, run_id: str, as_of_ms: int) -> DataFrame:
+    """Tag a frame with run_id/as_of and select exactly the table's columns, in order."""
+    spec = TABLES[table]
+    tagged = frame.withColumns({"run_id": F.lit(run_id), "as_of": _ts(F.lit(as_of_ms))})
+    missing = [c for c in spec.columns if c not in tagged.columns]
+    if missing:
+        raise ValueError(f"table {table}: the audit produced no column(s) {missing}")
+    return tagged.select(*[F.col(f.name).cast(f.dataType) for f in spec.schema.fields])

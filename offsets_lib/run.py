@@ -1,0 +1,255 @@
+"""The imperative shell of `offsets run` and jobs/offsets_job.py: read, audit, write, report.
+
+Reads the clock only here (`--as-of now`, run timestamps); everything between reading and
+writing is `pipeline.audit`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from offsets_lib import pipeline, sink
+from offsets_lib.decode import decode_records
+from offsets_lib.rules import Params, Regime
+
+log = logging.getLogger(__name__)
+
+DAY_MS = 86_400_000
+_RETENTION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS}
+AUDIT_TABLES = ("offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects")
+
+
+class UsageError(ValueError):
+    """Bad option value (exit status 2)."""
+
+
+class RejectRatioExceeded(RuntimeError):
+    """Too many undecodable records (exit status 4); rejects and a failed runs row are written."""
+
+
+def parse_retention(text: str) -> int:
+    """`7d`, `168h`, `10080m`, `604800s`, `604800000ms` -> milliseconds."""
+    match = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h|d)\s*", text or "")
+    if not match:
+        raise UsageError(
+            f"--retention {text!r}: expected a number with a unit,"
+            " e.g. 7d, 168h, 10080m, 604800000ms"
+        )
+    value = int(match.group(1)) * _RETENTION_UNITS[match.group(2)]
+    if value <= 0:
+        raise UsageError(f"--retention {text!r}: must be positive")
+    return value
+
+
+def parse_as_of(text: str | None, *, now_ms: int) -> int | str:
+    """`now`, `latest`, ISO-8601 (naive = UTC) or epoch ms -> epoch ms, or the string "latest"."""
+    if text is None or text == "latest":
+        return "latest"
+    if text == "now":
+        return now_ms
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise UsageError(
+            f"--as-of {text!r}: expected now, latest, ISO-8601 or epoch milliseconds"
+        ) from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything one run needs; built by the CLI/job from flags and the TOML profile."""
+
+    output: str
+    run_id: str
+    source: str = "parquet"
+    inputs: tuple[str, ...] = ()
+    retention_ms: int = 7 * DAY_MS
+    as_of: int | str = "latest"  # epoch ms, or "latest" = newest record timestamp of the input
+    regime: Regime = Regime.NEW
+    max_reject_ratio: float = 0.01
+    delta_writer: str = "delta-rs"
+    kafka_options: dict[str, str] = field(default_factory=dict)
+    topic: str = "__consumer_offsets"
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    status: str
+    as_of_ms: int | None = None
+    records_read: int = 0
+    records_decoded: int = 0
+    records_rejected: int = 0
+    orphaned_offsets: int = 0
+    groups_by_type_state: dict[str, int] = field(default_factory=dict)
+    offsets_total: int = 0
+    offsets_expired: int = 0
+    offsets_expiring_24h: int = 0
+    groups_deleted: int = 0
+    tables: dict[str, str] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class _Stages:
+    """Logs one line per stage with its duration (and counts when known)."""
+
+    def __init__(self, report: RunReport, echo: Callable[[str], None]) -> None:
+        self.report, self.echo, self.started = report, echo, time.monotonic()
+
+    def done(self, stage: str, detail: str = "") -> None:
+        now = time.monotonic()
+        seconds = round(now - self.started, 2)
+        self.report.stage_seconds[stage] = seconds
+        self.started = now
+        self.echo(f"[{stage}] {detail} ({seconds:.1f} s)".replace("]  (", "] ("))
+
+
+def execute(
+    spark: SparkSession,
+    raw: DataFrame,
+    options: RunOptions,
+    *,
+    echo: Callable[[str], None] = log.info,
+) -> RunReport:
+    """Decode, audit and publish one run; `runs` is written last (failed or succeeded)."""
+    started_ms = _now_ms()
+    report = RunReport(run_id=options.run_id, status="running")
+    stages = _Stages(report, echo)
+    decoded = decode_records(raw).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        stats = decoded.agg(
+            F.count(F.lit(1)).alias("read"),
+            F.count(F.col("error")).alias("rejected"),
+            F.max("log_timestamp_ms").alias("latest_ms"),
+        ).first()
+        report.records_read = int(stats["read"])
+        report.records_rejected = int(stats["rejected"])
+        report.records_decoded = report.records_read - report.records_rejected
+        stages.done(
+            "read+decode",
+            f"{report.records_read} records read, {report.records_decoded} decoded,"
+            f" {report.records_rejected} rejected",
+        )
+        as_of_ms = options.as_of if isinstance(options.as_of, int) else stats["latest_ms"]
+        if as_of_ms is None:
+            as_of_ms = started_ms  # an empty input has no latest record; evaluate now
+        report.as_of_ms = int(as_of_ms)
+        frames = pipeline.audit(
+            decoded,
+            regime=options.regime,
+            params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
+        )
+        ratio = report.records_rejected / report.records_read if report.records_read else 0.0
+        if ratio > options.max_reject_ratio:
+            _write(spark, {"rejects": frames.frames["rejects"]}, options, report)
+            raise RejectRatioExceeded(
+                f"{report.records_rejected} of {report.records_read} records could not be decoded"
+                f" ({ratio:.2%} > --max-reject-ratio {options.max_reject_ratio:.2%});"
+                " see the rejects"
+                f" table under {options.output}"
+            )
+        cached = {
+            name: df.persist(StorageLevel.MEMORY_AND_DISK) for name, df in frames.frames.items()
+        }
+        _summarise(report, cached, frames.orphaned_offsets)
+        stages.done(
+            "compact+decide",
+            f"{report.offsets_total} offsets, {sum(report.groups_by_type_state.values())} groups,"
+            f" {report.offsets_expired} expired now",
+        )
+        _write(spark, cached, options, report)
+        stages.done("write", f"{len(report.tables)} tables")
+        report.status = "succeeded"
+    except Exception as exc:
+        report.status = "failed"
+        report.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:1000]
+        raise
+    finally:
+        _publish(report, options, started_ms)
+        decoded.unpersist()
+    return report
+
+
+def _summarise(report: RunReport, frames: dict[str, DataFrame], orphaned: DataFrame) -> None:
+    """Small aggregates for the summary line (a handful of rows reach the driver)."""
+    by_state = frames["groups"].groupBy("group_type", "state").count().collect()
+    report.groups_by_type_state = {
+        f"{r['group_type']}/{r['state']}": int(r["count"]) for r in by_state
+    }
+    horizon = report.as_of_ms + DAY_MS
+    decisions = (
+        frames["offset_decisions"]
+        .agg(
+            F.count(F.lit(1)).alias("total"),
+            F.count(F.when(F.col("expired"), 1)).alias("expired"),
+            F.count(F.when(~F.col("expired") & (F.unix_millis("expires_at") <= horizon), 1)).alias(
+                "soon"
+            ),
+        )
+        .first()
+    )
+    report.offsets_total = int(decisions["total"])
+    report.offsets_expired = int(decisions["expired"])
+    report.offsets_expiring_24h = int(decisions["soon"])
+    report.groups_deleted = frames["group_decisions"].filter(F.col("deleted")).count()
+    report.orphaned_offsets = orphaned.count()
+
+
+def _write(
+    spark: SparkSession, frames: dict[str, DataFrame], options: RunOptions, report: RunReport
+) -> None:
+    conformed = {
+        name: pipeline.conform(df, name, run_id=options.run_id, as_of_ms=report.as_of_ms)
+        for name, df in frames.items()
+    }
+    if options.delta_writer == "spark":
+        for name, df in conformed.items():
+            sink.write_with_spark_delta(
+                spark, df, name, output=options.output, run_id=options.run_id
+            )
+    else:
+        sink.write_run_tables(conformed, output=options.output, run_id=options.run_id)
+    for name in conformed:
+        report.tables[name] = sink.table_uri(options.output, name)
+
+
+def _publish(report: RunReport, options: RunOptions, started_ms: int) -> None:
+    """Commit the `runs` row last, so a dashboard never sees a half-published run."""
+    row: dict[str, Any] = {
+        "run_id": report.run_id,
+        "status": report.status,
+        "started_at": datetime.fromtimestamp(started_ms / 1000, UTC),
+        "finished_at": datetime.now(UTC),
+        "as_of": datetime.fromtimestamp(report.as_of_ms / 1000, UTC) if report.as_of_ms else None,
+        "source": options.source,
+        "records_read": report.records_read,
+        "records_decoded": report.records_decoded,
+        "records_rejected": report.records_rejected,
+        "coordinator": str(options.regime),
+        "retention_ms": options.retention_ms,
+        "input": ",".join(options.inputs) if options.source == "parquet" else options.topic,
+        "error": report.error,
+        "tables_written": sorted(report.tables),
+    }
+    sink.publish_run(row, output=options.output)
+    report.tables["runs"] = sink.table_uri(options.output, "runs")

@@ -1,0 +1,69 @@
+"""Schemas of the internal DataFrames that flow between stages (the Delta tables are in tables.py).
+
+Each schema exists twice, as Arrow (what the executors' Python code produces) and as Spark
+(what the planner sees); both are derived from one column list so they cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from pyspark.sql import types as T
+
+# (name, arrow type, meaning). Positions in __consumer_offsets are `log_*`; the consumer's
+# position is `committed_offset`.
+_DECODED_COLUMNS: list[tuple[str, pa.DataType, str]] = [
+    ("log_partition", pa.int32(), "partition of __consumer_offsets"),
+    ("log_offset", pa.int64(), "offset of the record in that partition"),
+    ("log_timestamp_ms", pa.int64(), "record timestamp (coordinator clock), epoch ms"),
+    ("key", pa.binary(), "raw key; kept only for rejected records"),
+    ("value", pa.binary(), "raw value; kept only for rejected records"),
+    ("producer_id", pa.int64(), "batch producer id; null when the dump has no batch metadata"),
+    ("producer_epoch", pa.int32(), "batch producer epoch"),
+    ("is_transactional", pa.bool_(), "record came from a transactional batch"),
+    ("is_control", pa.bool_(), "record is a transaction marker"),
+    ("record_type", pa.int16(), "key's int16 record type (0-23)"),
+    ("record_name", pa.string(), "record type name, e.g. OffsetCommit"),
+    ("group_id", pa.string(), "group id from the key"),
+    ("topic", pa.string(), "offset commits: consumed topic"),
+    ("partition", pa.int32(), "offset commits: consumed partition"),
+    ("member_id", pa.string(), "member-level records: member id"),
+    ("regular_expression", pa.string(), "regex records: the regular expression"),
+    ("is_tombstone", pa.bool_(), "value is null"),
+    ("value_version", pa.int16(), "value's int16 schema version"),
+    ("layout", pa.string(), "current, or the label of an older layout of the same version"),
+    ("trailing_bytes", pa.int32(), "bytes after the last known field (accepted, counted)"),
+    ("committed_offset", pa.int64(), "offset commits: the consumer's committed offset"),
+    ("leader_epoch", pa.int32(), "offset commits: leader epoch, null when -1 or absent"),
+    ("metadata", pa.string(), "offset commits: client metadata"),
+    ("commit_timestamp_ms", pa.int64(), "offset commits: commit timestamp"),
+    ("expire_timestamp_ms", pa.int64(), "offset commits v1: explicit expiry, null when -1/absent"),
+    ("topic_id", pa.string(), "offset commits v4+: topic id, null when unknown"),
+    ("value_json", pa.string(), "other records: decoded value as JSON (Kafka field names)"),
+    ("control_type", pa.string(), "control records: COMMIT or ABORT"),
+    ("error", pa.string(), "null when decoded; otherwise why the record was rejected"),
+]
+
+DECODED_ARROW = pa.schema([pa.field(n, t) for n, t, _ in _DECODED_COLUMNS])
+
+
+def _spark_type(arrow_type: pa.DataType) -> T.DataType:
+    mapping = {
+        pa.int16(): T.ShortType(),
+        pa.int32(): T.IntegerType(),
+        pa.int64(): T.LongType(),
+        pa.string(): T.StringType(),
+        pa.binary(): T.BinaryType(),
+        pa.bool_(): T.BooleanType(),
+    }
+    return mapping[arrow_type]
+
+
+DECODED = T.StructType(
+    [
+        T.StructField(n, _spark_type(t), True, metadata={"comment": c})
+        for n, t, c in _DECODED_COLUMNS
+    ]
+)
+
+OFFSET_COMMIT_TYPES = (0, 1)
+GROUP_METADATA_TYPE = 2

@@ -1,0 +1,442 @@
+"""Group state as the coordinator's loader rebuilds it (semantics.md section 2, rows G-*).
+
+The replay is a pure function over one group's records in log order. Group-level records are a
+small share of a dump, so they are replayed in Python; offset commits enter only as one summary
+event per group (the log offset of its newest offset-commit value), which is all the loader
+needs from them to decide whether a "simple" group exists (G-S1/G-S2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from offsets_lib import wire
+
+OFFSET_SUMMARY = -1  # pseudo record type: "an offset-commit value was replayed at this offset"
+CLASSIC, CONSUMER, STREAMS, SHARE = "classic", "consumer", "streams", "share"
+# Record types of each modern group family: (metadata record, every record of the family).
+_MODERN_TYPES = {
+    CONSUMER: (3, {3, 4, 5, 6, 7, 8, 16}),
+    SHARE: (11, {9, 10, 11, 12, 13, 14, 15}),
+    STREAMS: (17, {17, 18, 19, 20, 21, 22, 23}),
+}
+_FAMILY_OF = {t: fam for fam, (_, types) in _MODERN_TYPES.items() for t in types}
+# Member-state codes of the current-assignment records (records.md, types 8, 14 and 22).
+_MEMBER_STATES = {
+    CONSUMER: {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"},
+    SHARE: {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"},
+    STREAMS: {1: "STABLE", 2: "UNREVOKED_TASKS", 3: "UNRELEASED_TASKS", 127: "UNKNOWN"},
+}
+_STABLE_MEMBER_STATE = {CONSUMER: 0, SHARE: 0, STREAMS: 1}
+
+PARTITION = pa.struct(
+    [
+        ("topic", pa.string()),
+        ("topic_id", pa.string()),
+        ("partition", pa.int32()),
+        ("assignment_epoch", pa.int32()),
+    ]
+)
+MEMBER = pa.struct(
+    [
+        ("member_id", pa.string()),
+        ("group_instance_id", pa.string()),
+        ("client_id", pa.string()),
+        ("client_host", pa.string()),
+        ("rack_id", pa.string()),
+        ("subscribed_topics", pa.list_(pa.string())),
+        ("subscribed_topic_regex", pa.string()),
+        ("assigned_partitions", pa.list_(PARTITION)),
+        ("partitions_pending_revocation", pa.list_(PARTITION)),
+        ("member_epoch", pa.int32()),
+        ("previous_member_epoch", pa.int32()),
+        ("member_state", pa.string()),
+        ("rebalance_timeout_ms", pa.int32()),
+        ("session_timeout_ms", pa.int32()),
+        ("server_assignor", pa.string()),
+    ]
+)
+GROUP_STATE_ARROW = pa.schema(
+    [
+        ("log_partition", pa.int32()),
+        ("group_id", pa.string()),
+        ("group_type", pa.string()),
+        ("protocol_type", pa.string()),
+        ("state", pa.string()),
+        ("generation", pa.int32()),
+        ("protocol", pa.string()),
+        ("leader", pa.string()),
+        ("subscribed_topics", pa.list_(pa.string())),
+        ("current_state_timestamp_ms", pa.int64()),
+        ("target_assignment_epoch", pa.int32()),
+        ("member_count", pa.int32()),
+        ("members", pa.list_(MEMBER)),
+        ("state_notes", pa.string()),
+    ]
+)
+
+
+@dataclass
+class _Modern:
+    """A KIP-848 consumer, streams or share group being replayed."""
+
+    family: str
+    epoch: int = 0
+    target_epoch: int = 0
+    members: dict[str, dict[str, Any]] = field(default_factory=dict)
+    assignments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    regexes: dict[str, list[str]] = field(default_factory=dict)
+    topology_topics: list[str] = field(default_factory=list)
+    topic_names: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Event:
+    """One group-level record of the log, in the shape the replay needs."""
+
+    log_offset: int | None
+    record_type: int
+    is_tombstone: bool = False
+    member_id: str | None = None
+    regular_expression: str | None = None
+    value: dict[str, Any] | None = None
+
+
+def replay_group(
+    log_partition: int, group_id: str, events: Iterable[Event], *, modern_types_known: bool = True
+) -> dict[str, Any]:
+    """Replay one group's records in log order and return its row (state Dead when absent).
+
+    `modern_types_known=False` models the Scala coordinator, which skips record types >= 3.
+    """
+    classic: dict[str, Any] | None = None
+    modern: _Modern | None = None
+    removed_at = -1
+    notes: list[str] = []
+    for event in events:
+        kind = event.record_type
+        if kind == OFFSET_SUMMARY:
+            # G-S1/G-S2: an offset value for a group id without any group creates a simple group
+            if (
+                classic is None
+                and modern is None
+                and event.log_offset is not None
+                and event.log_offset > removed_at
+            ):
+                classic = _simple_group()
+            continue
+        if kind == 2:
+            if event.is_tombstone:
+                classic, removed_at = None, event.log_offset
+            else:
+                if modern is not None:
+                    notes.append("classic group record while a modern group existed (G-U2)")
+                    modern = None
+                classic = _classic_group(event.value or {})
+            continue
+        family = _FAMILY_OF.get(kind)
+        if family is None or not modern_types_known:
+            continue
+        metadata_type = _MODERN_TYPES[family][0]
+        if event.is_tombstone and kind == metadata_type:
+            if modern is not None and modern.family == family:
+                modern, removed_at = None, event.log_offset
+            continue
+        if event.is_tombstone and (modern is None or modern.family != family):
+            continue  # deleting something of a group that does not exist: nothing happens
+        if modern is None or modern.family != family:
+            if classic is not None:
+                notes.append(f"{family} group records replaced a classic group (G-U1)")
+                classic = None
+            modern = _Modern(family)
+        _apply_modern(modern, event)
+    if classic is not None:
+        row = classic
+    elif modern is not None:
+        row = _modern_row(modern)
+    else:
+        row = _dead_group()
+    row.update(log_partition=log_partition, group_id=group_id, state_notes="; ".join(notes) or None)
+    return row
+
+
+def _simple_group() -> dict[str, Any]:
+    return {
+        "group_type": CLASSIC,
+        "protocol_type": None,
+        "state": "Empty",
+        "generation": 0,
+        "protocol": None,
+        "leader": None,
+        "subscribed_topics": None,
+        "current_state_timestamp_ms": None,
+        "target_assignment_epoch": None,
+        "member_count": 0,
+        "members": [],
+    }
+
+
+def _dead_group() -> dict[str, Any]:
+    row = _simple_group()
+    row.update(state="Dead", generation=None, member_count=None)
+    return row
+
+
+def _classic_group(value: dict[str, Any]) -> dict[str, Any]:
+    """G-C1/G-C2 and SUB-C1..C4: a classic group from its last GroupMetadata value."""
+    protocol_type = value.get("protocolType") or None  # "" means no protocol type
+    raw_members = value.get("members") or []
+    is_consumer = protocol_type == "consumer"
+    members = [_classic_member(m, parse=is_consumer) for m in raw_members]
+    state_ts = value.get("currentStateTimestamp", -1)
+    subscribed: list[str] | None
+    if not is_consumer:
+        subscribed = None  # SUB-C1
+    elif not members:
+        subscribed = []  # SUB-C2
+    elif value.get("protocol") is None or any(m["subscribed_topics"] is None for m in members):
+        subscribed = None  # SUB-C4
+    else:
+        subscribed = sorted({t for m in members for t in m["subscribed_topics"]})  # SUB-C3
+    return {
+        "group_type": CLASSIC,
+        "protocol_type": protocol_type,
+        "state": "Stable" if members else "Empty",
+        "generation": value.get("generation"),
+        "protocol": value.get("protocol"),
+        "leader": value.get("leader"),
+        "subscribed_topics": subscribed,
+        "current_state_timestamp_ms": state_ts if state_ts is not None and state_ts >= 0 else None,
+        "target_assignment_epoch": None,
+        "member_count": len(members),
+        "members": members,
+    }
+
+
+def _classic_member(member: dict[str, Any], *, parse: bool) -> dict[str, Any]:
+    topics: list[str] | None = None
+    assigned: list[dict[str, Any]] = []
+    if parse:
+        subscription = _parse_embedded(wire.decode_subscription, member.get("subscription"))
+        if subscription is not None:
+            topics = sorted(set(subscription.get("Topics") or []))
+        assignment = _parse_embedded(wire.decode_assignment, member.get("assignment"))
+        for tp in (assignment or {}).get("AssignedPartitions") or []:
+            assigned += [
+                _partition(tp.get("Topic"), None, p, None) for p in tp.get("Partitions", [])
+            ]
+    rebalance = member.get("rebalanceTimeout", -1)
+    session = member.get("sessionTimeout")
+    return _member(
+        member_id=member.get("memberId"),
+        group_instance_id=member.get("groupInstanceId"),
+        client_id=member.get("clientId"),
+        client_host=member.get("clientHost"),
+        subscribed_topics=topics,
+        assigned_partitions=assigned,
+        # v0 has no rebalance timeout; Kafka then uses the session timeout
+        rebalance_timeout_ms=session if rebalance is None or rebalance < 0 else rebalance,
+        session_timeout_ms=session,
+    )
+
+
+def _parse_embedded(decoder: Any, hex_bytes: str | None) -> dict[str, Any] | None:
+    """Decode an embedded ConsumerProtocol blob; None when absent or malformed."""
+    if not hex_bytes:
+        return None
+    try:
+        result = decoder(bytes.fromhex(hex_bytes))
+    except Exception:
+        return None
+    fields = getattr(result, "fields", result)
+    if getattr(result, "error", None) or not isinstance(fields, dict) or fields.get("error"):
+        return None
+    return fields
+
+
+def _member(**values: Any) -> dict[str, Any]:
+    row = {name: None for name in MEMBER.names}
+    row.update(assigned_partitions=[], partitions_pending_revocation=[])
+    row.update(values)
+    return row
+
+
+def _partition(topic: str | None, topic_id: str | None, partition: int, epoch: int | None) -> dict:
+    return {"topic": topic, "topic_id": topic_id, "partition": partition, "assignment_epoch": epoch}
+
+
+def _apply_modern(group: _Modern, event: Event) -> None:
+    """Apply one consumer/streams/share record (G-M1..G-M5 and their analogues)."""
+    kind, value, member_id = event.record_type, event.value or {}, event.member_id or ""
+    if kind in (3, 11, 17):
+        group.epoch = value.get("Epoch", 0)
+    elif kind in (6, 12, 20):
+        group.target_epoch = -1 if event.is_tombstone else value.get("AssignmentEpoch", 0)
+    elif kind in (5, 10, 19):
+        if event.is_tombstone:
+            group.members.pop(member_id, None)
+        else:
+            group.members[member_id] = value
+    elif kind in (8, 14, 22):
+        group.assignments[member_id] = {} if event.is_tombstone else value
+    elif kind == 16:
+        if event.is_tombstone:
+            group.regexes.pop(event.regular_expression or "", None)
+        else:
+            group.regexes[event.regular_expression or ""] = list(value.get("Topics") or [])
+    elif kind in (4, 9) and not event.is_tombstone:
+        for topic in value.get("Topics") or []:
+            group.topic_names[str(topic.get("TopicId"))] = topic.get("TopicName")
+    elif kind == 23:
+        group.topology_topics = [] if event.is_tombstone else _topology_topics(value)
+
+
+def _topology_topics(value: dict[str, Any]) -> list[str]:
+    """Streams: source topics and repartition source topics of every subtopology."""
+    topics: set[str] = set()
+    for sub in value.get("Subtopologies") or []:
+        topics.update(sub.get("SourceTopics") or [])
+        topics.update(t.get("Name") for t in sub.get("RepartitionSourceTopics") or [])
+    return sorted(t for t in topics if t)
+
+
+def _modern_row(group: _Modern) -> dict[str, Any]:
+    """G-M6 (state) and G-M7 (subscriptions) for a replayed modern group."""
+    members = [_modern_member(group, mid, meta) for mid, meta in sorted(group.members.items())]
+    stable_code = _STABLE_MEMBER_STATE[group.family]
+    if not members:
+        state = "Empty"
+    elif group.family == SHARE:
+        state = "Stable"
+    elif group.epoch > group.target_epoch:
+        state = "Assigning"
+    elif any(
+        group.assignments.get(m["member_id"], {}).get("State") != stable_code
+        or m["member_epoch"] != group.target_epoch
+        for m in members
+    ):
+        state = "Reconciling"
+    else:
+        state = "Stable"
+    if group.family == STREAMS:
+        subscribed = group.topology_topics if members else []
+    else:
+        subscribed = sorted(
+            {t for m in members for t in m["subscribed_topics"] or []}
+            | {t for topics in group.regexes.values() for t in topics}
+        )
+    return {
+        "group_type": group.family,
+        "protocol_type": "consumer" if group.family == CONSUMER else group.family,
+        "state": state,
+        "generation": group.epoch,
+        "protocol": None,
+        "leader": None,
+        "subscribed_topics": subscribed,
+        "current_state_timestamp_ms": None,  # G-M8: not stored for modern groups
+        "target_assignment_epoch": group.target_epoch,
+        "member_count": len(members),
+        "members": members,
+    }
+
+
+def _modern_member(group: _Modern, member_id: str, meta: dict[str, Any]) -> dict[str, Any]:
+    assignment = group.assignments.get(member_id)
+    if assignment is None or assignment == {}:
+        epoch, previous, state_code = (-2 if assignment == {} else 0), None, None
+    else:
+        epoch = assignment.get("MemberEpoch")
+        previous = assignment.get("PreviousMemberEpoch")
+        state_code = assignment.get("State")
+    classic_meta = meta.get("ClassicMemberMetadata") or {}
+    return _member(
+        member_id=member_id,
+        group_instance_id=meta.get("InstanceId"),
+        client_id=meta.get("ClientId"),
+        client_host=meta.get("ClientHost"),
+        rack_id=meta.get("RackId"),
+        subscribed_topics=sorted(set(meta.get("SubscribedTopicNames") or [])),
+        subscribed_topic_regex=meta.get("SubscribedTopicRegex"),
+        assigned_partitions=_assigned(group, (assignment or {}).get("AssignedPartitions")),
+        partitions_pending_revocation=_assigned(
+            group, (assignment or {}).get("PartitionsPendingRevocation")
+        ),
+        member_epoch=epoch,
+        previous_member_epoch=previous,
+        member_state=_MEMBER_STATES[group.family].get(state_code)
+        if state_code is not None
+        else None,
+        rebalance_timeout_ms=meta.get("RebalanceTimeoutMs"),
+        session_timeout_ms=classic_meta.get("SessionTimeoutMs"),
+        server_assignor=meta.get("ServerAssignor"),
+    )
+
+
+def _assigned(group: _Modern, topics: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """Flatten per-topic assignments; KIP-1251 assignment epochs are kept per partition."""
+    out = []
+    for tp in topics or []:
+        topic_id = tp.get("TopicId")
+        name = group.topic_names.get(str(topic_id)) if topic_id else tp.get("SubtopologyId")
+        epochs = tp.get("AssignmentEpochs")
+        for i, p in enumerate(tp.get("Partitions") or []):
+            epoch = epochs[i] if epochs is not None and i < len(epochs) else None
+            out.append(_partition(name, str(topic_id) if topic_id else None, p, epoch))
+    return out
+
+
+# ---- Spark side: replay every group of a task's offsets-topic partitions -------------------
+
+EVENT_COLUMNS = (
+    "log_partition",
+    "group_id",
+    "log_offset",
+    "record_type",
+    "is_tombstone",
+    "member_id",
+    "regular_expression",
+    "value_json",
+)
+
+
+def replay_batches(
+    batches: Iterator[pa.RecordBatch], *, modern_types_known: bool = True
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: events sorted by (log_partition, group_id, log_offset) -> group rows."""
+    rows: list[dict[str, Any]] = []
+    current: tuple[int, str] | None = None
+    events: list[Event] = []
+    for batch in batches:
+        for record in batch.to_pylist():
+            key = (record["log_partition"], record["group_id"])
+            if key != current:
+                if current is not None:
+                    rows.append(
+                        replay_group(*current, events, modern_types_known=modern_types_known)
+                    )
+                current, events = key, []
+            events.append(_event(record))
+            if len(rows) >= 4096:
+                yield pa.RecordBatch.from_pylist(rows, schema=GROUP_STATE_ARROW)
+                rows = []
+    if current is not None:
+        rows.append(replay_group(*current, events, modern_types_known=modern_types_known))
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=GROUP_STATE_ARROW)
+
+
+def _event(record: dict[str, Any]) -> Event:
+    value_json = record.get("value_json")
+    return Event(
+        log_offset=record["log_offset"],
+        record_type=record["record_type"],
+        is_tombstone=bool(record.get("is_tombstone")),
+        member_id=record.get("member_id"),
+        regular_expression=record.get("regular_expression"),
+        value=json.loads(value_json) if value_json else None,
+    )
