@@ -18,7 +18,7 @@ from offsets_lib.run import (
     parse_retention,
 )
 
-EXIT_USAGE, EXIT_INPUT, EXIT_REJECTS = 2, 3, 4
+EXIT_USAGE, EXIT_INPUT, EXIT_REJECTS, EXIT_LOCKED = 2, 3, 4, 5
 
 
 def fail(code: int, message: str) -> None:
@@ -63,6 +63,7 @@ def run_command(**kw: object) -> None:
     """Audit __consumer_offsets and write the Delta tables under --output."""
     from offsets_lib import run as run_module
     from offsets_lib import session
+    from offsets_lib.lock import OutputLocked
     from offsets_lib.sources import InputNotReadable
 
     now_ms = int(datetime.now(UTC).timestamp() * 1000)
@@ -80,6 +81,8 @@ def run_command(**kw: object) -> None:
         fail(EXIT_INPUT, str(exc))
     except RejectRatioExceeded as exc:
         fail(EXIT_REJECTS, str(exc))
+    except OutputLocked as exc:
+        fail(EXIT_LOCKED, str(exc))
     print_summary(report, options)
 
 

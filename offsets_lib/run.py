@@ -7,6 +7,7 @@ writing is `pipeline.audit`.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import time
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offsets_lib import pipeline, sink
+from offsets_lib.lock import output_lock
 from offsets_lib.decode import decode_records
 from offsets_lib.rules import Params, Regime
 
@@ -132,6 +134,13 @@ def execute(
     echo: Callable[[str], None] = log.info,
 ) -> RunReport:
     """Decode, audit and publish one run; `runs` is written last (failed or succeeded)."""
+    with output_lock(options.output, options.run_id):
+        return _execute(spark, raw, options, echo)
+
+
+def _execute(
+    spark: SparkSession, raw: DataFrame, options: RunOptions, echo: Callable[[str], None]
+) -> RunReport:
     started_ms = _now_ms()
     report = RunReport(run_id=options.run_id, status="running")
     stages = _Stages(report, echo)
@@ -228,9 +237,27 @@ def _write(
                 spark, df, name, output=options.output, run_id=options.run_id
             )
     else:
-        sink.write_run_tables(conformed, output=options.output, run_id=options.run_id)
+        sink.write_run_tables(
+            conformed, output=options.output, run_id=options.run_id, on_commit=_fault_hook()
+        )
     for name in conformed:
         report.tables[name] = sink.table_uri(options.output, name)
+
+
+def _fault_hook() -> Callable[[str], None] | None:
+    """Test hook: OFFSETS_FAULT_AFTER_COMMIT=<table> kills the process right after that commit.
+
+    It simulates a crash (kill -9) between two table commits deterministically.
+    """
+    target = os.environ.get("OFFSETS_FAULT_AFTER_COMMIT")
+    if not target:
+        return None
+
+    def hook(table: str) -> None:
+        if table == target:
+            os._exit(137)
+
+    return hook
 
 
 def _publish(report: RunReport, options: RunOptions, started_ms: int) -> None:

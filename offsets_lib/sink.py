@@ -448,7 +448,11 @@ def _commit(spec: TableSpec, uri: str, actions: list[AddAction], *, run_id: str)
 
 
 def write_run_tables(
-    frames: Mapping[str, DataFrame], *, output: str, run_id: str
+    frames: Mapping[str, DataFrame],
+    *,
+    output: str,
+    run_id: str,
+    on_commit: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
     """Write one run's DataFrames into their Delta tables, replacing that run's earlier rows.
 
@@ -460,6 +464,7 @@ def write_run_tables(
             holding at least the table's columns, with ``run_id`` equal to ``run_id``.
         output: root folder (or URI) of the tables.
         run_id: the run's id; rows of other runs are never touched.
+        on_commit: called with the table name after each table's commit.
 
     Returns:
         The committed Delta version of each table.
@@ -479,10 +484,12 @@ def write_run_tables(
         writer = _make_task_writer(uri, spec, run_id)
         rows = df.select(*spec.columns).mapInArrow(writer, FILE_ROW_SCHEMA).collect()
         files[name] = _file_actions(row.asDict() for row in rows)
-    return {
-        name: _commit(specs[name], table_uri(output, name), files[name], run_id=run_id)
-        for name in frames
-    }
+    versions = {}
+    for name in frames:
+        versions[name] = _commit(specs[name], table_uri(output, name), files[name], run_id=run_id)
+        if on_commit is not None:
+            on_commit(name)  # e.g. the crash-safety test's fault injection
+    return versions
 
 
 def publish_run(runs_row: Mapping[str, Any], *, output: str) -> int:
