@@ -44,7 +44,12 @@ def output_lock(output: str, run_id: str) -> Iterator[None]:
     root = Path(output.removeprefix("file://"))
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK_NAME
-    info = {"run_id": run_id, "pid": os.getpid(), "host": socket.gethostname(), "since": time.time()}
+    info = {
+        "run_id": run_id,
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "since": time.time(),
+    }
     for _ in range(2):
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)

@@ -20,8 +20,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offsets_lib import pipeline, sink
-from offsets_lib.lock import output_lock
 from offsets_lib.decode import decode_records
+from offsets_lib.lock import output_lock
 from offsets_lib.rules import Params, Regime
 
 log = logging.getLogger(__name__)
