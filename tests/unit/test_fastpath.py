@@ -1,0 +1,153 @@
+"""The numpy fast path for offset commits agrees with the generic codec on every row it accepts."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from offsets_lib import fastpath, wire
+from offsets_lib.batch_decode import decode_batch, decode_record_row
+from offsets_lib.schemas import DECODED_ARROW
+
+RAW = pa.schema(
+    [
+        ("log_partition", pa.int32()),
+        ("log_offset", pa.int64()),
+        ("log_timestamp_ms", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("producer_id", pa.int64()),
+        ("producer_epoch", pa.int32()),
+        ("is_transactional", pa.bool_()),
+        ("is_control", pa.bool_()),
+    ]
+)
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+def _batch(pairs: list[tuple[bytes | None, bytes | None]]) -> pa.RecordBatch:
+    rows = [
+        {
+            "log_partition": 0,
+            "log_offset": i,
+            "log_timestamp_ms": 0,
+            "key": k,
+            "value": v,
+            "producer_id": None,
+            "producer_epoch": None,
+            "is_transactional": None,
+            "is_control": None,
+        }
+        for i, (k, v) in enumerate(pairs)
+    ]
+    return pa.RecordBatch.from_pylist(rows, schema=RAW)
+
+
+@st.composite
+def offset_commits(draw: st.DrawFn) -> tuple[bytes, bytes | None]:
+    record_type = draw(st.sampled_from([0, 1, 1, 1]))
+    key = wire.encode_key(
+        record_type,
+        {"group": draw(TEXT), "topic": draw(TEXT), "partition": draw(st.integers(0, 2**31 - 1))},
+    )
+    if draw(st.integers(0, 9)) == 0:
+        return key, None
+    version = draw(st.integers(0, 4))
+    fields = {
+        "offset": draw(st.integers(-1, 2**63 - 1)),
+        "leaderEpoch": draw(st.integers(-1, 2**31 - 1)),
+        "metadata": draw(st.text(max_size=300)),
+        "commitTimestamp": draw(st.integers(-1, 2**45)),
+        "expireTimestamp": draw(st.integers(-1, 2**45)),
+        "topicId": draw(st.sampled_from([uuid.UUID(int=0), uuid.uuid4()])),
+    }
+    return key, wire.encode_value(1, version, fields)
+
+
+def _mutate(data: bytes, rng: random.Random) -> bytes:
+    if not data:
+        return data
+    choice = rng.randrange(3)
+    if choice == 0:
+        return data[: rng.randrange(len(data))]
+    if choice == 1:
+        i = rng.randrange(len(data))
+        return data[:i] + bytes([data[i] ^ (1 << rng.randrange(8))]) + data[i + 1 :]
+    return data + b"\x00"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(offset_commits(), min_size=1, max_size=40), st.integers(0, 2**32))
+def test_fast_path_equals_codec_row_by_row(pairs: list, seed: int) -> None:
+    rng = random.Random(seed)
+    mutated = [
+        (
+            _mutate(k, rng) if rng.random() < 0.1 else k,
+            _mutate(v, rng) if v and rng.random() < 0.2 else v,
+        )
+        for k, v in pairs
+    ]
+    batch = _batch(mutated)
+    decoded = decode_batch(batch).to_pylist()
+    for (key, value), row in zip(mutated, decoded, strict=True):
+        expected = {c: None for c in DECODED_ARROW.names}
+        expected.update(decode_record_row(key, value))
+        if expected["error"] is None:
+            expected["key"] = expected["value"] = None
+        else:
+            expected["key"], expected["value"] = key, value
+        for column in DECODED_ARROW.names:
+            if column in (
+                "log_partition",
+                "log_offset",
+                "log_timestamp_ms",
+                "producer_id",
+                "producer_epoch",
+                "is_transactional",
+                "is_control",
+            ):
+                continue
+            assert row[column] == expected[column], (column, key, value)
+
+
+def test_fast_path_takes_the_common_layouts() -> None:
+    """Valid v0-v4 commits and tombstones never fall back to the per-row codec."""
+    pairs = []
+    for version in range(5):
+        key = wire.encode_key(1, {"group": "g", "topic": "orders", "partition": version})
+        fields = {
+            "offset": 42,
+            "leaderEpoch": 3,
+            "metadata": "m" * version,
+            "commitTimestamp": 1_700_000_000_000,
+            "expireTimestamp": 1_700_000_100_000,
+            "topicId": uuid.UUID("5f3b0e2a-9c4d-4e1f-8a7b-6c5d4e3f2a1b"),
+        }
+        pairs.append((key, wire.encode_value(1, version, fields)))
+    pairs.append((wire.encode_key(0, {"group": "g", "topic": "t", "partition": 1}), None))
+    result = fastpath.decode_offset_commits(_batch(pairs))
+    assert result.handled.all()
+    assert result.columns["topic_id"].to_pylist()[4] == "5f3b0e2a-9c4d-4e1f-8a7b-6c5d4e3f2a1b"
+    assert result.columns["expire_timestamp_ms"].to_pylist() == [
+        None,
+        1_700_000_100_000,
+        None,
+        None,
+        None,
+        None,
+    ]
+    assert result.columns["leader_epoch"].to_pylist() == [None, None, None, 3, 3, None]
+
+
+def test_invalid_utf8_falls_back_with_the_codecs_reason() -> None:
+    key = b"\x00\x01\x00\x02\xff\xfe\x00\x01t\x00\x00\x00\x00"
+    value = wire.encode_value(
+        1, 3, {"offset": 1, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 0}
+    )
+    (row,) = decode_batch(_batch([(key, value)])).to_pylist()
+    assert row["error"] == wire.decode_record(key, value).error
+    assert row["key"] == key
