@@ -12,6 +12,8 @@ Both carry ONE line meant for stderr, with secrets redacted.
 
 from __future__ import annotations
 
+import re
+
 
 class InputNotReadable(Exception):
     """The input cannot be read: missing path, unreachable broker, unknown topic, no access.
@@ -24,4 +26,26 @@ class SourceConfigError(ValueError):
     """The source options are invalid or incomplete (a usage/configuration error)."""
 
 
-__all__ = ["InputNotReadable", "SourceConfigError"]
+_WRAPPED = re.compile(r"(?:offsets_lib\.sources\.)?InputNotReadable: ([^\n]+)")
+
+
+def unwrap_input_not_readable(exc: BaseException) -> InputNotReadable | None:
+    """The InputNotReadable raised in an executor (e.g. a Kafka read task) that Spark wrapped.
+
+    Spark reports a Python worker's exception as a PythonException / Py4JJavaError whose text
+    holds the worker's traceback; this finds `InputNotReadable: <line>` in it (the last one).
+    Returns None when `exc` does not carry one.
+    """
+    if isinstance(exc, InputNotReadable):
+        return exc
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        found = _WRAPPED.findall(str(exc))
+        if found:
+            return InputNotReadable(found[-1].strip())
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+__all__ = ["InputNotReadable", "SourceConfigError", "unwrap_input_not_readable"]

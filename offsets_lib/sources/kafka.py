@@ -502,7 +502,8 @@ def read_range(
     read_committed: the broker withholds aborted records and control markers, so offsets may
     have gaps; the range is complete once a record at or past `end` arrives, the consumer's
     position reaches `end`, or end-of-partition is reported at or past `end`. A range that makes
-    no progress for `stall_timeout_s` fails with a one-line RuntimeError (secrets scrubbed).
+    no progress for `stall_timeout_s` fails with a one-line InputNotReadable (secrets scrubbed);
+    Spark wraps it, `offsets_lib.sources.unwrap_input_not_readable` recovers it on the driver.
     `consumer_factory(config)` replaces confluent_kafka.Consumer in unit tests.
     """
     from confluent_kafka import KafkaError, TopicPartition
@@ -536,7 +537,7 @@ def read_range(
                             break
                         continue
                     if err.fatal() or err.code() in _FATAL_FETCH_CODES:
-                        raise RuntimeError(
+                        raise InputNotReadable(
                             f"kafka read of {where} failed: {scrub(err.str(), conf)}"
                         )
                     continue  # transient; librdkafka retries
@@ -573,7 +574,7 @@ def read_range(
                 keys, values, offsets, stamps, types = [], [], [], [], []
             if not done and time.monotonic() - last_progress > stall_timeout_s:
                 last = events.last_text()
-                raise RuntimeError(
+                raise InputNotReadable(
                     f"kafka read of {where} made no progress for {stall_timeout_s:g} s at offset "
                     f"{position}" + (f"; last error: {last}" if last else "")
                 )

@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from offsets_lib.sources import InputNotReadable, SourceConfigError
+from offsets_lib.sources import InputNotReadable, SourceConfigError, unwrap_input_not_readable
 from offsets_lib.sources import kafka as ks
 from tests.kafka.conftest import free_port
 
@@ -240,6 +240,30 @@ def test_failed_authentication_is_not_readable_without_secret(tansu_auth_bootstr
     assert "\n" not in str(info.value)
     assert tansu_auth_bootstrap in str(info.value)
     assert SECRET not in str(info.value) and SECRET not in caplog.text
+
+
+@pytest.mark.kafka
+def test_broker_lost_during_read_fails_the_task_with_a_recoverable_one_liner(spark):
+    """Offsets fixed, then the broker is gone: the executor gives up after stallTimeoutSeconds."""
+    ks.register(spark)
+    df = (
+        spark.read.format(ks.DATA_SOURCE_NAME)
+        .option("kafka.bootstrap.servers", f"127.0.0.1:{free_port()}")
+        .option("kafka.sasl.password", SECRET)
+        .option("startingOffsets", '{"0": 0}')
+        .option("endingOffsets", '{"0": 5}')
+        .option("stallTimeoutSeconds", "2")
+        .load()
+    )
+    started = time.monotonic()
+    with pytest.raises(Exception) as info:  # PythonException / Py4JJavaError from Spark
+        df.count()
+    assert time.monotonic() - started < 60
+    error = unwrap_input_not_readable(info.value)
+    assert error is not None, str(info.value)[:2000]
+    assert "made no progress for 2 s at offset 0" in str(error)
+    assert "\n" not in str(error)
+    assert SECRET not in str(error) and SECRET not in str(info.value)
 
 
 @pytest.mark.kafka
@@ -554,7 +578,7 @@ def test_read_range_stall_and_fatal_errors_fail_with_one_line_without_secret():
     from confluent_kafka import KafkaError
 
     fake = FakeConsumer({}, hwm=5, stall=True)
-    with pytest.raises(RuntimeError, match="no progress") as info:
+    with pytest.raises(InputNotReadable, match="no progress") as info:
         _read(fake, 0, 5, stall_timeout_s=0.5)
     assert "\n" not in str(info.value) and SECRET not in str(info.value)
     fake = FakeConsumer(
@@ -562,6 +586,6 @@ def test_read_range_stall_and_fatal_errors_fail_with_one_line_without_secret():
         hwm=5,
         error=FakeError(KafkaError.TOPIC_AUTHORIZATION_FAILED, f"denied {SECRET}"),
     )
-    with pytest.raises(RuntimeError, match="denied") as info:
+    with pytest.raises(InputNotReadable, match="denied") as info:
         _read(fake, 0, 5)
     assert SECRET not in str(info.value)
