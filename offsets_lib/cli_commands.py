@@ -6,3 +6,4 @@ from offsets_lib import (
     cli_inspect,  # noqa: F401
     cli_run,  # noqa: F401
 )
+from offsets_lib import cli_generate  # noqa: F401
