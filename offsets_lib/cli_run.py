@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import click
 
 from offsets_lib.cli import main
+from offsets_lib.config import conf_option
 from offsets_lib.rules import Regime
 from offsets_lib.run import (
     RejectRatioExceeded,
@@ -28,6 +29,7 @@ def fail(code: int, message: str) -> None:
 
 
 @main.command("run")
+@conf_option()
 @click.option(
     "--source", type=click.Choice(["parquet", "kafka"]), default="parquet", show_default=True
 )
