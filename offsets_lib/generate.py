@@ -37,9 +37,10 @@ Data model (both profiles; shares are of `records` unless said otherwise)
 - Offset commits (the bulk, built with numpy/pyarrow, no Python per record): keys are drawn by
   group weight, then uniformly over the group's (topic, partition) keys; timestamps follow a
   daily cycle; committed offsets grow per key; leaderEpoch per key (-1 for old clients).
-  Values: v3 by default, v1 with explicitExpireTimestamp for groups whose clients set a retention
-  (~15% of commits), v4 (with topicId tag 90% of the time) on ~30% of the partitions after a
-  broker upgrade at 60% of the window, ~0.2% legacy v0/v2; metadata "" 90% of the time.
+  Values: v3 by default, v1 with an explicit expireTimestamp for groups whose clients set a
+  retention (~15% of commits), v4 (with topicId tag 90% of the time) on ~30% of the
+  partitions after a broker upgrade at 60% of the window, ~0.2% legacy v0/v2; metadata ""
+  90% of the time.
 - Group life: rebalances rewrite GroupMetadata with new generations (member churn); KIP-848,
   streams and share groups bump epochs (3/6/8, 17/20/22, 11/12/14) with member churn (tombstones
   8, 7, 5 of a leaving member); ~10% of groups drop a topic (new subscriptions; its offsets become
@@ -672,23 +673,25 @@ class _World:
 
     # offset-commit key universe -----------------------------------------------------------
     def _keys(self, rng: np.random.Generator) -> None:
-        kg, kt, kp = [], [], []
+        pair_g, pair_t = [], []
         pos = 0
+        parts = self.topic_parts
         for g in self.groups:
             g.key_start = pos
             if g.kind in COMMITTING:
                 kept = g.topics[:-1] if g.t_drop is not None else g.topics
-                for t in g.topics:
-                    n = int(self.topic_parts[t])
-                    kg.append(np.full(n, g.idx))
-                    kt.append(np.full(n, t))
-                    kp.append(np.arange(n))
-                    pos += n
-                g.key_kept = sum(int(self.topic_parts[t]) for t in kept)
+                pair_g += [g.idx] * len(g.topics)
+                pair_t += g.topics
+                g.key_kept = int(sum(parts[t] for t in kept))
+                pos += int(sum(parts[t] for t in g.topics))
             g.key_count = pos - g.key_start
-        self.key_group = np.concatenate(kg).astype(np.int64) if kg else np.zeros(0, np.int64)
-        self.key_topic = np.concatenate(kt).astype(np.int64) if kt else np.zeros(0, np.int64)
-        self.key_part = np.concatenate(kp).astype(np.int32) if kp else np.zeros(0, np.int32)
+        pg = np.array(pair_g, np.int64)
+        pt = np.array(pair_t, np.int64)
+        width = parts[pt].astype(np.int64)
+        self.key_group = np.repeat(pg, width)
+        self.key_topic = np.repeat(pt, width)
+        starts = np.repeat(np.cumsum(width) - width, width)
+        self.key_part = (np.arange(len(self.key_group)) - starts).astype(np.int32)
         n = len(self.key_group)
         self.n_keys = n
         self.key_base = (rng.lognormal(10, 3, size=n)).astype(np.int64) % (1 << 40)
@@ -771,9 +774,13 @@ class _Events:
         self.rng = world.py("events")
         self.tombstone_keys = 0
         self.cache: dict[tuple, bytes] = {}
+        self.keys: dict[tuple, bytes] = {}
 
     def key(self, record_type: int, **fields: object) -> bytes:
-        return wire.encode_key(record_type, fields)
+        memo = (record_type, *fields.values())
+        if memo not in self.keys:
+            self.keys[memo] = wire.encode_key(record_type, fields)
+        return self.keys[memo]
 
     def _target(self, per_member: list[tuple[int, list[int]]]) -> bytes:
         """ConsumerGroupTargetAssignmentMemberValue, cached by content."""
@@ -1024,10 +1031,16 @@ class _Events:
             add(ts, part, k, wire.encode_value(5, 0, fields), "t5")
 
         def group_epoch(ts: int) -> None:
-            fields = {"Epoch": epoch}
+            # ConsumerGroupMetadataValue v0: Epoch + tags [MetadataHash (tag 0)]
+            tags = b"\x00"
             if with_hash:
-                fields["MetadataHash"] = int(rng.integers(1, 1 << 62))
-            add(ts, part, k3, wire.encode_value(3, 0, fields), "t3")
+                tags = b"\x01\x00\x08" + struct.pack(">q", rng.integers(1, 1 << 62))
+            add(ts, part, k3, struct.pack(">hi", 0, epoch) + tags, "t3")
+
+        def target_epoch(ts: int, stamp: bool) -> None:
+            # ConsumerGroupTargetAssignmentMetadataValue v0: AssignmentEpoch + [AssignmentTimestamp]
+            tags = b"\x01\x00\x08" + struct.pack(">q", ts) if stamp else b"\x00"
+            add(ts, part, k6, struct.pack(">hi", 0, epoch) + tags, "t6")
 
         def assignments(ts: int) -> None:
             topics = self._topics(g, ts)
@@ -1035,10 +1048,7 @@ class _Events:
             for m, mid in enumerate(members):
                 k7 = self.key(7, GroupId=g.name, MemberId=mid)
                 add(ts, part, k7, self._target(per_member[m]), "t7")
-            fields6: dict = {"AssignmentEpoch": epoch}
-            if with_ts:
-                fields6["AssignmentTimestamp"] = ts
-            add(ts, part, k6, wire.encode_value(6, 0, fields6), "t6")
+            target_epoch(ts, with_ts)
             for m, mid in enumerate(members):
                 owned = tuple(
                     (
@@ -1095,10 +1105,7 @@ class _Events:
                 assignments(ts)
             else:  # metadata refresh: epochs move, assignments stay
                 group_epoch(ts)
-                fields6 = {"AssignmentEpoch": epoch}
-                if with_ts:
-                    fields6["AssignmentTimestamp"] = ts
-                add(ts, part, k6, wire.encode_value(6, 0, fields6), "t6")
+                target_epoch(ts, with_ts)
                 for k8, v8 in templates:
                     add(ts, part, k8, _patch_epochs(v8, epoch, epoch - 1), "t8")
         if g.t_empty is not None:
@@ -1107,8 +1114,7 @@ class _Events:
                 leave(ts, m)
             epoch += 1
             group_epoch(ts)
-            fields6 = {"AssignmentEpoch": epoch}
-            add(ts, part, k6, wire.encode_value(6, 0, fields6), "t6")
+            target_epoch(ts, False)
         if g.t_delete is not None:
             ts = g.t_delete
             self._delete_offsets(g, ts)
@@ -1202,7 +1208,7 @@ class _Events:
             v22 = {
                 "MemberEpoch": epoch,
                 "PreviousMemberEpoch": epoch - 1,
-                "State": 0,
+                "State": 1,  # streams: 1 = STABLE
                 "ActiveTasks": active,
                 "StandbyTasks": [],
                 "WarmupTasks": [],

@@ -171,6 +171,13 @@ def test_group_kinds_and_life_cycle(dump, decoded) -> None:
         tp.get("AssignmentEpochs") for r in c848 if r.value for tp in r.value["AssignedPartitions"]
     )
     assert any(r.is_tombstone for r in c848)
+    # member states are the STABLE code of each family (consumer/share 0, streams 1)
+    states = {
+        (rec.record_type, rec.value["State"])
+        for _, rec in decoded
+        if rec and not rec.error and rec.record_type in (8, 14, 22) and rec.value
+    }
+    assert states == {(8, 0), (14, 0), (22, 1)}
 
 
 def test_classic_members_carry_real_consumer_protocol_bytes(decoded) -> None:
