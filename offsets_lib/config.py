@@ -230,15 +230,27 @@ def parse_profile(
     return Profile(path=source, options=options, kafka=kafka, secret_keys=secrets)
 
 
+CONF_DIR_ENV = "OFFSETS_CONF_DIR"
+
+
 def find_profile(name: str | os.PathLike[str]) -> Path:
-    """The profile file: ``name`` as given, else ``conf/<name>`` under the working directory."""
+    """The profile file: ``name`` as given, else under ``$OFFSETS_CONF_DIR``, else ``conf/``.
+
+    A scheduler passes a bare name (``--conf prod-example.toml``): in cluster mode
+    ``spark-submit --files`` puts the file in the driver's working directory; in client mode
+    ``OFFSETS_CONF_DIR`` (or the working directory's ``conf/``) says where the profiles are.
+    """
     path = Path(name)
-    if path.is_file():
-        return path
-    fallback = Path("conf") / path
-    if not path.is_absolute() and fallback.is_file():
-        return fallback
-    raise ProfileError(f"profile {str(name)!r} not found (looked at {path} and {fallback})")
+    candidates = [path]
+    if not path.is_absolute():
+        if os.environ.get(CONF_DIR_ENV):
+            candidates.append(Path(os.environ[CONF_DIR_ENV]) / path)
+        candidates.append(Path("conf") / path)
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    looked = ", ".join(str(c) for c in candidates)
+    raise ProfileError(f"profile {str(name)!r} not found (looked at {looked})")
 
 
 def load_profile(

@@ -159,8 +159,17 @@ def test_missing_env_var_is_named(tmp_path: Path) -> None:
 
 
 def test_profile_found_under_conf_by_bare_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(config.CONF_DIR_ENV, raising=False)
     monkeypatch.chdir(ROOT)
     assert load_profile("local.toml").path == str(Path("conf") / "local.toml")
+
+
+def test_profile_found_under_conf_dir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv(config.CONF_DIR_ENV, str(ROOT / "conf"))
+    assert load_profile("local.toml").options["output"] == "sample/tables"
+    with pytest.raises(ProfileError, match=r"'nope.toml' not found \(looked at nope.toml, "):
+        load_profile("nope.toml")
 
 
 # ---- secrets never printed --------------------------------------------------------------------

@@ -1,0 +1,234 @@
+"""jobs/airflow_dag.py imports cleanly in a real Airflow, and submits the job as intended.
+
+Airflow and its Spark provider live in their own venv, ``.venv-airflow`` at the repository
+root (created on the first run, ~1-2 min, then reused; ignored by git): the provider pulls
+``pyspark-client``, which overwrites the project's ``pyspark``, so it must never be installed
+into ``.venv``. A small script runs in that venv: it loads the DAG file with ``DagBag``
+(AIRFLOW_HOME in a temp dir, no examples, no metadata database), renders the task's templates
+for one data interval, builds the spark-submit command line offline, and prints JSON that
+the assertions below check.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+ROOT = Path(__file__).resolve().parents[2]
+DAG_FILE = ROOT / "jobs" / "airflow_dag.py"
+VENV = ROOT / ".venv-airflow"
+REQUIREMENTS = ("apache-airflow==3.3.2", "apache-airflow-providers-apache-spark==6.3.4")
+STAMP = VENV / ".installed"
+RELEASE = "/srv/offsets-audit/1.2.3"
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import pendulum
+
+    try:
+        from airflow.dag_processing.dagbag import DagBag  # Airflow 3
+    except ImportError:
+        from airflow.models.dagbag import DagBag  # Airflow 2
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+    bag = DagBag(dag_folder=sys.argv[1])
+    out = {"import_errors": {k: str(v) for k, v in bag.import_errors.items()},
+           "dag_ids": sorted(bag.dag_ids)}
+    dag = bag.dags.get("kafka_offsets_audit")  # bag.get_dag() would query the metadata DB
+    if dag is not None:
+        task = dag.get_task("audit_offsets")
+        end = pendulum.datetime(2026, 11, 21, 10, tz="UTC")
+        context = {
+            "data_interval_start": end.subtract(hours=1),
+            "data_interval_end": end,
+            "run_id": "scheduled__2026-11-21T09:00:00+00:00",
+            "ts_nodash": "20261121T090000",
+        }
+        env = dag.get_template_env()
+        rendered = {name: task.render_template(getattr(task, name), context, env)
+                    for name in ("application", "py_files", "files", "name",
+                                 "application_args", "env_vars")}
+        hook = SparkSubmitHook(conn_id="spark_default", conf=task.conf,
+                               py_files=rendered["py_files"], files=rendered["files"],
+                               name=rendered["name"],
+                               application_args=rendered["application_args"])
+        out.update(
+            schedule=str(getattr(dag, "schedule", None) or dag.timetable.summary),
+            catchup=dag.catchup,
+            max_active_runs=dag.max_active_runs,
+            task_type=type(task).__name__,
+            template_fields=list(task.template_fields),
+            raw={"application": task.application, "py_files": task.py_files,
+                 "application_args": task.application_args},
+            rendered=rendered,
+            command=hook._build_spark_submit_command(rendered["application"]),
+        )
+    print("RESULT " + json.dumps(out, default=str))
+    """
+)
+
+
+def _venv_python() -> Path:
+    return VENV / "bin" / "python"
+
+
+def ensure_airflow_venv() -> Path:
+    """Create (once) the separate Airflow venv; a lock keeps parallel runs from racing."""
+    wanted = "\n".join(REQUIREMENTS)
+    lock_path = Path(tempfile.gettempdir()) / (
+        "offsets-audit-airflow-" + hashlib.sha1(str(VENV).encode()).hexdigest()[:12] + ".lock"
+    )
+    with open(lock_path, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if STAMP.is_file() and STAMP.read_text() == wanted and _venv_python().exists():
+            return _venv_python()
+        base = getattr(sys, "_base_executable", sys.executable)
+        steps = [
+            [base, "-m", "venv", "--clear", str(VENV)],
+            [str(_venv_python()), "-m", "pip", "install", "--quiet", "--upgrade", "pip"],
+            [str(_venv_python()), "-m", "pip", "install", "--quiet", *REQUIREMENTS],
+        ]
+        for step in steps:
+            done = subprocess.run(step, capture_output=True, text=True, timeout=1500)
+            if done.returncode != 0:
+                pytest.fail(
+                    f"creating {VENV} failed at {' '.join(step[-3:])}:\n"
+                    + (done.stdout + done.stderr)[-3000:]
+                )
+        STAMP.write_text(wanted)
+    return _venv_python()
+
+
+@pytest.fixture(scope="module")
+def dag_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    python = ensure_airflow_venv()
+    home = tmp_path_factory.mktemp("airflow_home")
+    script = home / "check_dag.py"
+    script.write_text(SCRIPT)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"} and not k.startswith("AIRFLOW")
+    }
+    env.update(
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__CORE__DAGS_FOLDER=str(DAG_FILE.parent),
+        AIRFLOW_CONN_SPARK_DEFAULT="spark://local",
+        OFFSETS_AUDIT_RELEASE=RELEASE,
+    )
+    done = subprocess.run(
+        [str(python), str(script), str(DAG_FILE)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=home,
+        timeout=600,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    assert done.returncode == 0 and lines, (done.stdout + done.stderr)[-4000:]
+    return json.loads(lines[-1].removeprefix("RESULT "))
+
+
+def test_dag_imports_without_errors(dag_report: dict) -> None:
+    assert dag_report["import_errors"] == {}
+    assert dag_report["dag_ids"] == ["kafka_offsets_audit"]
+    assert dag_report["task_type"] == "SparkSubmitOperator"
+    assert dag_report["catchup"] is False
+    assert dag_report["max_active_runs"] == 1
+    assert "hourly" in dag_report["schedule"].lower() or "0 * * * *" in dag_report["schedule"]
+
+
+def test_task_ships_the_job_and_the_library(dag_report: dict) -> None:
+    rendered = dag_report["rendered"]
+    assert rendered["application"] == f"{RELEASE}/jobs/offsets_job.py"
+    assert rendered["py_files"] == f"{RELEASE}/dist/offsets_lib.zip"
+    assert rendered["files"] == f"{RELEASE}/conf/prod-example.toml"
+    assert rendered["env_vars"] == {"OFFSETS_CONF_DIR": f"{RELEASE}/conf"}
+    assert rendered["name"] == "kafka-offsets-audit-20261121T090000"
+    assert (ROOT / "jobs" / "offsets_job.py").is_file()
+    assert (ROOT / "conf" / "prod-example.toml").is_file()
+
+
+def test_task_arguments_are_templated(dag_report: dict) -> None:
+    assert {"application", "py_files", "application_args"} <= set(dag_report["template_fields"])
+    assert dag_report["raw"]["application_args"] == [
+        "--conf",
+        "prod-example.toml",
+        "--as-of",
+        "{{ data_interval_end.isoformat() }}",
+        "--run-id",
+        "{{ run_id }}",
+    ]
+    assert dag_report["rendered"]["application_args"] == [
+        "--conf",
+        "prod-example.toml",
+        "--as-of",
+        "2026-11-21T10:00:00+00:00",
+        "--run-id",
+        "scheduled__2026-11-21T09:00:00+00:00",
+    ]
+
+
+def test_spark_submit_command_line(dag_report: dict) -> None:
+    command = dag_report["command"]
+    assert command[0] == "spark-submit"
+    assert command[command.index("--py-files") + 1] == f"{RELEASE}/dist/offsets_lib.zip"
+    assert command[command.index("--files") + 1] == f"{RELEASE}/conf/prod-example.toml"
+    app = command.index(f"{RELEASE}/jobs/offsets_job.py")
+    assert command[app + 1 :] == [
+        "--conf",
+        "prod-example.toml",
+        "--as-of",
+        "2026-11-21T10:00:00+00:00",
+        "--run-id",
+        "scheduled__2026-11-21T09:00:00+00:00",
+    ]
+
+
+def test_job_accepts_the_dag_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The arguments the DAG passes parse in the job (profile found via OFFSETS_CONF_DIR)."""
+    from click.testing import CliRunner
+
+    from offsets_lib import cli_run
+    from offsets_lib.cli import main
+    from offsets_lib.run import UsageError
+
+    seen = []
+
+    def stop(kw: dict, *, now_ms: int):
+        seen.append(real(kw, now_ms=now_ms))
+        raise UsageError("stopped by the test")
+
+    real = cli_run._options
+    monkeypatch.setattr(cli_run, "_options", stop)
+    monkeypatch.chdir(tempfile.gettempdir())
+    args = ["run", "--conf", "prod-example.toml", "--as-of", "2026-11-21T10:00:00+00:00"]
+    args += ["--run-id", "scheduled__2026-11-21T09:00:00+00:00"]
+    env = {"OFFSETS_CONF_DIR": str(ROOT / "conf"), "KAFKA_SASL_PASSWORD": "x"}
+    result = CliRunner().invoke(main, args, env=env)
+    assert result.exit_code == 2, result.output
+    options = seen[0]
+    assert options.source == "kafka"
+    assert options.run_id == "scheduled__2026-11-21T09:00:00+00:00"
+    assert options.as_of == 1_795_255_200_000
+    assert options.kafka_options["security.protocol"] == "SASL_SSL"
+
+
+def test_airflow_never_in_the_project_venv() -> None:
+    from importlib import metadata
+
+    names = {d.metadata["Name"].lower() for d in metadata.distributions() if d.metadata["Name"]}
+    assert not names & {"apache-airflow", "pyspark-client", "apache-airflow-providers-apache-spark"}
