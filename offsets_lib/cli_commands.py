@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from offsets_lib import (
+    cli_fetch,  # noqa: F401
+    cli_generate,  # noqa: F401
     cli_inspect,  # noqa: F401
     cli_run,  # noqa: F401
 )
-from offsets_lib import cli_generate  # noqa: F401
