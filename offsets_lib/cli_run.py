@@ -66,7 +66,7 @@ def run_command(**kw: object) -> None:
     from offsets_lib import run as run_module
     from offsets_lib import session
     from offsets_lib.lock import OutputLocked
-    from offsets_lib.sources import InputNotReadable
+    from offsets_lib.sources import InputNotReadable, SourceConfigError, unwrap_input_not_readable
 
     now_ms = int(datetime.now(UTC).timestamp() * 1000)
     try:
@@ -81,10 +81,17 @@ def run_command(**kw: object) -> None:
         )
     except InputNotReadable as exc:
         fail(EXIT_INPUT, str(exc))
+    except SourceConfigError as exc:
+        fail(EXIT_USAGE, str(exc))
     except RejectRatioExceeded as exc:
         fail(EXIT_REJECTS, str(exc))
     except OutputLocked as exc:
         fail(EXIT_LOCKED, str(exc))
+    except Exception as exc:  # a Spark action wrapping an executor's InputNotReadable
+        inner = unwrap_input_not_readable(exc)
+        if inner is None:
+            raise
+        fail(EXIT_INPUT, str(inner))
     print_summary(report, options)
 
 
