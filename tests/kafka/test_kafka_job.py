@@ -1,4 +1,4 @@
-"""`offsets run --source kafka` end to end: failure exits, and the Kafka path equals the Parquet path."""
+"""`offsets run --source kafka` end to end: failure exits; the Kafka path equals the Parquet one."""
 
 from __future__ import annotations
 
