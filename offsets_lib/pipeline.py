@@ -6,12 +6,14 @@ is the shell that reads the source, picks the evaluation time and writes the tab
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from offsets_lib import compact, state
+from offsets_lib.metrics import metrics_frame
 from offsets_lib.rules import Params, Regime, group_deletion, with_expiration, with_offset_delete
 from offsets_lib.state import GROUP_STATE_ARROW, OFFSET_SUMMARY
 from offsets_lib.tables import TABLES
@@ -73,15 +75,33 @@ def _spark_schema(schema):
     return from_arrow_schema(schema)
 
 
-def audit(decoded: DataFrame, *, regime: Regime, params: Params) -> AuditFrames:
-    """Everything the broker would hold and decide, from decoded records (no I/O, no clock)."""
+def _no_cache(frame: DataFrame) -> DataFrame:
+    return frame
+
+
+def audit(
+    decoded: DataFrame,
+    *,
+    regime: Regime,
+    params: Params,
+    cache: Callable[[DataFrame], DataFrame] = _no_cache,
+) -> AuditFrames:
+    """Everything the broker would hold and decide, from decoded records (no I/O, no clock).
+
+    `cache` marks the frames that several outputs share (the shell passes `persist`), so the
+    compaction and the group replay run once per run instead of once per table.
+    """
     commits = compact.with_transaction_status(decoded)
-    keys = compact.offset_keys(commits)
+    keys = cache(compact.offset_keys(commits))
     summary = compact.group_offset_summary(keys)
     group_state = replay_groups(group_events(decoded, summary), regime=regime)
-    groups = group_state.join(
-        summary.select(*GROUP_KEY, "offset_count", "has_pending_transactions"), GROUP_KEY, "left"
-    ).fillna({"offset_count": 0, "has_pending_transactions": False})
+    groups = cache(
+        group_state.join(
+            summary.select(*GROUP_KEY, "offset_count", "has_pending_transactions"),
+            GROUP_KEY,
+            "left",
+        ).fillna({"offset_count": 0, "has_pending_transactions": False})
+    )
 
     live = keys.filter(F.col("has_committed_offset"))
     existing = groups.filter(F.col("state") != "Dead")
@@ -99,8 +119,8 @@ def audit(decoded: DataFrame, *, regime: Regime, params: Params) -> AuditFrames:
         "inner",
     )
     orphaned = live.join(existing.select(*GROUP_KEY), GROUP_KEY, "left_anti")
-    decided = with_offset_delete(
-        with_expiration(joined, regime=regime, params=params), regime=regime
+    decided = cache(
+        with_offset_delete(with_expiration(joined, regime=regime, params=params), regime=regime)
     )
     deletion = group_deletion(groups, decided, regime=regime, as_of_ms=params.as_of_ms)
     frames = {
@@ -110,6 +130,7 @@ def audit(decoded: DataFrame, *, regime: Regime, params: Params) -> AuditFrames:
         "members": _members_frame(groups),
         "group_decisions": _group_decisions_frame(deletion),
         "rejects": _rejects_frame(decoded),
+        "metrics": metrics_frame(decoded),
     }
     return AuditFrames(frames, orphaned)
 

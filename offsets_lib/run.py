@@ -85,7 +85,7 @@ class RunOptions:
     regime: Regime = Regime.NEW
     max_reject_ratio: float = 0.01
     delta_writer: str = "delta-rs"
-    kafka_options: dict[str, str] = field(default_factory=dict)
+    kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
     topic: str = "__consumer_offsets"
 
 
@@ -110,6 +110,21 @@ class RunReport:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+class _Persisted:
+    """Frames cached for the duration of one run, released at its end (sessions are shared)."""
+
+    def __init__(self) -> None:
+        self.frames: list[DataFrame] = []
+
+    def keep(self, frame: DataFrame) -> DataFrame:
+        self.frames.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+        return frame
+
+    def release(self) -> None:
+        for frame in self.frames:
+            frame.unpersist()
 
 
 class _Stages:
@@ -144,7 +159,8 @@ def _execute(
     started_ms = _now_ms()
     report = RunReport(run_id=options.run_id, status="running")
     stages = _Stages(report, echo)
-    decoded = decode_records(raw).persist(StorageLevel.MEMORY_AND_DISK)
+    persisted = _Persisted()
+    decoded = persisted.keep(decode_records(raw))
     try:
         stats = decoded.agg(
             F.count(F.lit(1)).alias("read"),
@@ -167,6 +183,7 @@ def _execute(
             decoded,
             regime=options.regime,
             params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
+            cache=persisted.keep,
         )
         ratio = report.records_rejected / report.records_read if report.records_read else 0.0
         if ratio > options.max_reject_ratio:
@@ -177,9 +194,7 @@ def _execute(
                 " see the rejects"
                 f" table under {options.output}"
             )
-        cached = {
-            name: df.persist(StorageLevel.MEMORY_AND_DISK) for name, df in frames.frames.items()
-        }
+        cached = {name: persisted.keep(df) for name, df in frames.frames.items()}
         _summarise(report, cached, frames.orphaned_offsets)
         stages.done(
             "compact+decide",
@@ -195,7 +210,7 @@ def _execute(
         raise
     finally:
         _publish(report, options, started_ms)
-        decoded.unpersist()
+        persisted.release()
     return report
 
 
