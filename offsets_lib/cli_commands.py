@@ -6,5 +6,6 @@ from offsets_lib import (
     cli_fetch,  # noqa: F401
     cli_generate,  # noqa: F401
     cli_inspect,  # noqa: F401
+    cli_lag,  # noqa: F401
     cli_run,  # noqa: F401
 )

@@ -61,6 +61,18 @@ def fail(code: int, message: str) -> None:
     default="delta-rs",
     show_default=True,
 )
+@click.option(
+    "--full",
+    is_flag=True,
+    default=False,
+    help="Kafka: re-read the whole topic instead of continuing from the stored checkpoint.",
+)
+@click.option(
+    "--end-offsets",
+    "end_offsets",
+    help="CSV/Parquet of log-end offsets (topic, partition, log_end_offset) for the lag table; "
+    "--source kafka fetches the consumed topics' watermarks itself.",
+)
 def run_command(**kw: object) -> None:
     """Audit __consumer_offsets and write the Delta tables under --output."""
     from offsets_lib import run as run_module
@@ -75,9 +87,14 @@ def run_command(**kw: object) -> None:
         fail(EXIT_USAGE, str(exc))
     spark = session.get_or_create()
     try:
-        raw = _read_source(spark, options)
+        raw, increment = _read_source(spark, options, full=bool(kw.get("full")))
         report = run_module.execute(
-            spark, raw, options, echo=lambda line: click.echo(line, err=True)
+            spark,
+            raw,
+            options,
+            echo=lambda line: click.echo(line, err=True),
+            increment=increment,
+            end_offsets=_end_offsets_source(spark, options, kw.get("end_offsets")),
         )
     except InputNotReadable as exc:
         fail(EXIT_INPUT, str(exc))
@@ -131,21 +148,41 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
     )
 
 
-def _read_source(spark, options: RunOptions):
-    if options.source == "parquet":
+def _read_source(spark, options: RunOptions, *, full: bool = False):
+    """(raw records, increment): kafka reads from the stored checkpoint unless --full."""
+    if options.source == "parquet":  # a dump is a snapshot: always a full run
         from offsets_lib.sources.parquet import read_parquet_dump
 
-        return read_parquet_dump(spark, list(options.inputs))
+        return read_parquet_dump(spark, list(options.inputs)), None
+    from offsets_lib import incremental
     from offsets_lib.sources import kafka
 
     ends = kafka.resolve_end_offsets(options.kafka_options, options.topic)
-    return kafka.read_kafka(
+    increment = incremental.begin(spark, options.output, options.topic, ends, full=full)
+    raw = kafka.read_kafka(
         spark,
         kafka_options=options.kafka_options,
         topic=options.topic,
-        start_offsets=None,
+        start_offsets=increment.start_offsets,
         end_offsets=ends,
     )
+    return raw, increment
+
+
+def _end_offsets_source(spark, options: RunOptions, path: str | None):
+    """How the run gets log-end offsets for the lag table: a file, the cluster, or none."""
+    from offsets_lib import lag
+
+    if path:
+        return lambda _offsets: lag.end_offsets_from_file(spark, path)
+    if options.source == "kafka":
+
+        def from_cluster(offsets):
+            topics = [r["topic"] for r in offsets.select("topic").distinct().collect()]
+            return lag.end_offsets_from_cluster(spark, options.kafka_options, topics)
+
+        return from_cluster
+    return None
 
 
 def print_summary(report: RunReport, options: RunOptions) -> None:

@@ -71,6 +71,8 @@ RUN_KEYS: dict[str, tuple[str, tuple[type, ...], str]] = {
     "run_id": ("run_id", (str,), "run identifier; strftime fields use the UTC load time"),
     "max_reject_ratio": ("max_reject_ratio", (int, float), "number between 0 and 1"),
     "delta_writer": ("delta_writer", (str,), "delta-rs or spark"),
+    "full": ("full", (bool,), "true: kafka re-reads the whole topic (no checkpoint)"),
+    "end_offsets": ("end_offsets", (str,), "CSV/Parquet of log-end offsets for the lag table"),
 }
 KAFKA_PARAM = "kafka_options"
 
@@ -189,7 +191,7 @@ def _kafka_settings(
 def _option_value(key: str, value: Any, *, source: str, now: time.struct_time) -> Any:
     _param, types, description = RUN_KEYS[key]
     where = f"{source}: {key}"
-    if isinstance(value, bool) or not isinstance(value, types):
+    if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
         raise ProfileError(f"{where}: expected {description}, got {type(value).__name__}")
     if key == "input":
         items = [value] if isinstance(value, str) else value

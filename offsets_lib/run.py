@@ -19,7 +19,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from offsets_lib import pipeline, sink
+from offsets_lib import incremental, lag, pipeline, sink
 from offsets_lib.decode import decode_records
 from offsets_lib.lock import output_lock
 from offsets_lib.rules import Params, Regime
@@ -147,20 +147,35 @@ def execute(
     options: RunOptions,
     *,
     echo: Callable[[str], None] = log.info,
+    increment: incremental.Increment | None = None,
+    end_offsets: Callable[[DataFrame], DataFrame | None] | None = None,
 ) -> RunReport:
-    """Decode, audit and publish one run; `runs` is written last (failed or succeeded)."""
+    """Decode, audit and publish one run; `runs` is written last (failed or succeeded).
+
+    `increment` (kafka): `raw` holds only the records after the stored checkpoint; they are
+    audited together with the stored state, and the state and checkpoint advance after every
+    audit table has committed (just before the runs row). `end_offsets(offsets frame)` gives the
+    log-end offsets (topic, partition, log_end_offset) for the `lag` table, or None.
+    """
     with output_lock(options.output, options.run_id):
-        return _execute(spark, raw, options, echo)
+        return _execute(spark, raw, options, echo, increment, end_offsets)
 
 
 def _execute(
-    spark: SparkSession, raw: DataFrame, options: RunOptions, echo: Callable[[str], None]
+    spark: SparkSession,
+    raw: DataFrame,
+    options: RunOptions,
+    echo: Callable[[str], None],
+    increment: incremental.Increment | None = None,
+    end_offsets: Callable[[DataFrame], DataFrame | None] | None = None,
 ) -> RunReport:
     started_ms = _now_ms()
     report = RunReport(run_id=options.run_id, status="running")
     stages = _Stages(report, echo)
     persisted = _Persisted()
     decoded = persisted.keep(decode_records(raw))
+    state = increment.state if increment is not None else None
+    history = decoded if state is None else persisted.keep(incremental.with_state(decoded, state))
     try:
         stats = decoded.agg(
             F.count(F.lit(1)).alias("read"),
@@ -175,12 +190,15 @@ def _execute(
             f"{report.records_read} records read, {report.records_decoded} decoded,"
             f" {report.records_rejected} rejected",
         )
-        as_of_ms = options.as_of if isinstance(options.as_of, int) else stats["latest_ms"]
+        latest_ms = stats["latest_ms"]
+        if history is not decoded:  # "latest" = the newest record of the whole log
+            latest_ms = history.agg(F.max("log_timestamp_ms")).first()[0]
+        as_of_ms = options.as_of if isinstance(options.as_of, int) else latest_ms
         if as_of_ms is None:
             as_of_ms = started_ms  # an empty input has no latest record; evaluate now
         report.as_of_ms = int(as_of_ms)
         frames = pipeline.audit(
-            decoded,
+            history,
             regime=options.regime,
             params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
             cache=persisted.keep,
@@ -194,7 +212,13 @@ def _execute(
                 " see the rejects"
                 f" table under {options.output}"
             )
+        if history is not decoded:  # per-record metrics: the records this run read
+            from offsets_lib.metrics import metrics_frame
+
+            frames.frames["metrics"] = metrics_frame(decoded)
         cached = {name: persisted.keep(df) for name, df in frames.frames.items()}
+        ends = end_offsets(cached["offsets"]) if end_offsets is not None else None
+        cached["lag"] = lag.lag_frame(cached["offsets"], ends, as_of_ms=report.as_of_ms)
         _summarise(report, cached, frames.orphaned_offsets)
         stages.done(
             "compact+decide",
@@ -203,10 +227,20 @@ def _execute(
         )
         _write(spark, cached, options, report)
         stages.done("write", f"{len(report.tables)} tables")
+        if increment is not None:  # after every audit table, before the runs row
+            state_id = incremental.store(
+                history, increment, output=options.output, run_id=options.run_id
+            )
+            for name in (incremental.STATE_TABLE, incremental.CHECKPOINT_TABLE):
+                report.tables[name] = sink.table_uri(options.output, name)
+            stages.done("checkpoint", f"state {state_id}, next offsets {increment.end_offsets}")
         report.status = "succeeded"
     except Exception as exc:
         report.status = "failed"
-        report.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:1000]
+        from offsets_lib.sources.kafka import scrub  # no secret may reach the runs row
+
+        first_line = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        report.error = scrub(first_line, options.kafka_options)[:1000]
         raise
     finally:
         _publish(report, options, started_ms)

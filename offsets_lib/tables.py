@@ -482,7 +482,7 @@ RUNS = TableSpec(
 
 LAG = TableSpec(
     name="lag",
-    comment="One row per committed offset with a known log-end offset (group, topic, partition).",
+    comment="One row per committed offset (group, topic, partition) with its lag, per run.",
     schema=StructType(
         [
             _group_id(),
@@ -492,12 +492,14 @@ LAG = TableSpec(
             _col(
                 "log_end_offset",
                 LongType(),
-                "Log-end offset of the topic partition when the run read it (CLI: LOG-END-OFFSET).",
+                "Log-end offset of the consumed topic partition when the run read it (cluster "
+                "high watermark or --end-offsets file; CLI: LOG-END-OFFSET); null when unknown.",
             ),
             _col(
                 "lag",
                 LongType(),
-                "log_end_offset - committed_offset (CLI: LAG); null when either is unknown.",
+                "max(log_end_offset - committed_offset, 0) (CLI: LAG); null when either is "
+                "unknown.",
             ),
             _col(
                 "last_commit_at",

@@ -1,0 +1,126 @@
+"""Lag: the pure join (lag.lag_frame), end offsets from a file, the lag table of `offsets run`
+and the `offsets lag` command, on a tiny Parquet dump (one golden scenario)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from offsets_lib import cli_lag, lag, scenario, sink
+from offsets_lib.cli import main
+
+pytestmark = pytest.mark.spark
+
+SCENARIO = (
+    Path(__file__).resolve().parents[2]
+    / ".."
+    / "shared"
+    / "spec"
+    / "scenarios"
+    / "28-multiple-groups-and-offsets-partitions.json"
+)
+
+
+def _ts(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, UTC)
+
+
+def test_lag_frame_joins_clamps_and_measures_time(spark):
+    offsets = spark.createDataFrame(
+        [
+            ("g", "t", 0, 10, _ts(1_000)),
+            ("g", "t", 1, 50, _ts(2_000)),  # end offset below the commit (truncated): lag 0
+            ("g", "u", 0, 5, None),  # no end offset known, no commit timestamp
+        ],
+        "group_id string, topic string, partition int, committed_offset long, "
+        "commit_timestamp timestamp",
+    )
+    ends = spark.createDataFrame(
+        [("t", 0, 25), ("t", 1, 40), ("other", 0, 9)], lag.END_OFFSETS_SCHEMA
+    )
+    rows = sorted(
+        lag.lag_frame(offsets, ends, as_of_ms=11_500).collect(),
+        key=lambda r: (r["topic"], r["partition"]),
+    )
+    assert [tuple(r) for r in rows] == [
+        ("g", "t", 0, 10, 25, 15, _ts(1_000).replace(tzinfo=None), 10.5),  # collect(): naive UTC
+        ("g", "t", 1, 50, 40, 0, _ts(2_000).replace(tzinfo=None), 9.5),
+        ("g", "u", 0, 5, None, None, None, None),
+    ]
+    nothing = lag.lag_frame(offsets, None, as_of_ms=0).collect()
+    assert {(r["log_end_offset"], r["lag"]) for r in nothing} == {(None, None)}
+
+
+def test_run_writes_lag_table_and_offsets_lag_prints_it(spark, tmp_path):
+    spec = json.loads(SCENARIO.read_text())
+    pq.write_table(pa.Table.from_pylist(scenario.scenario_rows(spec)), tmp_path / "dump.parquet")
+    out = str(tmp_path / "tables")
+    base = ["run", "--source", "parquet", "--input", str(tmp_path / "dump.parquet")]
+    base += ["--output", out, "--as-of", str(spec["config"]["evaluated_at_ms"])]
+    # End offsets for every consumed partition: committed offset + 7, written as CSV.
+    runner = CliRunner()
+    first = runner.invoke(main, [*base, "--run-id", "plain"], catch_exceptions=False)
+    assert first.exit_code == 0, first.output
+    committed = sink.read_table(out, "offsets", run_id="plain").to_pylist()
+    assert committed
+    nulls = sink.read_table(out, "lag", run_id="plain").to_pylist()
+    assert len(nulls) == len(committed)
+    assert {(r["log_end_offset"], r["lag"]) for r in nulls} == {(None, None)}
+
+    csv = tmp_path / "ends.csv"
+    ends: dict[tuple[str, int], int] = {}  # several groups may consume one partition
+    for r in committed:
+        key = (r["topic"], r["partition"])
+        ends[key] = max(ends.get(key, 0), r["committed_offset"] + 7)
+    csv.write_text(
+        "topic,partition,log_end_offset\n"
+        + "".join(f"{t},{p},{o}\n" for (t, p), o in sorted(ends.items()))
+    )
+    second = runner.invoke(
+        main, [*base, "--run-id", "ends", "--end-offsets", str(csv)], catch_exceptions=False
+    )
+    assert second.exit_code == 0, second.output
+    rows = sink.read_table(out, "lag", run_id="ends").to_pylist()
+    as_of_s = spec["config"]["evaluated_at_ms"] / 1000
+    for r in rows:
+        assert r["log_end_offset"] == ends[(r["topic"], r["partition"])]
+        assert r["lag"] == r["log_end_offset"] - r["committed_offset"] >= 7
+        assert r["seconds_since_commit"] == pytest.approx(as_of_s - r["last_commit_at"].timestamp())
+
+    # `offsets lag`: stored table of the newest run, and recomputed from a Parquet file.
+    printed = runner.invoke(main, ["lag", "--output", out, "--json"], catch_exceptions=False)
+    assert printed.exit_code == 0, printed.output
+    lines = [json.loads(line) for line in printed.output.splitlines()]
+    assert sorted(lines, key=lambda r: (r["group_id"], r["topic"], r["partition"])) == [
+        {c: r[c].isoformat() if c == "last_commit_at" else r[c] for c in lag.LAG_COLUMNS}
+        for r in sorted(rows, key=lambda r: (r["group_id"], r["topic"], r["partition"]))
+    ]
+    pq.write_table(
+        pa.Table.from_pylist(
+            [{"topic": t, "partition": p, "log_end_offset": o + 3} for (t, p), o in ends.items()]
+        ),
+        tmp_path / "ends.parquet",
+    )
+    group = committed[0]["group_id"]
+    args = ["lag", "--output", out, "--run-id", "plain", "--group", group]
+    args += ["--end-offsets", str(tmp_path / "ends.parquet")]
+    again = runner.invoke(main, args, catch_exceptions=False)
+    assert again.exit_code == 0, again.output
+    text = again.output.splitlines()
+    assert tuple(text[0].split()) == cli_lag.HEADER
+    mine = [r for r in committed if r["group_id"] == group]
+    assert len(text) == 1 + len(mine)
+    by_partition = {(r["topic"], r["partition"]): r["committed_offset"] for r in mine}
+    for line in text[1:]:
+        fields = line.split()
+        key = (fields[1], int(fields[2]))
+        assert fields[0] == group
+        assert int(fields[5]) == ends[key] + 3 - by_partition[key]
+    missing = runner.invoke(main, ["lag", "--output", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 3
