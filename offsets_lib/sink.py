@@ -255,8 +255,11 @@ def _file_stats(md: pq.FileMetaData, schema: pa.Schema) -> str:
             nulls[name] = nulls.get(name, 0) + s.null_count
             if not s.has_min_max:
                 continue  # all-null row group: no bound to add
-            lo = _stat_value(s.min, flat[name], upper=False)
-            hi = _stat_value(s.max, flat[name], upper=True)
+            try:
+                lo = _stat_value(s.min, flat[name], upper=False)
+                hi = _stat_value(s.max, flat[name], upper=True)
+            except (OverflowError, ValueError):  # e.g. a timestamp beyond Python's year 9999
+                lo = hi = None
             if lo is None or hi is None:
                 bad.add(name)
                 continue

@@ -1,0 +1,339 @@
+"""Group replay over partly compacted, inconsistent logs (issue 5 item 6, KAFKA-19862).
+
+A dump of a compacted topic may hold member records whose group record was compacted away,
+offsets of a deleted group, epochs that go backwards, tombstones for keys never written... The
+broker's loader (semantics.md sections 1-2) copes with each; `state.replay_group` must return
+the same group, and never raise. Events are built the way the pipeline builds them: real record
+bytes from the codec, decoded, value fields through `wire.to_jsonable` and JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from offsets_lib import state, wire
+from offsets_lib.state import GROUP_STATE_ARROW, OFFSET_SUMMARY, Event, replay_group
+from tests.unit.strategies import message_values
+
+TOPIC_ID = uuid.UUID(int=0xA1)
+G = "g"
+
+
+def ev(offset: int, record_type: int, value: dict | None = None, **key: str) -> Event:
+    """One record of group `g` as the pipeline hands it to the replay (None value = tombstone)."""
+    key_fields = {"group" if record_type == 2 else "GroupId": G, **key}
+    key_bytes = wire.encode_key(record_type, key_fields)
+    version = 3 if record_type == 2 else 0
+    value_bytes = None if value is None else wire.encode_value(record_type, version, value)
+    decoded = wire.decode_record(key_bytes, value_bytes)
+    assert decoded.error is None, decoded.error
+    fields = (
+        None if decoded.value is None else json.loads(json.dumps(wire.to_jsonable(decoded.value)))
+    )
+    return Event(
+        log_offset=offset,
+        record_type=record_type,
+        is_tombstone=decoded.is_tombstone,
+        member_id=decoded.key.get("MemberId"),
+        regular_expression=decoded.key.get("RegularExpression"),
+        value=fields,
+    )
+
+
+def offsets_at(offset: int) -> Event:
+    """The pipeline's summary event: the group's newest offset-commit value is at `offset`."""
+    return Event(log_offset=offset, record_type=OFFSET_SUMMARY)
+
+
+def classic(offset: int, members: int = 0) -> Event:
+    return ev(
+        offset,
+        2,
+        {
+            "protocolType": "consumer",
+            "generation": 3,
+            "protocol": "range",
+            "leader": "c-0" if members else None,
+            "currentStateTimestamp": 1_000,
+            "members": [
+                {
+                    "memberId": f"c-{i}",
+                    "clientId": "cl",
+                    "clientHost": "/h",
+                    "rebalanceTimeout": 1,
+                    "sessionTimeout": 1,
+                    "subscription": wire.encode_subscription(0, {"Topics": ["t"]}),
+                    "assignment": b"",
+                }
+                for i in range(members)
+            ],
+        },
+    )
+
+
+def member(offset: int, member_id: str, topics=("t",)) -> Event:
+    return ev(
+        offset, 5, {"ClientId": "cl", "SubscribedTopicNames": list(topics)}, MemberId=member_id
+    )
+
+
+def assignment(offset: int, member_id: str, epoch: int, partitions=(0,), state_code=0) -> Event:
+    value = {
+        "MemberEpoch": epoch,
+        "PreviousMemberEpoch": epoch - 1,
+        "State": state_code,
+        "AssignedPartitions": [{"TopicId": TOPIC_ID, "Partitions": list(partitions)}]
+        if partitions
+        else [],
+    }
+    return ev(offset, 8, value, MemberId=member_id)
+
+
+def replay(*events: Event, scala: bool = False) -> dict:
+    row = replay_group(7, G, events, modern_types_known=not scala)
+    pa.RecordBatch.from_pylist([row], schema=GROUP_STATE_ARROW)  # the row fits the Spark schema
+    return row
+
+
+def members_of(row: dict) -> dict[str, dict]:
+    return {m["member_id"]: m for m in row["members"]}
+
+
+# ---- member records without their group record --------------------------------------------
+
+
+def test_member_records_without_any_group_record_create_the_consumer_group():
+    """G-M1: any consumer-group value creates the group; G-M2/G-M3: epochs default to 0."""
+    row = replay(member(10, "m1"), assignment(11, "m1", epoch=0))
+    assert (row["group_type"], row["generation"], row["target_assignment_epoch"]) == (
+        "consumer",
+        0,
+        0,
+    )
+    assert row["state"] == "Stable"  # member state 0 and member epoch == target epoch (G-M6)
+    assert list(members_of(row)) == ["m1"]
+    assert row["subscribed_topics"] == ["t"]
+
+
+def test_assignment_for_an_unknown_member_does_not_make_a_member():
+    """G-M4: members are the ids whose last member-metadata record is a value."""
+    row = replay(
+        ev(1, 3, {"Epoch": 2}),
+        ev(2, 6, {"AssignmentEpoch": 2}),
+        member(3, "m1"),
+        assignment(4, "m1", epoch=2),
+        assignment(5, "ghost", epoch=2, partitions=(1,)),  # no member record, ever
+    )
+    assert list(members_of(row)) == ["m1"]
+    assert row["member_count"] == 1
+    assert row["state"] == "Stable"
+
+
+def test_only_assignment_records_give_an_empty_consumer_group():
+    row = replay(assignment(4, "ghost", epoch=5), ev(5, 7, {"TopicPartitions": []}, MemberId="x"))
+    assert (row["group_type"], row["state"], row["member_count"]) == ("consumer", "Empty", 0)
+
+
+# ---- offsets of a deleted group (G-S1, G-S3) ------------------------------------------------
+
+
+def test_offsets_before_a_classic_group_tombstone_are_orphaned():
+    """G-S3: the tombstone removes the group; its earlier offsets do not bring it back."""
+    row = replay(classic(1, members=1), offsets_at(5), ev(9, 2, None))
+    assert row["state"] == "Dead"
+
+
+def test_offsets_before_a_consumer_group_tombstone_are_orphaned():
+    row = replay(
+        ev(1, 3, {"Epoch": 1}), member(2, "m1"), offsets_at(5), ev(8, 5, None, MemberId="m1"),
+        ev(9, 3, None),
+    )  # fmt: skip
+    assert row["state"] == "Dead"
+
+
+def test_an_offset_after_the_tombstone_recreates_a_simple_group():
+    """G-S1: an offset value replayed when no group exists creates an Empty simple group."""
+    row = replay(classic(1, members=1), ev(9, 2, None), offsets_at(12))
+    assert (row["group_type"], row["protocol_type"], row["state"], row["generation"]) == (
+        "classic",
+        None,
+        "Empty",
+        0,
+    )
+
+
+def test_group_tombstone_then_late_member_records_of_the_deleted_group():
+    """Partly compacted deletion: member tombstones/values after the group tombstone."""
+    row = replay(
+        ev(1, 3, {"Epoch": 4}), member(2, "m1"), ev(9, 3, None), ev(10, 5, None, MemberId="m1")
+    )
+    assert row["state"] == "Dead"  # a tombstone never creates a group
+    row = replay(ev(1, 3, {"Epoch": 4}), ev(9, 3, None), member(10, "m2"))
+    assert (row["group_type"], row["generation"], list(members_of(row))) == ("consumer", 0, ["m2"])
+
+
+# ---- epochs out of order --------------------------------------------------------------------
+
+
+def test_group_epoch_going_backwards_takes_the_last_record():
+    """G-M2: the epoch of the LAST consumer_group_metadata value, even if it is smaller."""
+    row = replay(
+        ev(1, 3, {"Epoch": 7}), ev(2, 6, {"AssignmentEpoch": 4}), member(3, "m1"),
+        assignment(4, "m1", epoch=4), ev(5, 3, {"Epoch": 4}),
+    )  # fmt: skip
+    assert (row["generation"], row["target_assignment_epoch"], row["state"]) == (4, 4, "Stable")
+
+
+def test_target_epoch_above_group_epoch_and_member_epoch_above_target():
+    row = replay(
+        ev(1, 3, {"Epoch": 3}), ev(2, 6, {"AssignmentEpoch": 9}), member(3, "m1"),
+        assignment(4, "m1", epoch=12),
+    )  # fmt: skip
+    assert (row["generation"], row["target_assignment_epoch"]) == (3, 9)
+    assert row["state"] == "Reconciling"  # not Assigning (3 < 9); member epoch 12 != 9
+    assert members_of(row)["m1"]["member_epoch"] == 12
+
+
+def test_group_epoch_above_target_is_assigning():
+    row = replay(
+        ev(1, 6, {"AssignmentEpoch": 5}), ev(2, 3, {"Epoch": 6}), member(3, "m1"),
+        assignment(4, "m1", epoch=5),
+    )  # fmt: skip
+    assert row["state"] == "Assigning"
+
+
+def test_two_members_claiming_the_same_partition_do_not_fail_the_replay():
+    """KAFKA-19862: the record unassigning a partition from its old owner can be missing."""
+    row = replay(
+        ev(1, 3, {"Epoch": 2}), ev(2, 6, {"AssignmentEpoch": 2}),
+        member(3, "m1"), member(4, "m2"),
+        assignment(5, "m1", epoch=2, partitions=(0, 1)),
+        assignment(6, "m2", epoch=2, partitions=(1, 2)),  # partition 1 still owned by m1
+    )  # fmt: skip
+    owned = {
+        m: [p["partition"] for p in r["assigned_partitions"]] for m, r in members_of(row).items()
+    }
+    assert owned == {"m1": [0, 1], "m2": [1, 2]}
+    assert row["state"] == "Stable"
+
+
+# ---- group type changes without the expected tombstones (G-U1, G-U2) -------------------------
+
+
+def test_consumer_records_after_a_classic_group_without_its_tombstone():
+    """G-U1 normally has a GroupMetadata tombstone first; without it the consumer group wins.
+
+    (The broker's loader would stop with IllegalStateException for a non-simple classic group;
+    the reader keeps going and notes it in `state_notes`.)
+    """
+    row = replay(classic(1, members=1), offsets_at(2), ev(3, 3, {"Epoch": 1}), member(4, "m1"))
+    assert (row["group_type"], row["generation"], list(members_of(row))) == ("consumer", 1, ["m1"])
+    assert "G-U1" in row["state_notes"]
+
+
+def test_classic_record_after_a_consumer_group_without_its_tombstones():
+    row = replay(ev(1, 3, {"Epoch": 1}), member(2, "m1"), classic(3, members=2))
+    assert (row["group_type"], row["state"], row["member_count"]) == ("classic", "Stable", 2)
+    assert "G-U2" in row["state_notes"]
+
+
+def test_simple_group_replaced_by_a_consumer_group_is_not_noted_as_inconsistent():
+    row = replay(offsets_at(1), ev(2, 3, {"Epoch": 1}))
+    assert (row["group_type"], row["state"]) == ("consumer", "Empty")
+
+
+# ---- tombstones for keys that were never written --------------------------------------------
+
+
+def test_tombstones_for_keys_never_written():
+    only_tombstones = replay(
+        ev(1, 5, None, MemberId="m9"), ev(2, 8, None, MemberId="m9"),
+        ev(3, 16, None, RegularExpression="x.*"), ev(4, 6, None), ev(5, 3, None), ev(6, 2, None),
+    )  # fmt: skip
+    assert only_tombstones["state"] == "Dead"  # nothing creates a group; Dead row, no crash
+
+    row = replay(
+        ev(1, 3, {"Epoch": 1}), member(2, "m1"), assignment(3, "m1", epoch=1),
+        ev(4, 5, None, MemberId="never"), ev(5, 8, None, MemberId="never"),
+        ev(6, 16, None, RegularExpression="never.*"), ev(7, 7, None, MemberId="never"),
+    )  # fmt: skip
+    assert list(members_of(row)) == ["m1"]
+    assert row["target_assignment_epoch"] == 0  # no target-assignment record at all
+
+
+def test_target_assignment_tombstone_resets_to_minus_one():
+    row = replay(ev(1, 3, {"Epoch": 1}), ev(2, 6, {"AssignmentEpoch": 1}), ev(3, 6, None))
+    assert row["target_assignment_epoch"] == -1  # G-M3
+
+
+def test_classic_tombstone_for_a_group_never_written_then_offsets():
+    assert replay(ev(1, 2, None))["state"] == "Dead"
+    assert replay(ev(1, 2, None), offsets_at(2))["state"] == "Empty"
+
+
+# ---- any sequence of group records: never a crash -------------------------------------------
+
+_TYPES = (2, 3, 4, 5, 6, 7, 8, 16, 9, 10, 11, 17, 19, 23)
+
+
+@st.composite
+def group_event(draw) -> Event:
+    record_type = draw(st.sampled_from((*_TYPES, OFFSET_SUMMARY)))
+    if record_type == OFFSET_SUMMARY:
+        return offsets_at(0)
+    rt = wire.RECORD_TYPES[record_type]
+    key = {f.name: f"m{draw(st.integers(0, 2))}" for f in rt.key.fields if f.name == "MemberId"}
+    if any(f.name == "RegularExpression" for f in rt.key.fields):
+        key["RegularExpression"] = draw(st.sampled_from(["a.*", "b.*"]))
+    for f in rt.key.fields:  # other key fields of share/streams records
+        if f.name not in {"GroupId", "group", "MemberId", "RegularExpression"}:
+            key[f.name] = draw(st.sampled_from(["x", "y"])) if f.type == "string" else 0
+    if draw(st.booleans()):
+        return ev(0, record_type, None, **key)
+    value_message = wire.RECORD_TYPES[rt.value_from or record_type].value
+    version = 3 if record_type == 2 else value_message.valid[0]
+    return ev(0, record_type, draw(message_values(value_message, version)), **key)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(events=st.lists(group_event(), max_size=14), scala=st.booleans())
+def test_any_sequence_of_group_records_replays_without_error(events, scala):
+    for offset, event in enumerate(events):
+        event.log_offset = offset
+    row = replay(*events, scala=scala)
+    assert row["state"] in {
+        "Dead", "Empty", "Stable", "Assigning", "Reconciling",
+    }  # fmt: skip
+    assert row["group_id"] == G
+
+
+def test_replay_batches_handles_many_groups_and_partitions():
+    """The mapInArrow body: several groups, interleaved partitions, one row per group."""
+    records = []
+    for partition in (0, 1):
+        for group in ("a", "b"):
+            records.append(
+                {
+                    "log_partition": partition,
+                    "group_id": group,
+                    "log_offset": 1,
+                    "record_type": 3,
+                    "is_tombstone": False,
+                    "member_id": None,
+                    "regular_expression": None,
+                    "value_json": json.dumps({"Epoch": 5}),
+                }
+            )
+    batch = pa.RecordBatch.from_pylist(records)
+    rows = [r for b in state.replay_batches(iter([batch])) for r in b.to_pylist()]
+    assert [(r["log_partition"], r["group_id"], r["generation"]) for r in rows] == [
+        (0, "a", 5),
+        (0, "b", 5),
+        (1, "a", 5),
+        (1, "b", 5),
+    ]
