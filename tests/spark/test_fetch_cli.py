@@ -25,9 +25,10 @@ from offsets_lib import scenario, sink
 from offsets_lib.cli import main
 from offsets_lib.fetch import fetch_offsets
 from offsets_lib.tables import TABLES
+from tests.spec_data import scenario_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIO_DIR = ROOT / ".." / "shared" / "spec" / "scenarios"
+SCENARIO_DIR = scenario_dir()
 TABLES_MD = ROOT / "TABLES.md"
 RUN_ID = "fetch-cli"
 AS_OF_MS = 1_700_000_000_000

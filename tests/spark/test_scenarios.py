@@ -26,8 +26,9 @@ from click.testing import CliRunner
 
 from offsets_lib import scenario, sink
 from offsets_lib.cli import main
+from tests.spec_data import scenario_dir
 
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "spec" / "scenarios"
+SCENARIO_DIR = scenario_dir()
 SCENARIOS = sorted(SCENARIO_DIR.glob("*.json"))
 PARTITIONS_PER_SCENARIO = 100
 RUN_ID = "golden"

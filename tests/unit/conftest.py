@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 
-SHARED = (Path(__file__).resolve().parents[2] / "../shared").resolve()
-"""`../shared` next to the checkout; not shipped with the project, so tests skip without it."""
+from tests.spec_data import spec_root
+
+SHARED = spec_root()
+"""`../shared` next to the checkout, else the vendored subset in tests/data (same layout)."""
 
 
 def shared_path(*parts: str) -> Path:
