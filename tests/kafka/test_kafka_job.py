@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from offsets_lib import scenario, sink
 from offsets_lib.cli import main
 from tests.kafka.conftest import free_port
+from tests.spec_data import scenario_dir
 
 pytestmark = pytest.mark.kafka
 
@@ -78,7 +79,7 @@ def test_bad_kafka_option_is_a_usage_error(spark, tmp_path):
 
 # ---- Kafka path == Parquet path on the golden scenarios ----------------------------------------
 
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "spec" / "scenarios"
+SCENARIO_DIR = scenario_dir()
 CONTRACT_TABLES = ("offsets", "groups", "members", "offset_decisions", "group_decisions")
 
 

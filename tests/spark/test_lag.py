@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,17 +13,11 @@ from click.testing import CliRunner
 
 from offsets_lib import cli_lag, lag, scenario, sink
 from offsets_lib.cli import main
+from tests.spec_data import scenario_dir
 
 pytestmark = pytest.mark.spark
 
-SCENARIO = (
-    Path(__file__).resolve().parents[2]
-    / ".."
-    / "shared"
-    / "spec"
-    / "scenarios"
-    / "28-multiple-groups-and-offsets-partitions.json"
-)
+SCENARIO = scenario_dir() / "28-multiple-groups-and-offsets-partitions.json"
 
 
 def _ts(ms: int) -> datetime:

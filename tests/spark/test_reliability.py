@@ -33,9 +33,10 @@ from hypothesis import strategies as st
 from offsets_lib import scenario, sink, wire
 from offsets_lib.cli import main
 from offsets_lib.lock import LOCK_NAME, OutputLocked, output_lock
+from tests.spec_data import scenario_dir
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIO_DIR = ROOT / ".." / "shared" / "spec" / "scenarios"
+SCENARIO_DIR = scenario_dir()
 TABLES = ("offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects")
 OTHER_THAN_REJECTS = tuple(t for t in TABLES if t != "rejects")
 BASE_RUN = "base"
