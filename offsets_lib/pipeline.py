@@ -29,9 +29,17 @@ class AuditFrames:
     orphaned_offsets: DataFrame  # live offsets whose group does not exist (G-S3)
 
 
+# Spark timestamps are microseconds in an int64: milliseconds beyond this cannot be represented.
+MAX_TIMESTAMP_MS = 9_223_372_036_854_775
+
+
 def _ts(column: str | Column) -> Column:
-    """Epoch milliseconds -> UTC timestamp (tables use timestamps; _ms stays internal)."""
-    return F.timestamp_millis(F.col(column) if isinstance(column, str) else column)
+    """Epoch milliseconds -> UTC timestamp (tables use timestamps; _ms stays internal).
+
+    A decodable but absurd value (beyond year 294247) becomes null instead of failing the run.
+    """
+    ms = F.col(column) if isinstance(column, str) else column
+    return F.when(ms.between(-MAX_TIMESTAMP_MS, MAX_TIMESTAMP_MS), F.timestamp_millis(ms))
 
 
 def group_events(decoded: DataFrame, summary: DataFrame) -> DataFrame:

@@ -117,11 +117,12 @@ def _never(_: Params) -> Column:
 
 
 def _commit_plus_retention(p: Params) -> Column:
-    return _c("commit_timestamp_ms") + F.lit(p.retention_ms)
+    # try_add: a deadline past the int64 range is "never" (null), not an overflow error
+    return F.try_add(_c("commit_timestamp_ms"), F.lit(p.retention_ms))
 
 
 def _state_plus_retention(p: Params) -> Column:
-    return _c("current_state_timestamp_ms") + F.lit(p.retention_ms)
+    return F.try_add(_c("current_state_timestamp_ms"), F.lit(p.retention_ms))
 
 
 def _explicit(_: Params) -> Column:
@@ -269,7 +270,7 @@ def with_expiration(offsets: DataFrame, *, regime: Regime, params: Params) -> Da
     for row in reversed(EXPIRATION_TABLES[regime]):
         at = row.expires_at_ms(params)
         # strict rows expire when deadline < T, i.e. from deadline + 1 on
-        deadline = at + F.lit(1) if row.strict else at
+        deadline = F.try_add(at, F.lit(1)) if row.strict else at
         rule = F.when(row.applies(), F.lit(row.id)).otherwise(rule)
         expires_at = F.when(row.applies(), deadline).otherwise(expires_at)
         expired = F.when(row.applies(), F.coalesce(as_of >= deadline, F.lit(False))).otherwise(

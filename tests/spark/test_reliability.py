@@ -318,18 +318,6 @@ def mutate(raw: bytes | None) -> st.SearchStrategy[bytes | None]:
     )
 
 
-# Spark's timestamp_millis() and the rules' `ms + retention` overflow (ArithmeticException, ANSI)
-# beyond about +-9.2e15 ms, which fails the whole run: test_decodable_extreme_timestamps_... pins
-# that bug; the fuzz test leaves such records out until it is fixed (then drop this filter).
-_SPARK_MS_LIMIT = 9_000_000_000_000_000
-_TIMESTAMP_FIELDS = ("commitTimestamp", "expireTimestamp", "currentStateTimestamp")
-
-
-def _beyond_spark_timestamps(key: bytes | None, value: bytes | None) -> bool:
-    fields = wire.decode_record(key, value).value or {}
-    return any(abs(fields.get(f) or 0) > _SPARK_MS_LIMIT for f in _TIMESTAMP_FIELDS)
-
-
 def _far_future_rows() -> list[dict]:
     """Decodable records whose timestamps Spark holds but Python's datetime cannot (year > 9999)."""
     key, _ = _commit("far-future", 1)
@@ -364,8 +352,6 @@ def test_mutated_records_through_the_job_are_all_accounted_for(spark, tmp_path_f
             key = data.draw(mutate(key))
         if which in ("value", "both"):
             value = data.draw(mutate(value))
-        if _beyond_spark_timestamps(key, value):
-            continue  # see _SPARK_MS_LIMIT
         # after the real records of the same partition, so they replay into real groups
         offset = 1_000_000 + len(mutated)
         mutated.append(raw_row(original["partition"], offset, key, value, T0))
@@ -402,11 +388,6 @@ def test_mutated_records_through_the_job_are_all_accounted_for(spark, tmp_path_f
 
 @pytest.mark.spark
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="owner: pipeline._ts (F.timestamp_millis) and rules' ms arithmetic overflow under ANSI"
-    " for decodable int64 timestamps beyond +-9.2e15 ms; the run dies instead of publishing",
-)
 def test_decodable_extreme_timestamps_do_not_fail_the_run(spark, tmp_path):
     key, _ = _commit("extreme", 1)
     rows = [
