@@ -42,18 +42,33 @@ def _ts(column: str | Column) -> Column:
     return F.when(ms.between(-MAX_TIMESTAMP_MS, MAX_TIMESTAMP_MS), F.timestamp_millis(ms))
 
 
-def group_events(decoded: DataFrame, summary: DataFrame) -> DataFrame:
-    """Group-level records plus one offset-summary pseudo event per group, in replay order."""
+_END_OF_LOG = 2**63 - 1
+
+
+def group_events(decoded: DataFrame, summary: DataFrame, *, regime: Regime) -> DataFrame:
+    """Group-level records plus one offset-summary pseudo event per group, in replay order.
+
+    New coordinator (G-S1): an offset value replayed while no group exists creates a simple
+    group, so the event sits at the newest offset value's position. Scala coordinator (G-S2):
+    after the whole partition is read, a group id with committed or pending offsets but no
+    GroupMetadata value gets a simple group, so the event sits at the end of the log, and only
+    for groups that still have offsets.
+    """
     records = decoded.filter(
         compact.is_decoded()
         & (F.col("record_type") >= 2)
         & ~F.coalesce(F.col("is_control"), F.lit(False))
         & F.col("group_id").isNotNull()
     ).select(*state.EVENT_COLUMNS)
+    if regime.is_scala:
+        still_has_offsets = (F.col("offset_count") > 0) | F.col("has_pending_transactions")
+        position = F.when(still_has_offsets, F.lit(_END_OF_LOG))
+    else:
+        position = F.col("last_value_offset")
     pseudo = summary.select(
         "log_partition",
         "group_id",
-        F.col("last_value_offset").alias("log_offset"),
+        position.cast("long").alias("log_offset"),
         F.lit(OFFSET_SUMMARY).cast("short").alias("record_type"),
         F.lit(False).alias("is_tombstone"),
         F.lit(None).cast("string").alias("member_id"),
@@ -102,7 +117,7 @@ def audit(
     commits = compact.with_transaction_status(decoded)
     keys = cache(compact.offset_keys(commits))
     summary = compact.group_offset_summary(keys)
-    group_state = replay_groups(group_events(decoded, summary), regime=regime)
+    group_state = replay_groups(group_events(decoded, summary, regime=regime), regime=regime)
     groups = cache(
         group_state.join(
             summary.select(*GROUP_KEY, "offset_count", "has_pending_transactions"),
