@@ -1,0 +1,61 @@
+"""`offsets run` option parsing: retention and evaluation-time formats, usage errors (exit 2)."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from offsets_lib.cli import main
+from offsets_lib.run import UsageError, parse_as_of, parse_retention
+
+WEEK_MS = 604_800_000
+
+
+@pytest.mark.parametrize("text", ["7d", "168h", "10080m", "604800s", "604800000ms", " 7d "])
+def test_retention_formats(text: str) -> None:
+    assert parse_retention(text) == WEEK_MS
+
+
+@pytest.mark.parametrize("text", ["", "7", "7w", "-1d", "0d", "1.5h", "d7"])
+def test_bad_retention(text: str) -> None:
+    with pytest.raises(UsageError, match="--retention"):
+        parse_retention(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("now", 42),
+        ("latest", "latest"),
+        (None, "latest"),
+        ("1700000000000", 1_700_000_000_000),
+        ("2023-11-14T22:13:20Z", 1_700_000_000_000),
+        ("2023-11-14T22:13:20", 1_700_000_000_000),  # naive = UTC
+        ("2023-11-15T00:13:20+02:00", 1_700_000_000_000),
+    ],
+)
+def test_as_of_formats(text: str | None, expected: int | str) -> None:
+    assert parse_as_of(text, now_ms=42) == expected
+
+
+def test_bad_as_of() -> None:
+    with pytest.raises(UsageError, match="--as-of"):
+        parse_as_of("yesterday", now_ms=0)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--source", "parquet"], "--source parquet needs --input"),
+        (["--source", "kafka"], "--source kafka needs --bootstrap-servers"),
+        (["--input", "x", "--retention", "7w"], "--retention"),
+        (["--input", "x", "--as-of", "soon"], "--as-of"),
+        (["--input", "x", "--max-reject-ratio", "2"], "--max-reject-ratio"),
+        (["--input", "x", "--kafka-option", "novalue"], "--kafka-option"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(main, ["run", "--output", "out", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
