@@ -225,6 +225,7 @@ class Increment:
     end_offsets: dict[int, int]
     previous: Checkpoint | None = None  # None: a full read (first run or --full)
     state: DataFrame | None = None
+    sequence: int = 0  # of the newest stored checkpoint (also after --full), 0 = none
 
     @property
     def start_offsets(self) -> dict[int, int] | None:
@@ -257,7 +258,7 @@ def read_state(spark: SparkSession, output: str, checkpoint: Checkpoint) -> Data
     from deltalake import DeltaTable
 
     dt = DeltaTable(sink.table_uri(output, STATE_TABLE))
-    files = dt.file_uris(partition_filters=[(RUN_ID, "=", checkpoint.state_id)])
+    files = dt.file_uris(file_pruning_predicate=[(RUN_ID, "=", checkpoint.state_id)])
     if not files:
         return spark.createDataFrame([], DECODED)
     return spark.read.schema(DECODED).parquet(*files).select(*_COLUMNS)
@@ -267,9 +268,16 @@ def begin(
     spark: SparkSession, output: str, topic: str, end_offsets: dict[int, int], *, full: bool
 ) -> Increment:
     """The increment to read: from the stored checkpoint (none, or ``full``: from the start)."""
-    previous = None if full else read_checkpoint(output, topic)
+    newest = read_checkpoint(output, topic)
+    previous = None if full else newest
     state = read_state(spark, output, previous) if previous is not None else None
-    return Increment(topic=topic, end_offsets=dict(end_offsets), previous=previous, state=state)
+    return Increment(
+        topic=topic,
+        end_offsets=dict(end_offsets),
+        previous=previous,
+        state=state,
+        sequence=newest.sequence if newest is not None else 0,
+    )
 
 
 def store(history: DataFrame, increment: Increment, *, output: str, run_id: str) -> str:
@@ -277,7 +285,7 @@ def store(history: DataFrame, increment: Increment, *, output: str, run_id: str)
 
     Call only after every table of the run has committed.
     """
-    sequence = (increment.previous.sequence if increment.previous else 0) + 1
+    sequence = increment.sequence + 1  # --full continues the numbering: the newest one wins
     state_id = f"{run_id}@{sequence}"
     state = compact_state(history).withColumn(RUN_ID, F.lit(state_id))
     _write_frame(state, STATE_SPEC, output=output, partition=state_id)
