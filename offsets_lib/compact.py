@@ -101,12 +101,35 @@ def with_transaction_status(decoded: DataFrame) -> DataFrame:
     return plain.unionByName(resolved)
 
 
-def offset_keys(commits: DataFrame) -> DataFrame:
+def offset_keys(commits: DataFrame, *, tasks: int) -> DataFrame:
     """One row per offset key: the surviving record (LOG-1, LOG-2, TXN-2..TXN-4) and pending state.
 
     The committed value is the newest record among plain records (tombstones included) and
     records of committed transactions; a tombstone also wipes older pending records (TXN-4).
+    Records are hash-partitioned by their whole key (so one busy group cannot make one task
+    hold a whole offsets-topic partition) and deduplicated with numpy in each task; `tasks`
+    should grow with the input (about a million records per task).
     """
+    from offsets_lib import dedupe
+
+    columns = [*OFFSET_KEY, "txn_status", *_OFFSET_FIELDS]
+    schema = offset_keys_sql(commits.limit(0)).schema
+    arrow_schema = _arrow_schema(schema)
+
+    def latest(batches):
+        return dedupe.latest_per_key_batches(batches, arrow_schema)
+
+    return commits.select(*columns).repartition(tasks, *OFFSET_KEY).mapInArrow(latest, schema)
+
+
+def _arrow_schema(schema):
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema)
+
+
+def offset_keys_sql(commits: DataFrame) -> DataFrame:
+    """Reference implementation of `offset_keys` with Spark's own aggregation (max_by)."""
     counts = F.col("txn_status").isin(NOT_TRANSACTIONAL, COMMITTED)
     newest = F.struct(*[F.col(c) for c in _OFFSET_FIELDS])
     tombstone_offset = F.max(F.when(F.col("is_tombstone"), F.col("log_offset")))
@@ -125,8 +148,10 @@ def offset_keys(commits: DataFrame) -> DataFrame:
             (F.col("newest").isNotNull() & ~F.col("newest.is_tombstone")).alias(
                 "has_committed_offset"
             ),
-            (
-                F.col("last_pending_offset") > F.coalesce(F.col("last_tombstone_offset"), F.lit(-1))
+            F.coalesce(
+                F.col("last_pending_offset")
+                > F.coalesce(F.col("last_tombstone_offset"), F.lit(-1)),
+                F.lit(False),
             ).alias("has_pending_transaction"),
             "last_value_offset",
         )

@@ -108,6 +108,7 @@ def audit(
     regime: Regime,
     params: Params,
     cache: Callable[[DataFrame], DataFrame] = _no_cache,
+    compaction_tasks: int = 8,
 ) -> AuditFrames:
     """Everything the broker would hold and decide, from decoded records (no I/O, no clock).
 
@@ -115,7 +116,7 @@ def audit(
     compaction and the group replay run once per run instead of once per table.
     """
     commits = compact.with_transaction_status(decoded)
-    keys = cache(compact.offset_keys(commits))
+    keys = cache(compact.offset_keys(commits, tasks=compaction_tasks))
     summary = compact.group_offset_summary(keys)
     group_state = replay_groups(group_events(decoded, summary, regime=regime), regime=regime)
     groups = cache(

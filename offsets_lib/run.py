@@ -112,6 +112,15 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+RECORDS_PER_TASK = 1_000_000  # the numpy dedupe holds a task's records in memory at once
+
+
+def _compaction_tasks(spark: SparkSession, records: int) -> int:
+    """Enough tasks for about a million records each, never fewer than the shuffle default."""
+    default = int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
+    return max(default, -(-records // RECORDS_PER_TASK))
+
+
 class _Persisted:
     """Frames cached for the duration of one run, released at its end (sessions are shared)."""
 
@@ -202,6 +211,7 @@ def _execute(
             regime=options.regime,
             params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
             cache=persisted.keep,
+            compaction_tasks=_compaction_tasks(spark, report.records_read),
         )
         ratio = report.records_rejected / report.records_read if report.records_read else 0.0
         if ratio > options.max_reject_ratio:

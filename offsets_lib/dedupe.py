@@ -1,0 +1,84 @@
+"""Newest record per offset key inside one task, with numpy (no Spark; runs in executors).
+
+Spark's own "latest per key" (`max_by` over a struct) plans two sort-aggregates over every
+record. Hash-partitioning the records by their key and sorting int64 key codes with numpy in
+each task does the same work with one plain shuffle (../shared/notes/performance.md measured
+0.85x the raw-dedupe baseline for this shape). Every record of a key must reach the same task,
+which the caller guarantees by partitioning on the key columns; `compact.offset_keys_sql` is
+the reference this is tested against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+KEY_COLUMNS = ("log_partition", "group_id", "topic", "partition")
+RECORD_COLUMNS = (
+    "log_offset", "log_timestamp_ms", "is_tombstone", "record_type", "value_version",
+    "committed_offset", "leader_epoch", "metadata", "commit_timestamp_ms",
+    "expire_timestamp_ms", "topic_id",
+)  # fmt: skip
+COUNTING = ("none", "committed")  # txn_status values that take part in the committed state
+
+
+def _key_codes(table: pa.Table) -> np.ndarray:
+    """Dense int codes of (log_partition, group_id, topic, partition), exact (no hashing)."""
+    joined = pc.binary_join_element_wise(
+        *[table.column(c).cast(pa.string()) for c in KEY_COLUMNS], "\x00"
+    )
+    return np.asarray(pc.dictionary_encode(joined).combine_chunks().indices, dtype=np.int64)
+
+
+def _reduce_max(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    return np.maximum.reduceat(values, starts) if len(values) else values
+
+
+def latest_per_key(table: pa.Table) -> pa.Table:
+    """One row per key: key columns, the newest counting record's columns, and key facts.
+
+    Facts: has_committed_offset (the newest counting record is a value), has_pending_transaction
+    (a pending transactional value newer than the newest tombstone, TXN-4), last_value_offset
+    (newest value of any status, G-S1).
+    """
+    n = table.num_rows
+    codes = _key_codes(table)
+    log_offset = np.asarray(table.column("log_offset"), dtype=np.int64)
+    order = np.lexsort((log_offset, codes))
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) if n else order
+    status = table.column("txn_status").to_numpy(zero_copy_only=False)[order]
+    tombstone = np.asarray(table.column("is_tombstone"), dtype=bool)[order]
+    offsets = log_offset[order]
+    position = np.arange(n)
+    newest = _reduce_max(np.where(np.isin(status, COUNTING), position, -1), starts)
+    last_tombstone = _reduce_max(np.where(tombstone, offsets, -1), starts)
+    last_pending = _reduce_max(np.where(status == "pending", offsets, -1), starts)
+    last_value = _reduce_max(np.where(~tombstone, offsets, -1), starts)
+    has_newest = newest >= 0
+    newest_rows = pa.array(order[np.where(has_newest, newest, 0)])
+    no_newest = pa.array(~has_newest)
+    columns = {c: table.column(c).take(pa.array(order[starts])) for c in KEY_COLUMNS}
+    for c in RECORD_COLUMNS:
+        values = table.column(c).take(newest_rows)
+        columns[c] = pc.if_else(no_newest, pa.nulls(len(values), values.type), values)
+    columns["has_committed_offset"] = pa.array(
+        has_newest & ~tombstone[np.where(has_newest, newest, 0)]
+    )
+    columns["has_pending_transaction"] = pa.array(last_pending > np.maximum(last_tombstone, -1))
+    columns["last_value_offset"] = pa.array(last_value, mask=last_value < 0)
+    return pa.table(columns)
+
+
+def latest_per_key_batches(
+    batches: Iterator[pa.RecordBatch], schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: all of a task's records at once (keys never straddle tasks)."""
+    collected = list(batches)
+    if not collected:
+        return
+    result = latest_per_key(pa.Table.from_batches(collected)).cast(schema)
+    yield from result.to_batches(max_chunksize=65_536)
