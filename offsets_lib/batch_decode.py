@@ -11,6 +11,7 @@ import json
 import uuid
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from offsets_lib import fastpath, wire
@@ -41,9 +42,13 @@ _ROW_COLUMNS = [f.name for f in DECODED_ARROW if f.name not in _PASS_THROUGH]
 def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     """Decode a batch of raw rows (log position, key, value, batch metadata) into DECODED_ARROW."""
     fast = fastpath.decode_offset_commits(batch)
-    slow_rows = [i for i in range(batch.num_rows) if not fast.handled[i]]
+    slow_rows = np.flatnonzero(~fast.handled).tolist()
     if slow_rows:
-        decoded = [_decode_row(batch, i) for i in slow_rows]
+        picked = pa.array(slow_rows, type=pa.int64())
+        keys = batch.column("key").take(picked).to_pylist()
+        values = batch.column("value").take(picked).to_pylist()
+        controls = batch.column("is_control").take(picked).to_pylist()
+        decoded = [_decode_row(*row) for row in zip(keys, values, controls, strict=True)]
         slow = {c: [row.get(c) for row in decoded] for c in _ROW_COLUMNS}
         columns = fastpath.merge(fast, slow_rows, slow, batch.num_rows)
     else:
@@ -61,10 +66,8 @@ def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     )
 
 
-def _decode_row(batch: pa.RecordBatch, i: int) -> dict[str, Any]:
-    key = batch.column("key")[i].as_py()
-    value = batch.column("value")[i].as_py()
-    if batch.column("is_control")[i].as_py():
+def _decode_row(key: bytes | None, value: bytes | None, is_control: bool | None) -> dict[str, Any]:
+    if is_control:
         control = wire.decode_control(key, value)
         row = {"control_type": control.type, "error": control.error}
     else:
@@ -100,8 +103,13 @@ def decode_record_row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
             topic_id=_topic_id(fields.get("topicId")),
         )
     else:
-        row["value_json"] = json.dumps(wire.to_jsonable(fields), separators=(",", ":"))
+        row["value_json"] = json.dumps(fields, separators=(",", ":"), default=_json_leaf)
     return row
+
+
+def _json_leaf(value: object) -> str:
+    """JSON for the leaves json cannot write itself (same text as wire.to_jsonable)."""
+    return wire.to_jsonable(value)
 
 
 def _absent_if_negative(value: int | None) -> int | None:

@@ -114,6 +114,8 @@ def replay_group(
 
     `modern_types_known=False` models the Scala coordinator, which skips record types >= 3.
     """
+    # Each GroupMetadata value replaces the whole classic group, so only the last one is parsed
+    # (with its members' embedded subscriptions); earlier ones are just remembered.
     classic: dict[str, Any] | None = None
     modern: _Modern | None = None
     removed_at = -1
@@ -137,7 +139,7 @@ def replay_group(
                 if modern is not None:
                     notes.append("classic group record while a modern group existed (G-U2)")
                     modern = None
-                classic = _classic_group(event.value or {})
+                classic = {"_value": event.value or {}}
             continue
         family = _FAMILY_OF.get(kind)
         if family is None or not modern_types_known:
@@ -156,7 +158,7 @@ def replay_group(
             modern = _Modern(family)
         _apply_modern(modern, event)
     if classic is not None:
-        row = classic
+        row = _classic_group(classic["_value"]) if "_value" in classic else classic
     elif modern is not None:
         row = _modern_row(modern)
     else:
@@ -222,9 +224,10 @@ def _classic_member(member: dict[str, Any], *, parse: bool) -> dict[str, Any]:
     topics: list[str] | None = None
     assigned: list[dict[str, Any]] = []
     if parse:
-        subscription = _parse_embedded(wire.decode_subscription, member.get("subscription"))
-        if subscription is not None:
-            topics = sorted(set(subscription.get("Topics") or []))
+        raw = member.get("subscription")
+        listed = wire.subscription_topics(bytes.fromhex(raw)) if raw else None
+        if listed is not None:
+            topics = sorted(set(listed))
         assignment = _parse_embedded(wire.decode_assignment, member.get("assignment"))
         for tp in (assignment or {}).get("AssignedPartitions") or []:
             assigned += [

@@ -21,6 +21,7 @@ from offsets_lib.wire.api import (
     encode_key,
     encode_subscription,
     encode_value,
+    subscription_topics,
     to_jsonable,
 )
 from offsets_lib.wire.codec import DecodeError, EncodeError
@@ -48,5 +49,6 @@ __all__ = [
     "encode_key",
     "encode_subscription",
     "encode_value",
+    "subscription_topics",
     "to_jsonable",
 ]

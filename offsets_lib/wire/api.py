@@ -273,6 +273,23 @@ def decode_subscription(data: bytes) -> dict:
     return _decode_embedded(SUBSCRIPTION, data, empty_means_none=False)
 
 
+def subscription_topics(data: bytes | None) -> list[str] | None:
+    """Only the topic list of a ConsumerProtocolSubscription, or None when it does not parse.
+
+    The coordinator reads subscriptions with the version-0 layout: the topic list is the common
+    prefix of every version (semantics.md SUB-C3), so later fields are never looked at.
+    """
+    try:
+        if not data:
+            return None
+        reader = Reader(data)
+        if reader.fixed("int16", "version") < 0:
+            return None
+        return reader.field(SUBSCRIPTION.fields[0], 0, False)
+    except Exception:
+        return None
+
+
 def decode_assignment(data: bytes) -> dict:
     """ConsumerProtocolAssignment; empty bytes mean "no assignment" (version None, no error)."""
     return _decode_embedded(ASSIGNMENT, data, empty_means_none=True)

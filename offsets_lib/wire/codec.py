@@ -172,6 +172,11 @@ class Reader:
             )
         if f.is_struct:
             return [self.struct(f.fields, version, flexible) for _ in range(n)]
+        if elem in _FIXED and n:
+            # arrays of integers (partition lists) in one unpack: same bytes, same checks
+            items = _FIXED[elem].format[1:]
+            at = self._take(n * width, f.name)
+            return list(struct.unpack_from(f">{n}{items}", self.buf, at))
         return [self.value(f, elem, version, flexible) for _ in range(n)]
 
     def struct(self, fields: tuple[Field, ...], version: int, flexible: bool) -> dict[str, Any]:
