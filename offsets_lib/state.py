@@ -114,8 +114,8 @@ def replay_group(
 
     `modern_types_known=False` models the Scala coordinator, which skips record types >= 3.
     """
-    # Each GroupMetadata value replaces the whole classic group, so only the last one is parsed
-    # (with its members' embedded subscriptions); earlier ones are just remembered.
+    # The classic group is its last GroupMetadata value ({} = a simple group without one). Each
+    # value replaces the whole group, so only the last one is parsed, once, after the replay.
     classic: dict[str, Any] | None = None
     modern: _Modern | None = None
     removed_at = -1
@@ -130,7 +130,7 @@ def replay_group(
                 and event.log_offset is not None
                 and event.log_offset > removed_at
             ):
-                classic = _simple_group()
+                classic = {}
             continue
         if kind == 2:
             if event.is_tombstone:
@@ -139,7 +139,7 @@ def replay_group(
                 if modern is not None:
                     notes.append("classic group record while a modern group existed (G-U2)")
                     modern = None
-                classic = {"_value": event.value or {}}
+                classic = event.value or {"protocolType": ""}
             continue
         family = _FAMILY_OF.get(kind)
         if family is None or not modern_types_known:
@@ -158,7 +158,7 @@ def replay_group(
             modern = _Modern(family)
         _apply_modern(modern, event)
     if classic is not None:
-        row = _classic_group(classic["_value"]) if "_value" in classic else classic
+        row = _classic_group(classic) if classic else _simple_group()
     elif modern is not None:
         row = _modern_row(modern)
     else:
