@@ -127,8 +127,10 @@ class _Persisted:
     def __init__(self) -> None:
         self.frames: list[DataFrame] = []
 
-    def keep(self, frame: DataFrame) -> DataFrame:
-        self.frames.append(frame.persist(StorageLevel.MEMORY_AND_DISK))
+    def keep(
+        self, frame: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK
+    ) -> DataFrame:
+        self.frames.append(frame.persist(level))
         return frame
 
     def release(self) -> None:
@@ -182,7 +184,8 @@ def _execute(
     report = RunReport(run_id=options.run_id, status="running")
     stages = _Stages(report, echo)
     persisted = _Persisted()
-    decoded = persisted.keep(decode_records(raw))
+    # Every record, decoded once: kept on disk, not on the heap (10M records overflow a 2 GB heap).
+    decoded = persisted.keep(decode_records(raw), StorageLevel.DISK_ONLY)
     state = increment.state if increment is not None else None
     history = decoded if state is None else persisted.keep(incremental.with_state(decoded, state))
     try:
