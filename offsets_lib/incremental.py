@@ -54,7 +54,6 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -288,7 +287,7 @@ def store(history: DataFrame, increment: Increment, *, output: str, run_id: str)
     sequence = increment.sequence + 1  # --full continues the numbering: the newest one wins
     state_id = f"{run_id}@{sequence}"
     state = compact_state(history).withColumn(RUN_ID, F.lit(state_id))
-    _write_frame(state, STATE_SPEC, output=output, partition=state_id)
+    sink.write_frame(state, STATE_SPEC, output=output, run_id=state_id)
     now = datetime.now(UTC)
     rows = [
         {
@@ -302,24 +301,9 @@ def store(history: DataFrame, increment: Increment, *, output: str, run_id: str)
         }
         for p, o in sorted(increment.end_offsets.items())
     ]
-    _write_rows(rows, CHECKPOINT_SPEC, output=output, partition=run_id)
+    sink.write_rows(rows, CHECKPOINT_SPEC, output=output, run_id=run_id)
     _drop_old_states(output, keep=state_id)
     return state_id
-
-
-def _write_frame(df: DataFrame, spec: TableSpec, *, output: str, partition: str) -> None:
-    """One Delta commit through the sink's executor-side writer (internal tables, not TABLES)."""
-    uri = sink.table_uri(output, spec.name)
-    writer = sink._make_task_writer(uri, spec, partition)
-    files = df.select(*spec.columns).mapInArrow(writer, sink.FILE_ROW_SCHEMA).collect()
-    sink._commit(spec, uri, sink._file_actions(r.asDict() for r in files), run_id=partition)
-
-
-def _write_rows(rows: list[dict], spec: TableSpec, *, output: str, partition: str) -> None:
-    uri = sink.table_uri(output, spec.name)
-    batch = pa.RecordBatch.from_pylist(rows, schema=sink.arrow_schema(spec, with_comments=False))
-    files = next(sink._make_task_writer(uri, spec, partition)([batch]))
-    sink._commit(spec, uri, sink._file_actions(files.to_pylist()), run_id=partition)
 
 
 def _drop_old_states(output: str, *, keep: str) -> None:

@@ -22,6 +22,7 @@ Public API::
     versions = write_run_tables({"offsets": df, ...}, output="/data/audit", run_id="2024-06-01")
     publish_run({"run_id": "2024-06-01", "status": "succeeded", ...}, output="/data/audit")
     read_table("/data/audit", "offsets", run_id="2024-06-01")          # -> pyarrow.Table
+    write_frame(df, spec, output=..., run_id=...)  # any TableSpec (e.g. internal _state)
 
 ``write_run_tables`` refuses ``runs``: that row is committed last with :func:`publish_run`, so a
 ``runs`` row means the run's tables are complete. Files of failed or speculative task attempts
@@ -62,12 +63,16 @@ __all__ = [
     "arrow_schema",
     "check_frame_schema",
     "check_table_schema",
+    "commit_files",
     "create_table_sql",
     "delta_spark_available",
     "publish_run",
     "read_table",
     "replace_where",
     "table_uri",
+    "write_files",
+    "write_frame",
+    "write_rows",
     "write_run_tables",
     "write_with_spark_delta",
 ]
@@ -481,15 +486,13 @@ def write_run_tables(
         dt = _open_table(table_uri(output, name))
         if dt is not None:
             check_table_schema(dt, specs[name])
-    files: dict[str, list[AddAction]] = {}
-    for name, df in frames.items():
-        uri, spec = table_uri(output, name), specs[name]
-        writer = _make_task_writer(uri, spec, run_id)
-        rows = df.select(*spec.columns).mapInArrow(writer, FILE_ROW_SCHEMA).collect()
-        files[name] = _file_actions(row.asDict() for row in rows)
+    files = {
+        name: write_files(df, specs[name], output=output, run_id=run_id)
+        for name, df in frames.items()
+    }
     versions = {}
     for name in frames:
-        versions[name] = _commit(specs[name], table_uri(output, name), files[name], run_id=run_id)
+        versions[name] = commit_files(specs[name], files[name], output=output, run_id=run_id)
         if on_commit is not None:
             on_commit(name)  # e.g. the crash-safety test's fault injection
     return versions
@@ -510,10 +513,36 @@ def publish_run(runs_row: Mapping[str, Any], *, output: str) -> int:
     dt = _open_table(uri)
     if dt is not None:
         check_table_schema(dt, spec)
-    row = {c: runs_row.get(c) for c in spec.columns}
-    batch = pa.RecordBatch.from_pylist([row], schema=arrow_schema(spec, with_comments=False))
-    files = next(_make_task_writer(uri, spec, run_id)([batch]))  # same writer, on the driver
-    return _commit(spec, uri, _file_actions(files.to_pylist()), run_id=run_id)
+    return write_rows([runs_row], spec, output=output, run_id=run_id)
+
+
+def write_files(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> list[AddAction]:
+    """Executors write the frame's Parquet files into the table's run_id partition (no commit).
+
+    Only the tiny per-file rows (path, size, stats) reach the driver.
+    """
+    writer = _make_task_writer(table_uri(output, spec.name), spec, run_id)
+    rows = df.select(*spec.columns).mapInArrow(writer, FILE_ROW_SCHEMA).collect()
+    return _file_actions(row.asDict() for row in rows)
+
+
+def commit_files(spec: TableSpec, actions: list[AddAction], *, output: str, run_id: str) -> int:
+    """One Delta transaction: the files replace the run_id partition; returns the version."""
+    return _commit(spec, table_uri(output, spec.name), actions, run_id=run_id)
+
+
+def write_frame(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> int:
+    """Write and commit one frame into any table declared by a TableSpec (e.g. internal ones)."""
+    return commit_files(spec, write_files(df, spec, output=output, run_id=run_id), output=output,
+                        run_id=run_id)  # fmt: skip
+
+
+def write_rows(rows: list[Mapping[str, Any]], spec: TableSpec, *, output: str, run_id: str) -> int:
+    """Write and commit a few driver-side rows (same file writer, run on the driver)."""
+    table_rows = [{c: row.get(c) for c in spec.columns} for row in rows]
+    batch = pa.RecordBatch.from_pylist(table_rows, schema=arrow_schema(spec, with_comments=False))
+    files = next(_make_task_writer(table_uri(output, spec.name), spec, run_id)([batch]))
+    return commit_files(spec, _file_actions(files.to_pylist()), output=output, run_id=run_id)
 
 
 def read_table(
