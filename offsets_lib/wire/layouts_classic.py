@@ -3,7 +3,7 @@
 Table data, one `R(...)` per record type; edit here to follow a new Kafka release.
 """
 
-from offsets_lib.wire.model import ZERO_UUID, F, M, R
+from offsets_lib.wire.model import ZERO_UUID, F, K, M, R
 
 TABLE = (
     R(
@@ -95,7 +95,7 @@ TABLE = (
         "GroupMetadata",
         since="0.9.0.0",
         status="current",
-        key=M("GroupMetadataKey", "0", "none", fields=(F("group", "string", "0"),)),
+        key=K("GroupMetadataKey", "group"),
         value=M(
             "GroupMetadataValue",
             "0-4",

@@ -3,7 +3,7 @@
 Table data, one `R(...)` per record type; edit here to follow a new Kafka release.
 """
 
-from offsets_lib.wire.model import F, M, R
+from offsets_lib.wire.model import F, K, M, R
 
 TABLE = (
     R(
@@ -11,7 +11,7 @@ TABLE = (
         "ConsumerGroupMetadata",
         since="3.7.0 (KIP-848 early access; schema present since 3.5.0, GA in 4.0.0)",
         status="current",
-        key=M("ConsumerGroupMetadataKey", "0", "none", fields=(F("GroupId", "string", "0"),)),
+        key=K("ConsumerGroupMetadataKey", "GroupId"),
         value=M(
             "ConsumerGroupMetadataValue",
             "0",
@@ -27,9 +27,7 @@ TABLE = (
         "ConsumerGroupPartitionMetadata",
         since="3.7.0 (KIP-848 early access; schema present since 3.5.0, GA in 4.0.0)",
         status="deprecated: since 4.1.0 written only as tombstones",
-        key=M(
-            "ConsumerGroupPartitionMetadataKey", "0", "none", fields=(F("GroupId", "string", "0"),)
-        ),
+        key=K("ConsumerGroupPartitionMetadataKey", "GroupId"),
         value=M(
             "ConsumerGroupPartitionMetadataValue",
             "0",
@@ -92,15 +90,7 @@ TABLE = (
         "ConsumerGroupMemberMetadata",
         since="3.7.0 (KIP-848 early access; schema present since 3.5.0, GA in 4.0.0)",
         status="current",
-        key=M(
-            "ConsumerGroupMemberMetadataKey",
-            "0",
-            "none",
-            fields=(
-                F("GroupId", "string", "0"),
-                F("MemberId", "string", "0"),
-            ),
-        ),
+        key=K("ConsumerGroupMemberMetadataKey", "GroupId", "MemberId"),
         value=M(
             "ConsumerGroupMemberMetadataValue",
             "0",
@@ -175,12 +165,7 @@ TABLE = (
         "ConsumerGroupTargetAssignmentMetadata",
         since="3.7.0 (KIP-848 early access; schema present since 3.5.0, GA in 4.0.0)",
         status="current",
-        key=M(
-            "ConsumerGroupTargetAssignmentMetadataKey",
-            "0",
-            "none",
-            fields=(F("GroupId", "string", "0"),),
-        ),
+        key=K("ConsumerGroupTargetAssignmentMetadataKey", "GroupId"),
         value=M(
             "ConsumerGroupTargetAssignmentMetadataValue",
             "0",
@@ -204,15 +189,7 @@ TABLE = (
         "ConsumerGroupTargetAssignmentMember",
         since="3.7.0 (KIP-848 early access; schema present since 3.5.0, GA in 4.0.0)",
         status="current",
-        key=M(
-            "ConsumerGroupTargetAssignmentMemberKey",
-            "0",
-            "none",
-            fields=(
-                F("GroupId", "string", "0"),
-                F("MemberId", "string", "0"),
-            ),
-        ),
+        key=K("ConsumerGroupTargetAssignmentMemberKey", "GroupId", "MemberId"),
         value=M(
             "ConsumerGroupTargetAssignmentMemberValue",
             "0",
@@ -257,15 +234,7 @@ TABLE = (
         "ConsumerGroupCurrentMemberAssignment",
         since="3.7.0 (KIP-848 early access; schema present since 3.5.0, GA in 4.0.0)",
         status="current",
-        key=M(
-            "ConsumerGroupCurrentMemberAssignmentKey",
-            "0",
-            "none",
-            fields=(
-                F("GroupId", "string", "0"),
-                F("MemberId", "string", "0"),
-            ),
-        ),
+        key=K("ConsumerGroupCurrentMemberAssignmentKey", "GroupId", "MemberId"),
         value=M(
             "ConsumerGroupCurrentMemberAssignmentValue",
             "0",
@@ -371,15 +340,7 @@ TABLE = (
         "ConsumerGroupRegularExpression",
         since="4.0.0",
         status="current",
-        key=M(
-            "ConsumerGroupRegularExpressionKey",
-            "0",
-            "none",
-            fields=(
-                F("GroupId", "string", "0"),
-                F("RegularExpression", "string", "0"),
-            ),
-        ),
+        key=K("ConsumerGroupRegularExpressionKey", "GroupId", "RegularExpression"),
         value=M(
             "ConsumerGroupRegularExpressionValue",
             "0",

@@ -3,7 +3,7 @@
 Table data, one `R(...)` per record type; edit here to follow a new Kafka release.
 """
 
-from offsets_lib.wire.model import F, M, R
+from offsets_lib.wire.model import F, K, M, R
 
 TABLE = (
     R(
@@ -11,7 +11,7 @@ TABLE = (
         "ShareGroupPartitionMetadata",
         since="4.0.0 (KIP-932 early access; schema present in 3.9.0)",
         status="removed before 4.1.0; current brokers treat type 9 as unknown and skip it",
-        key=M("ShareGroupPartitionMetadataKey", "0", "none", fields=(F("GroupId", "string", "0"),)),
+        key=K("ShareGroupPartitionMetadataKey", "GroupId"),
         value=M(
             "ShareGroupPartitionMetadataValue",
             "0",
@@ -44,15 +44,7 @@ TABLE = (
         "ShareGroupMemberMetadata",
         since="4.0.0 (KIP-932 early access)",
         status="current",
-        key=M(
-            "ShareGroupMemberMetadataKey",
-            "0",
-            "none",
-            fields=(
-                F("GroupId", "string", "0"),
-                F("MemberId", "string", "0"),
-            ),
-        ),
+        key=K("ShareGroupMemberMetadataKey", "GroupId", "MemberId"),
         value=M(
             "ShareGroupMemberMetadataValue",
             "0",
@@ -70,7 +62,7 @@ TABLE = (
         "ShareGroupMetadata",
         since="4.0.0 (KIP-932 early access)",
         status="current",
-        key=M("ShareGroupMetadataKey", "0", "none", fields=(F("GroupId", "string", "0"),)),
+        key=K("ShareGroupMetadataKey", "GroupId"),
         value=M(
             "ShareGroupMetadataValue",
             "0",
@@ -101,12 +93,7 @@ TABLE = (
         "ShareGroupTargetAssignmentMetadata",
         since="4.0.0 (KIP-932 early access)",
         status="current",
-        key=M(
-            "ShareGroupTargetAssignmentMetadataKey",
-            "0",
-            "none",
-            fields=(F("GroupId", "string", "0"),),
-        ),
+        key=K("ShareGroupTargetAssignmentMetadataKey", "GroupId"),
         value=M(
             "ShareGroupTargetAssignmentMetadataValue",
             "0",
@@ -130,15 +117,7 @@ TABLE = (
         "ShareGroupTargetAssignmentMember",
         since="4.0.0 (KIP-932 early access)",
         status="current",
-        key=M(
-            "ShareGroupTargetAssignmentMemberKey",
-            "0",
-            "none",
-            fields=(
-                F("GroupId", "string", "0"),
-                F("MemberId", "string", "0"),
-            ),
-        ),
+        key=K("ShareGroupTargetAssignmentMemberKey", "GroupId", "MemberId"),
         value=M(
             "ShareGroupTargetAssignmentMemberValue",
             "0",
@@ -161,15 +140,7 @@ TABLE = (
         "ShareGroupCurrentMemberAssignment",
         since="4.0.0 (KIP-932 early access)",
         status="current",
-        key=M(
-            "ShareGroupCurrentMemberAssignmentKey",
-            "0",
-            "none",
-            fields=(
-                F("GroupId", "string", "0"),
-                F("MemberId", "string", "0"),
-            ),
-        ),
+        key=K("ShareGroupCurrentMemberAssignmentKey", "GroupId", "MemberId"),
         value=M(
             "ShareGroupCurrentMemberAssignmentValue",
             "0",
@@ -200,12 +171,7 @@ TABLE = (
         "ShareGroupStatePartitionMetadata",
         since="4.0.0 (KIP-932 early access)",
         status="current",
-        key=M(
-            "ShareGroupStatePartitionMetadataKey",
-            "0",
-            "none",
-            fields=(F("GroupId", "string", "0"),),
-        ),
+        key=K("ShareGroupStatePartitionMetadataKey", "GroupId"),
         value=M(
             "ShareGroupStatePartitionMetadataValue",
             "0",

@@ -3,7 +3,7 @@
 Table data, one `R(...)` per record type; edit here to follow a new Kafka release.
 """
 
-from offsets_lib.wire.model import F, M, R
+from offsets_lib.wire.model import F, K, M, R
 
 _TASKS = (
     F("SubtopologyId", "string", "0+"),
@@ -32,7 +32,7 @@ TABLE = (
         "StreamsGroupMetadata",
         since="4.1.0 (KIP-1071 early access; records marked stable during 4.2.0 development)",
         status="current",
-        key=M("StreamsGroupMetadataKey", "0", "none", fields=(F("GroupId", "string", "0"),)),
+        key=K("StreamsGroupMetadataKey", "GroupId"),
         value=M(
             "StreamsGroupMetadataValue",
             "0",
@@ -89,9 +89,7 @@ TABLE = (
         "StreamsGroupPartitionMetadata",
         since="never released (existed on trunk Dec 2024 - Jun 2025)",
         status="removed; current brokers treat type 18 as unknown and skip it",
-        key=M(
-            "StreamsGroupPartitionMetadataKey", "0", "none", fields=(F("GroupId", "string", "0"),)
-        ),
+        key=K("StreamsGroupPartitionMetadataKey", "GroupId"),
         value=M(
             "StreamsGroupPartitionMetadataValue",
             "0",
@@ -115,15 +113,7 @@ TABLE = (
         "StreamsGroupMemberMetadata",
         since="4.1.0 (KIP-1071 early access; records marked stable during 4.2.0 development)",
         status="current",
-        key=M(
-            "StreamsGroupMemberMetadataKey",
-            "0",
-            "none",
-            fields=(
-                F("GroupId", "string", "0"),
-                F("MemberId", "string", "0"),
-            ),
-        ),
+        key=K("StreamsGroupMemberMetadataKey", "GroupId", "MemberId"),
         value=M(
             "StreamsGroupMemberMetadataValue",
             "0",
@@ -164,12 +154,7 @@ TABLE = (
         "StreamsGroupTargetAssignmentMetadata",
         since="4.1.0 (KIP-1071 early access; records marked stable during 4.2.0 development)",
         status="current",
-        key=M(
-            "StreamsGroupTargetAssignmentMetadataKey",
-            "0",
-            "none",
-            fields=(F("GroupId", "string", "0"),),
-        ),
+        key=K("StreamsGroupTargetAssignmentMetadataKey", "GroupId"),
         value=M(
             "StreamsGroupTargetAssignmentMetadataValue",
             "0",
@@ -193,15 +178,7 @@ TABLE = (
         "StreamsGroupTargetAssignmentMember",
         since="4.1.0 (KIP-1071 early access; records marked stable during 4.2.0 development)",
         status="current",
-        key=M(
-            "StreamsGroupTargetAssignmentMemberKey",
-            "0",
-            "none",
-            fields=(
-                F("GroupId", "string", "0"),
-                F("MemberId", "string", "0"),
-            ),
-        ),
+        key=K("StreamsGroupTargetAssignmentMemberKey", "GroupId", "MemberId"),
         value=M(
             "StreamsGroupTargetAssignmentMemberValue",
             "0",
@@ -218,15 +195,7 @@ TABLE = (
         "StreamsGroupCurrentMemberAssignment",
         since="4.1.0 (KIP-1071 early access; records marked stable during 4.2.0 development)",
         status="current",
-        key=M(
-            "StreamsGroupCurrentMemberAssignmentKey",
-            "0",
-            "none",
-            fields=(
-                F("GroupId", "string", "0"),
-                F("MemberId", "string", "0"),
-            ),
-        ),
+        key=K("StreamsGroupCurrentMemberAssignmentKey", "GroupId", "MemberId"),
         value=M(
             "StreamsGroupCurrentMemberAssignmentValue",
             "0",
@@ -254,7 +223,7 @@ TABLE = (
         "StreamsGroupTopology",
         since="4.1.0 (KIP-1071 early access; records marked stable during 4.2.0 development)",
         status="current",
-        key=M("StreamsGroupTopologyKey", "0", "none", fields=(F("GroupId", "string", "0"),)),
+        key=K("StreamsGroupTopologyKey", "GroupId"),
         value=M(
             "StreamsGroupTopologyValue",
             "0",

@@ -200,6 +200,14 @@ def M(
     return Message(name, rng, parse_range(flexible), fields, label, clamp_newer, note)
 
 
+def K(name: str, *string_fields: str) -> Message:
+    """A record key of string fields only (every group-coordinator key but the offset commit's).
+
+    Keys are never flexible and carry the single version 0 (records.md section 2).
+    """
+    return M(name, "0", "none", fields=tuple(F(f, "string", "0") for f in string_fields))
+
+
 def R(
     type: int,
     name: str,
