@@ -144,8 +144,15 @@ def decode_value(record_type: int, value: bytes | None) -> DecodedValue:
 
 
 def _decode_layouts(version: int, value: Any, candidates: tuple[Message, ...]) -> DecodedValue:
-    """First exact fit wins; else the first fit with trailing bytes; else the first error."""
+    """First exact fit wins; else the first fit that needed unknown tags, else one with trailing
+    bytes; else the first error.
+
+    The early-access layouts reuse version numbers, so some bytes fit two layouts: an old
+    trailing array can read as a tagged section of the current layout. A layout that consumes
+    every byte without skipping unknown tags is the better explanation of the bytes.
+    """
     first_error: str | None = None
+    with_unknown_tags: DecodedValue | None = None
     with_trailing: DecodedValue | None = None
     for message in candidates:
         if not message.accepts(version):
@@ -158,11 +165,14 @@ def _decode_layouts(version: int, value: Any, candidates: tuple[Message, ...]) -
         result = DecodedValue(
             version, out, message.label, None, reader.remaining, reader.unknown_tags
         )
-        if reader.remaining == 0:
+        if reader.remaining == 0 and reader.unknown_tags == 0:
             return result
-        with_trailing = with_trailing or result
-    if with_trailing is not None:
-        return with_trailing
+        if reader.remaining == 0:
+            with_unknown_tags = with_unknown_tags or result
+        else:
+            with_trailing = with_trailing or result
+    if with_unknown_tags is not None or with_trailing is not None:
+        return with_unknown_tags or with_trailing
     return DecodedValue(version, None, "current", first_error)
 
 
