@@ -41,15 +41,36 @@ _ROW_COLUMNS = [f.name for f in DECODED_ARROW if f.name not in _PASS_THROUGH]
 
 def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     """Decode a batch of raw rows (log position, key, value, batch metadata) into DECODED_ARROW."""
+    return _decode(batch, as_json=True)[0]
+
+
+def decode_batch_with_values(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, dict[int, Any]]:
+    """Like `decode_batch`, but the values of records other than offset commits come back as
+    the codec's field dicts by row index (value_json stays null): no JSON round trip for
+    callers that use the values in Python."""
+    return _decode(batch, as_json=False)
+
+
+def _decode(batch: pa.RecordBatch, *, as_json: bool) -> tuple[pa.RecordBatch, dict[int, Any]]:
     fast = fastpath.decode_offset_commits(batch)
     slow_rows = np.flatnonzero(~fast.handled).tolist()
+    values: dict[int, Any] = {}
     if slow_rows:
         picked = pa.array(slow_rows, type=pa.int64())
         keys = batch.column("key").take(picked).to_pylist()
-        values = batch.column("value").take(picked).to_pylist()
+        raw_values = batch.column("value").take(picked).to_pylist()
         controls = batch.column("is_control").take(picked).to_pylist()
-        decoded = [_decode_row(*row) for row in zip(keys, values, controls, strict=True)]
+        decoded = [
+            _decode_row(*row, as_json=as_json)
+            for row in zip(keys, raw_values, controls, strict=True)
+        ]
         slow = {c: [row.get(c) for row in decoded] for c in _ROW_COLUMNS}
+        if not as_json:
+            values = {
+                i: row["fields"]
+                for i, row in zip(slow_rows, decoded, strict=True)
+                if "fields" in row
+            }
         columns = fastpath.merge(fast, slow_rows, slow, batch.num_rows)
     else:
         columns = fast.columns
@@ -57,28 +78,37 @@ def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
         batch.column(name) if name in _PASS_THROUGH else columns[name]
         for name in DECODED_ARROW.names
     ]
-    return pa.RecordBatch.from_arrays(
+    decoded_batch = pa.RecordBatch.from_arrays(
         [
             pa.array(a, type=f.type) if not isinstance(a, pa.Array) else a.cast(f.type)
             for a, f in zip(arrays, DECODED_ARROW, strict=True)
         ],
         schema=DECODED_ARROW,
     )
+    return decoded_batch, values
 
 
-def _decode_row(key: bytes | None, value: bytes | None, is_control: bool | None) -> dict[str, Any]:
+def _decode_row(
+    key: bytes | None, value: bytes | None, is_control: bool | None, *, as_json: bool = True
+) -> dict[str, Any]:
     if is_control:
         control = wire.decode_control(key, value)
         row = {"control_type": control.type, "error": control.error}
     else:
-        row = decode_record_row(key, value)
+        row = decode_record_row(key, value, as_json=as_json)
     if row.get("error"):
         row["key"], row["value"] = key, value
     return row
 
 
-def decode_record_row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """One record through the generic codec, flattened into decoded columns."""
+def decode_record_row(
+    key: bytes | None, value: bytes | None, *, as_json: bool = True
+) -> dict[str, Any]:
+    """One record through the generic codec, flattened into decoded columns.
+
+    Values of records other than offset commits go to `value_json`, or with `as_json=False`
+    to the non-column entry `fields` (the codec's dict).
+    """
     record = wire.decode_record(key, value)
     row: dict[str, Any] = {"error": record.error, "record_type": record.record_type}
     if record.record_type is not None and record.record_type in wire.RECORD_TYPES:
@@ -102,8 +132,10 @@ def decode_record_row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
             expire_timestamp_ms=_absent_if_negative(fields.get("expireTimestamp", -1)),
             topic_id=_topic_id(fields.get("topicId")),
         )
-    else:
+    elif as_json:
         row["value_json"] = json.dumps(fields, separators=(",", ":"), default=_json_leaf)
+    else:
+        row["fields"] = fields
     return row
 
 

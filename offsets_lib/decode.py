@@ -29,13 +29,26 @@ def has_batch_metadata(raw: DataFrame) -> bool:
     return set(BATCH_METADATA) <= set(raw.columns)
 
 
-def decode_records(raw: DataFrame) -> DataFrame:
-    """Decode a raw-record DataFrame (Spark Kafka-source schema, optional batch metadata)."""
+POSITIONED_COLUMNS = (
+    "log_partition",
+    "log_offset",
+    "log_timestamp_ms",
+    "key",
+    "value",
+    *BATCH_METADATA,
+)
+
+
+def positioned(raw: DataFrame) -> DataFrame:
+    """Raw records (Spark Kafka-source schema) renamed to log positions, batch metadata added.
+
+    Dumps without batch metadata get nulls there (no transactions, no markers).
+    """
     batch_columns = [
         (F.col(name) if name in raw.columns else F.lit(None)).cast(dtype).alias(name)
         for name, dtype in BATCH_METADATA.items()
     ]
-    positioned = raw.select(
+    return raw.select(
         F.col("partition").cast("int").alias("log_partition"),
         F.col("offset").cast("long").alias("log_offset"),
         F.unix_millis(F.col("timestamp")).alias("log_timestamp_ms"),
@@ -43,11 +56,35 @@ def decode_records(raw: DataFrame) -> DataFrame:
         F.col("value").cast("binary").alias("value"),
         *batch_columns,
     )
-    return positioned.mapInArrow(_decode_batches, DECODED)
 
 
-def _decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+def decode_records(raw: DataFrame, *, keep_raw: bool = False) -> DataFrame:
+    """Decode a raw-record DataFrame (Spark Kafka-source schema, optional batch metadata).
+
+    `keep_raw` keeps every record's key and value bytes (otherwise only rejected ones keep
+    them): the incremental state stores records raw, to be audited again like new ones.
+    """
+    return decode_positioned(positioned(raw), keep_raw=keep_raw)
+
+
+def decode_positioned(frame: DataFrame, *, keep_raw: bool = False) -> DataFrame:
+    """`decode_records` for a frame that already has the POSITIONED_COLUMNS."""
+
+    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return _decode_batches(batches, keep_raw=keep_raw)
+
+    return frame.select(*POSITIONED_COLUMNS).mapInArrow(decode, DECODED)
+
+
+def _decode_batches(
+    batches: Iterator[pa.RecordBatch], *, keep_raw: bool = False
+) -> Iterator[pa.RecordBatch]:
     from offsets_lib.batch_decode import decode_batch  # imported in the executor
 
     for batch in batches:
-        yield decode_batch(batch)
+        decoded = decode_batch(batch)
+        if keep_raw:
+            for name in ("key", "value"):
+                index = decoded.schema.get_field_index(name)
+                decoded = decoded.set_column(index, name, batch.column(name))
+        yield decoded

@@ -14,7 +14,14 @@ from pyspark.sql import functions as F
 
 from offsets_lib import compact, state
 from offsets_lib.metrics import metrics_frame
-from offsets_lib.rules import Params, Regime, group_deletion, with_expiration, with_offset_delete
+from offsets_lib.rules import (
+    Params,
+    Regime,
+    group_deletion,
+    subscription_facts,
+    with_expiration,
+    with_offset_delete,
+)
 from offsets_lib.state import GROUP_STATE_ARROW, OFFSET_SUMMARY
 from offsets_lib.tables import TABLES
 
@@ -26,7 +33,7 @@ class AuditFrames:
     """The frames of one run, before tagging with run_id/as_of; keys are table names."""
 
     frames: dict[str, DataFrame]
-    orphaned_offsets: DataFrame  # live offsets whose group does not exist (G-S3)
+    orphaned_offsets: DataFrame | int  # live offsets whose group does not exist (G-S3)
 
 
 # Spark timestamps are microseconds in an int64: milliseconds beyond this cannot be represented.
@@ -142,6 +149,9 @@ def audit(
         GROUP_KEY,
         "inner",
     )
+    joined = joined.withColumns(
+        subscription_facts(F.col("subscribed_topics"), F.col("topic"))
+    ).drop("subscribed_topics")
     orphaned = live.join(existing.select(*GROUP_KEY), GROUP_KEY, "left_anti")
     decided = cache(
         with_offset_delete(with_expiration(joined, regime=regime, params=params), regime=regime)
@@ -252,3 +262,126 @@ def conform(frame: DataFrame, table: str, *, run_id: str, as_of_ms: int) -> Data
     if missing:
         raise ValueError(f"table {table}: the audit produced no column(s) {missing}")
     return tagged.select(*[F.col(f.name).cast(f.dataType) for f in spec.schema.fields])
+
+
+# ---- the fast path: one shuffle of raw records, the audit per task (partition_audit.py) ------
+
+
+def _task_bucket(tasks: int) -> Column:
+    """Each record's task label: a hash of (offsets partition, group id bytes of the key).
+
+    Every record key starts with its int16 type and the group id as an int16-length string, so
+    the group's records meet in one task without decoding. A transaction marker belongs to no
+    group but resolves records of every group of its partition: it goes to every task (as
+    copies 1.. that take part in the audit but are not counted, like history).
+    """
+    from offsets_lib.spark_hash import bucket_labels
+
+    labels = F.array(*[F.lit(v) for v in bucket_labels(tasks)])
+    group_bytes = F.expr(
+        "substring(key, 3, 2 + cast(conv(hex(substring(key, 3, 2)), 16, 10) as int))"
+    )
+    bucket = F.pmod(F.xxhash64(F.col("log_partition"), group_bytes), F.lit(tasks))
+    is_control = F.coalesce(F.col("is_control"), F.lit(False))
+    return F.posexplode(
+        F.when(is_control, labels).otherwise(
+            F.array(F.element_at(labels, (bucket + 1).cast("int")))
+        )
+    )
+
+
+def audit_raw(records: DataFrame, *, regime: Regime, tasks: int) -> DataFrame:
+    """Positioned raw records (decode.POSITIONED_COLUMNS, plus is_history) -> task results.
+
+    One hash shuffle brings each group's records and its partition's markers together; each
+    task then decodes, compacts, replays and joins its share (partition_audit.audit_task).
+    The result has partition_audit.RESULT_ARROW rows of several kinds; `decide` turns them into
+    the table frames once the evaluation time is known.
+    """
+    from offsets_lib import partition_audit
+
+    modern_types_known = not regime.is_scala
+
+    def run(batches):
+        return partition_audit.audit_task(batches, modern_types_known=modern_types_known)
+
+    if "is_history" not in records.columns:
+        records = records.withColumn("is_history", F.lit(False))
+    raw_columns = partition_audit.RAW_ARROW.names
+    shuffled = (
+        records.select(*raw_columns, _task_bucket(tasks).alias("_copy", "_task"))
+        .withColumn("is_history", F.col("is_history") | (F.col("_copy") > 0))
+        .repartition(tasks, "_task")
+    )
+    return shuffled.select(*raw_columns).mapInArrow(
+        run, _spark_schema(partition_audit.RESULT_ARROW)
+    )
+
+
+@dataclass(frozen=True)
+class RunStats:
+    records_read: int
+    records_rejected: int
+    orphaned_offsets: int
+    latest_ms: int | None  # newest record timestamp (as_of "latest")
+
+
+def run_stats(result: DataFrame) -> RunStats:
+    """Totals of the per-task stats rows (this is the action that runs the shuffle and audit)."""
+    row = (
+        result.filter(F.col("kind") == "stats")
+        .agg(
+            F.sum("records_read").alias("read"),
+            F.sum("records_rejected").alias("rejected"),
+            F.sum("orphaned_offsets").alias("orphaned"),
+            F.max("max_timestamp_ms").alias("latest_ms"),
+        )
+        .first()
+    )
+    return RunStats(
+        records_read=int(row["read"] or 0),
+        records_rejected=int(row["rejected"] or 0),
+        orphaned_offsets=int(row["orphaned"] or 0),
+        latest_ms=row["latest_ms"],
+    )
+
+
+def decide(
+    result: DataFrame,
+    *,
+    regime: Regime,
+    params: Params,
+    orphaned_offsets: int,
+    cache: Callable[[DataFrame], DataFrame] = _no_cache,
+) -> AuditFrames:
+    """Task results (audit_raw) -> the table frames, with the EXP/ODEL/DEL rules of `regime`."""
+    kind = F.col("kind")
+    offsets = result.filter(kind == "offset")
+    groups = result.filter(kind == "group")
+    decided = cache(
+        with_offset_delete(with_expiration(offsets, regime=regime, params=params), regime=regime)
+    )
+    deletion = group_deletion(groups, decided, regime=regime, as_of_ms=params.as_of_ms)
+    counts = [
+        "offset_commits",
+        "offset_tombstones",
+        "group_metadata_writes",
+        "groups_created",
+        "groups_deleted",
+    ]
+    metrics = (
+        result.filter(kind == "metric")
+        .groupBy("hour_ms", F.col("log_partition").alias("offsets_partition"))
+        .agg(*[F.sum(c).alias(c) for c in counts])
+        .select(F.timestamp_millis("hour_ms").alias("hour"), "offsets_partition", *counts)
+    )
+    frames = {
+        "offsets": _offsets_frame(decided),
+        "offset_decisions": _offset_decisions_frame(decided),
+        "groups": _groups_frame(groups),
+        "members": _members_frame(groups),
+        "group_decisions": _group_decisions_frame(deletion),
+        "rejects": _rejects_frame(result.filter(kind == "reject")),
+        "metrics": metrics,
+    }
+    return AuditFrames(frames, orphaned_offsets)

@@ -78,11 +78,21 @@ def is_consumer_protocol() -> Column:
 
 
 def has_known_subscriptions() -> Column:
-    return _c("subscribed_topics").isNotNull()
+    """The group's subscriptions are known (`subscribed_topics` is not null)."""
+    return F.coalesce(_c("has_known_subscriptions"), F.lit(False))
 
 
 def topic_in_subscriptions() -> Column:
-    return F.coalesce(F.array_contains(_c("subscribed_topics"), _c("topic")), F.lit(False))
+    """The offset's topic is in the group's `subscribed_topics`."""
+    return F.coalesce(_c("is_topic_subscribed"), F.lit(False))
+
+
+def subscription_facts(subscribed_topics: Column, topic: Column) -> dict[str, Column]:
+    """The two subscription facts the rules read, from a group's topics and an offset's topic."""
+    return {
+        "has_known_subscriptions": subscribed_topics.isNotNull(),
+        "is_topic_subscribed": F.coalesce(F.array_contains(subscribed_topics, topic), F.lit(False)),
+    }
 
 
 def is_subscribed(regime: Regime) -> Column:

@@ -224,8 +224,8 @@ def _classic_member(member: dict[str, Any], *, parse: bool) -> dict[str, Any]:
     topics: list[str] | None = None
     assigned: list[dict[str, Any]] = []
     if parse:
-        raw = member.get("subscription")
-        listed = wire.subscription_topics(bytes.fromhex(raw)) if raw else None
+        raw = _blob(member.get("subscription"))
+        listed = wire.subscription_topics(raw) if raw else None
         if listed is not None:
             topics = sorted(set(listed))
         assignment = _parse_embedded(wire.decode_assignment, member.get("assignment"))
@@ -248,12 +248,20 @@ def _classic_member(member: dict[str, Any], *, parse: bool) -> dict[str, Any]:
     )
 
 
-def _parse_embedded(decoder: Any, hex_bytes: str | None) -> dict[str, Any] | None:
+def _blob(value: bytes | str | None) -> bytes | None:
+    """Embedded bytes as the codec gives them (bytes) or as value_json holds them (hex)."""
+    if value is None or isinstance(value, bytes):
+        return value
+    return bytes.fromhex(value)
+
+
+def _parse_embedded(decoder: Any, blob: bytes | str | None) -> dict[str, Any] | None:
     """Decode an embedded ConsumerProtocol blob; None when absent or malformed."""
-    if not hex_bytes:
+    data = _blob(blob)
+    if not data:
         return None
     try:
-        result = decoder(bytes.fromhex(hex_bytes))
+        result = decoder(data)
     except Exception:
         return None
     fields = getattr(result, "fields", result)
