@@ -1,8 +1,9 @@
 """Codec for the records of Kafka's `__consumer_offsets` topic (pure Python, stdlib only).
 
-Layouts are data (`layouts.py`), one generic reader/writer interprets them (`codec.py`), and
-the functions below are the public API (see docs/design.md). This package must not import
-pyspark, pyarrow or numpy: Spark executors and tests load it on its own.
+Layouts are data (`layouts.py`), one generic reader/writer interprets them (`codec.py`), the
+same tables are compiled into specialised readers for speed (`compiled.py`, tested equal to the
+generic reader), and the functions below are the public API (see docs/design.md). This package
+must not import pyspark, pyarrow or numpy: Spark executors and tests load it on its own.
 """
 
 from offsets_lib.wire.api import (

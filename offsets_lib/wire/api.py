@@ -11,7 +11,8 @@ import uuid
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from offsets_lib.wire.codec import DecodeError, EncodeError, Reader, Writer
+from offsets_lib.wire.codec import _INT16, DecodeError, EncodeError, Reader, Writer
+from offsets_lib.wire.compiled import Compiled, compile_field, compile_struct
 from offsets_lib.wire.layouts import (
     ASSIGNMENT,
     CONTROL_KEY,
@@ -86,8 +87,51 @@ def _value_message(rt: RecordType) -> Message:
     return RECORD_TYPES[rt.value_from].value if rt.value_from is not None else rt.value
 
 
+_COMPILED = True
+"""Decode `bytes` with the readers compiled from the tables (`compiled.py`); False routes every
+call through the generic `Reader` (the reference the tests compare the compiled path with).
+Other buffer types (bytearray, memoryview) always take the generic path."""
+
+_I16 = _INT16.unpack_from
+_new = object.__new__
+_setattr = object.__setattr__
+
+
 def decode_key(key: bytes | None) -> DecodedKey:
     """Read the int16 record type and the key fields (always classic, no tagged section)."""
+    if _COMPILED and type(key) is bytes:
+        parts = _key_parts(key)
+        if parts is not None:
+            return DecodedKey(*parts)
+    return _decode_key_generic(key)
+
+
+_KEY_READERS: dict[int, tuple[RecordType, Compiled]] = {}
+
+
+def _key_parts(key: bytes) -> tuple[int | None, dict, str | None, int] | None:
+    """decode_key of `bytes` as a tuple; None when the generic path should answer (short key)."""
+    try:
+        n = len(key)
+        if n < 2:
+            return None
+        record_type = _I16(key, 0)[0]
+        entry = _KEY_READERS.get(record_type)
+        if entry is None:
+            rt = RECORD_TYPES.get(record_type)
+            if rt is None:
+                return record_type, {}, f"unknown record type {record_type}", 0
+            entry = _KEY_READERS[record_type] = (rt, compile_struct(rt.key.fields, 0, False))
+        try:
+            fields_, pos, _ = entry[1](key, 2, n)
+        except DecodeError as exc:
+            return record_type, {}, str(exc), 0
+        return record_type, fields_, None, n - pos
+    except Exception as exc:  # never escape: the caller is a Spark task
+        return None, {}, _describe(exc), 0
+
+
+def _decode_key_generic(key: bytes | None) -> DecodedKey:
     try:
         if key is None:
             return DecodedKey(None, {}, "null key")
@@ -120,6 +164,67 @@ def decode_value(record_type: int, value: bytes | None) -> DecodedValue:
     Types with older same-version layouts (records.md section 7) are retried with those when
     the current layout fails or leaves bytes over; the winning layout's label is reported.
     """
+    if _COMPILED and type(value) is bytes:
+        try:
+            rt = RECORD_TYPES.get(record_type)
+        except Exception as exc:
+            return DecodedValue(None, None, "current", _describe(exc))
+        if rt is not None:
+            return DecodedValue(*_value_parts(rt, value))
+    return _decode_value_generic(record_type, value)
+
+
+_SHORT_VALUE = "truncated: value version needs 2 bytes at byte 0, 1 left"
+_ValueParts = tuple[int | None, dict | None, str, str | None, int, int]
+_VALUE_READERS: dict[tuple[int, int], tuple[tuple[str, Compiled], ...]] = {}
+
+
+def _value_parts(rt: RecordType, value: bytes) -> _ValueParts:
+    """decode_value of `bytes` of a known record type with compiled readers, as a tuple."""
+    try:
+        n = len(value)
+        if n < 2:
+            if n == 0:
+                return None, None, "current", "zero-length value (not a tombstone)", 0, 0
+            return None, None, "current", _SHORT_VALUE, 0, 0
+        version = _I16(value, 0)[0]
+        candidates = _VALUE_READERS.get((rt.type, version))
+        if candidates is None:
+            current = _value_message(rt)
+            if not current.accepts(version):
+                valid = current.valid_text()
+                msg = f"unknown value version {version} for {rt.name} (valid {valid})"
+                return version, None, "current", msg, 0, 0
+            candidates = _VALUE_READERS[(rt.type, version)] = tuple(
+                (m.label, compile_struct(m.fields, version, m.is_flexible(version)))
+                for m in (current, *rt.historical)
+                if m.accepts(version)
+            )
+        # the tie-break of _decode_layouts, over compiled readers
+        first_error: str | None = None
+        with_unknown_tags: _ValueParts | None = None
+        with_trailing: _ValueParts | None = None
+        for label, read in candidates:
+            try:
+                out, pos, unknown = read(value, 2, n)
+            except DecodeError as exc:
+                first_error = first_error or str(exc)
+                continue
+            if pos == n and unknown == 0:
+                return version, out, label, None, 0, 0
+            result = (version, out, label, None, n - pos, unknown)
+            if pos == n:
+                with_unknown_tags = with_unknown_tags or result
+            else:
+                with_trailing = with_trailing or result
+        if with_unknown_tags is not None or with_trailing is not None:
+            return with_unknown_tags or with_trailing  # type: ignore[return-value]
+        return version, None, "current", first_error, 0, 0
+    except Exception as exc:
+        return None, None, "current", _describe(exc), 0, 0
+
+
+def _decode_value_generic(record_type: int, value: bytes | None) -> DecodedValue:
     try:
         if value is None:
             return DecodedValue(None, None, "current", None)
@@ -178,6 +283,69 @@ def _decode_layouts(version: int, value: Any, candidates: tuple[Message, ...]) -
 
 def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
     """Decode key then value; a key error stops there (the value's layout is unknown)."""
+    if _COMPILED and type(key) is bytes and (value is None or type(value) is bytes):
+        try:
+            k = _key_parts(key)
+            if k is not None:
+                record_type, key_fields, key_error, key_trailing = k
+                rt = RECORD_TYPES.get(record_type) if record_type is not None else None
+                name = rt.name if rt is not None else None
+                if key_error is not None or rt is None:
+                    return _record(
+                        record_type, name, key_fields, None, None, "current", value is None,
+                        key_error, 0, 0, 0,
+                    )  # fmt: skip
+                if value is None:
+                    return _record(
+                        record_type, name, key_fields, None, None, "current", True, None, 0,
+                        key_trailing, 0,
+                    )  # fmt: skip
+                version, fields_, layout, error, trailing, unknown = _value_parts(rt, value)
+                return _record(
+                    record_type, name, key_fields, version, fields_, layout, False, error,
+                    trailing, key_trailing, unknown,
+                )  # fmt: skip
+        except Exception as exc:
+            return DecodedRecord(None, None, {}, None, None, "current", False, _describe(exc))
+    return _decode_record_generic(key, value)
+
+
+def _record(
+    record_type: int | None,
+    name: str | None,
+    key: dict,
+    version: int | None,
+    value: dict | None,
+    layout: str,
+    is_tombstone: bool,
+    error: str | None,
+    trailing_bytes: int,
+    key_trailing_bytes: int,
+    unknown_tags: int,
+) -> DecodedRecord:
+    """`DecodedRecord(...)` without the frozen dataclass's per-field `object.__setattr__`."""
+    record = _new(DecodedRecord)
+    _setattr(
+        record,
+        "__dict__",
+        {
+            "record_type": record_type,
+            "name": name,
+            "key": key,
+            "version": version,
+            "value": value,
+            "layout": layout,
+            "is_tombstone": is_tombstone,
+            "error": error,
+            "trailing_bytes": trailing_bytes,
+            "key_trailing_bytes": key_trailing_bytes,
+            "unknown_tags": unknown_tags,
+        },
+    )
+    return record
+
+
+def _decode_record_generic(key: bytes | None, value: bytes | None) -> DecodedRecord:
     try:
         k = decode_key(key)
         rt = RECORD_TYPES.get(k.record_type) if k.record_type is not None else None
@@ -259,16 +427,26 @@ def _decode_embedded(message: Message, data: Any, empty_means_none: bool) -> dic
             if not empty_means_none:
                 meta["error"] = "null payload" if data is None else "empty payload"
             return meta
+        compiled = _COMPILED and type(data) is bytes
         reader = Reader(data)
-        version = reader.fixed("int16", "version")
+        if compiled and len(data) >= 2:
+            version = _I16(data, 0)[0]
+        else:
+            version = reader.fixed("int16", "version")
         meta["version"] = version
         if version < 0:
             meta["error"] = f"negative version {version} for {message.name}"
             return meta
         hi = message.valid[1]
         layout_version = hi if hi is not None and version > hi else version
-        out = reader.struct(message.fields, layout_version, message.is_flexible(layout_version))
-        meta["trailing_bytes"] = reader.remaining
+        flexible = message.is_flexible(layout_version)
+        if compiled:
+            end = len(data)
+            out, pos, _ = compile_struct(message.fields, layout_version, flexible)(data, 2, end)
+            meta["trailing_bytes"] = end - pos
+        else:
+            out = reader.struct(message.fields, layout_version, flexible)
+            meta["trailing_bytes"] = reader.remaining
         return {**meta, **out}
     except Exception as exc:
         meta["error"] = _describe(exc)
@@ -292,12 +470,19 @@ def subscription_topics(data: bytes | None) -> list[str] | None:
     try:
         if not data:
             return None
+        if _COMPILED and type(data) is bytes:
+            if len(data) < 2 or _I16(data, 0)[0] < 0:
+                return None
+            return _TOPICS(data, 2, len(data))[0]
         reader = Reader(data)
         if reader.fixed("int16", "version") < 0:
             return None
         return reader.field(SUBSCRIPTION.fields[0], 0, False)
     except Exception:
         return None
+
+
+_TOPICS = compile_field(SUBSCRIPTION.fields[0], 0, False)
 
 
 def decode_assignment(data: bytes) -> dict:
