@@ -39,7 +39,8 @@ the records read by that run.
 
 Stored under the output root as Delta tables (names start with ``_``, not contract tables):
 
-* ``_state``: DECODED columns, partitioned by ``run_id`` = the state id ``<run_id>@<sequence>``;
+* ``_state``: DECODED columns with every record's raw key and value (the next run audits them
+  again with the new records), partitioned by ``run_id`` = the state id ``<run_id>@<sequence>``;
 * ``_checkpoint``: (topic, partition, next_offset, sequence, state_id, committed_at, run_id).
 
 Commit order (``store``, called after every audit table has committed): the new ``_state``
@@ -72,6 +73,12 @@ from offsets_lib.tables import RUN_ID, TableSpec
 log = logging.getLogger(__name__)
 
 STATE_TABLE, CHECKPOINT_TABLE = "_state", "_checkpoint"
+
+
+class StateFormatError(RuntimeError):
+    """The stored state cannot be used by this version (rerun with --full)."""
+
+
 _COLUMNS = [f.name for f in DECODED.fields]
 
 
@@ -196,6 +203,13 @@ def compact_state(decoded: DataFrame) -> DataFrame:
     )
 
 
+def state_records(state: DataFrame) -> DataFrame:
+    """Stored state rows as raw records to audit again (decode.POSITIONED_COLUMNS + is_history)."""
+    from offsets_lib.decode import POSITIONED_COLUMNS
+
+    return state.select(*POSITIONED_COLUMNS, F.lit(True).alias("is_history"))
+
+
 def with_state(decoded: DataFrame, state: DataFrame | None) -> DataFrame:
     """The records to audit: the stored state (earlier records) followed by this run's."""
     if state is None:
@@ -260,7 +274,13 @@ def read_state(spark: SparkSession, output: str, checkpoint: Checkpoint) -> Data
     files = dt.file_uris(file_pruning_predicate=[(RUN_ID, "=", checkpoint.state_id)])
     if not files:
         return spark.createDataFrame([], DECODED)
-    return spark.read.schema(DECODED).parquet(*files).select(*_COLUMNS)
+    state = spark.read.schema(DECODED).parquet(*files).select(*_COLUMNS)
+    if state.filter(F.col("key").isNull()).limit(1).count():
+        raise StateFormatError(
+            f"the stored state {checkpoint.state_id} under {output} holds decoded records"
+            " without their raw bytes (written by an older version); rerun with --full once"
+        )
+    return state
 
 
 def begin(
@@ -279,13 +299,18 @@ def begin(
     )
 
 
-def store(history: DataFrame, increment: Increment, *, output: str, run_id: str) -> str:
+def store(records: DataFrame, increment: Increment, *, output: str, run_id: str) -> str:
     """Write the new state, then advance the checkpoint; returns the new state id.
 
-    Call only after every table of the run has committed.
+    `records` are the run's positioned raw records (stored state included); state rows keep
+    their key and value bytes, so the next run audits them like new records. Call only after
+    every table of the run has committed.
     """
+    from offsets_lib.decode import decode_positioned
+
     sequence = increment.sequence + 1  # --full continues the numbering: the newest one wins
     state_id = f"{run_id}@{sequence}"
+    history = decode_positioned(records, keep_raw=True)
     state = compact_state(history).withColumn(RUN_ID, F.lit(state_id))
     sink.write_frame(state, STATE_SPEC, output=output, run_id=state_id)
     now = datetime.now(UTC)

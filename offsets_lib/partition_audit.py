@@ -174,7 +174,7 @@ def audit_records(
         base += batch.num_rows
     if not decoded_batches:
         return {}
-    decoded = pa.Table.from_batches(decoded_batches).combine_chunks()
+    decoded = pa.Table.from_batches(decoded_batches)
     history = pa.chunked_array(
         [b.column("is_history") for b in batches], type=pa.bool_()
     ).combine_chunks()
@@ -239,8 +239,8 @@ def _offset_keys(
     )
     rows = np.flatnonzero(commit)
     commits = (
-        decoded.take(pa.array(rows))
-        .select([*dedupe.KEY_COLUMNS, *dedupe.RECORD_COLUMNS])
+        decoded.select([*dedupe.KEY_COLUMNS, *dedupe.RECORD_COLUMNS])
+        .take(pa.array(rows))
         .append_column("txn_status", pa.array(status[rows], pa.string()))
     )
     return dedupe.latest_per_key(commits)
@@ -284,7 +284,16 @@ def _replay(
     group_ids = decoded.column("group_id")
     is_event = ok & ~is_control & (record_type >= 2) & _bools(pc.is_valid(group_ids))
     rows = np.flatnonzero(is_event)
-    records = decoded.take(pa.array(rows))
+    records = decoded.select(
+        [
+            "log_partition",
+            "group_id",
+            "log_offset",
+            "is_tombstone",
+            "member_id",
+            "regular_expression",
+        ]
+    ).take(pa.array(rows))
     if modern_types_known:
         position = summary.column("last_value_offset")
     else:  # G-S2: at the end of the load, only for group ids that still have offsets
@@ -414,7 +423,16 @@ def _live_offsets(keys: pa.Table, groups: pa.Table) -> tuple[pa.Table, int]:
 def _metrics(decoded: pa.Table, values: dict[int, Any], counted: np.ndarray) -> pa.Table:
     """Partial KIP-496 meters per (UTC hour, offsets partition): see metrics.py for the meaning."""
     rows = np.flatnonzero(counted)
-    records = decoded.take(pa.array(rows))
+    records = decoded.select(
+        [
+            "log_partition",
+            "group_id",
+            "log_offset",
+            "log_timestamp_ms",
+            "record_type",
+            "is_tombstone",
+        ]
+    ).take(pa.array(rows))
     n = len(rows)
     record_type = _ints(records.column("record_type"), -1)
     tombstone = _bools(records.column("is_tombstone"))
@@ -441,15 +459,9 @@ def _metrics(decoded: pa.Table, values: dict[int, Any], counted: np.ndarray) -> 
     )
     created = np.empty(n, dtype=bool)
     created[order] = created_sorted
-    has_members = np.array(
-        [
-            t == 2 and not s and bool((values.get(int(r)) or {}).get("members"))
-            for r, t, s in zip(rows.tolist(), record_type.tolist(), tombstone.tolist(), strict=True)
-        ]
-        if n
-        else [],
-        dtype=bool,
-    )
+    has_members = np.zeros(n, dtype=bool)
+    for i in np.flatnonzero((record_type == 2) & ~tombstone).tolist():
+        has_members[i] = bool((values.get(int(rows[i])) or {}).get("members"))
     is_commit = (record_type == 0) | (record_type == 1)
     timestamps = records.column("log_timestamp_ms")
     hour = pc.multiply(pc.floor(pc.divide(pc.cast(timestamps, pa.float64()), HOUR_MS)), HOUR_MS)

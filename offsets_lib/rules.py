@@ -270,23 +270,32 @@ EXPIRATION_TABLES: dict[Regime, Sequence[Rule]] = {
 def with_expiration(offsets: DataFrame, *, regime: Regime, params: Params) -> DataFrame:
     """Add `rule`, `expires_at_ms` and `expired` (at as_of) from the first matching EXP row.
 
-    An offset that no row matches keeps `rule` null; that cannot happen for a group that exists,
-    and the pipeline asserts it.
+    The first matching row's id is computed once; the deadline and the verdict follow from the
+    id (row ids are unique within a regime's table), which keeps the expression small enough
+    for Spark's code generation. An offset that no row matches keeps `rule` null; that cannot
+    happen for a group that exists, and the pipeline asserts it.
     """
+    table = EXPIRATION_TABLES[regime]
+    assert len({row.id for row in table}) == len(table), f"duplicate EXP row ids in {regime}"
     rule = F.lit(None).cast("string")
+    for row in reversed(table):
+        rule = F.when(row.applies(), F.lit(row.id)).otherwise(rule)
+    fired = F.col("rule")
     expires_at = F.lit(None).cast("long")
-    expired = F.lit(None).cast("boolean")
-    as_of = F.lit(params.as_of_ms)
-    for row in reversed(EXPIRATION_TABLES[regime]):
+    for row in table:
         at = row.expires_at_ms(params)
         # strict rows expire when deadline < T, i.e. from deadline + 1 on
         deadline = F.try_add(at, F.lit(1)) if row.strict else at
-        rule = F.when(row.applies(), F.lit(row.id)).otherwise(rule)
-        expires_at = F.when(row.applies(), deadline).otherwise(expires_at)
-        expired = F.when(row.applies(), F.coalesce(as_of >= deadline, F.lit(False))).otherwise(
-            expired
-        )
-    return offsets.withColumns({"rule": rule, "expires_at_ms": expires_at, "expired": expired})
+        expires_at = F.when(fired == row.id, deadline).otherwise(expires_at)
+    expired = F.when(
+        fired.isNotNull(),
+        F.coalesce(F.lit(params.as_of_ms) >= F.col("expires_at_ms"), F.lit(False)),
+    )
+    return (
+        offsets.withColumn("rule", rule)
+        .withColumn("expires_at_ms", expires_at)
+        .withColumn("expired", expired)
+    )
 
 
 # ---- ODEL rows ----------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offsets_lib import incremental, lag, pipeline, sink
-from offsets_lib.decode import decode_records
+from offsets_lib.decode import positioned
 from offsets_lib.lock import output_lock
 from offsets_lib.rules import Params, Regime
 
@@ -112,13 +112,21 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-RECORDS_PER_TASK = 1_000_000  # the numpy dedupe holds a task's records in memory at once
+RECORDS_PER_TASK = 1_000_000  # an audit task holds its records in memory at once
 
 
-def _compaction_tasks(spark: SparkSession, records: int) -> int:
+def _audit_tasks(spark: SparkSession, records: int) -> int:
     """Enough tasks for about a million records each, never fewer than the shuffle default."""
     default = int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
     return max(default, -(-records // RECORDS_PER_TASK))
+
+
+def _expected_records(raw: DataFrame, increment: incremental.Increment | None) -> int:
+    """Records the run will read: the Kafka offset ranges, or the dump's row count (footers)."""
+    if increment is None:
+        return raw.count()
+    start = increment.start_offsets or {}
+    return sum(max(end - start.get(p, 0), 0) for p, end in increment.end_offsets.items())
 
 
 class _Persisted:
@@ -184,37 +192,35 @@ def _execute(
     report = RunReport(run_id=options.run_id, status="running")
     stages = _Stages(report, echo)
     persisted = _Persisted()
-    # Every record, decoded once: kept on disk, not on the heap (10M records overflow a 2 GB heap).
-    decoded = persisted.keep(decode_records(raw), StorageLevel.DISK_ONLY)
+    records = positioned(raw).withColumn("is_history", F.lit(False))
     state = increment.state if increment is not None else None
-    history = decoded if state is None else persisted.keep(incremental.with_state(decoded, state))
+    if state is not None:  # earlier records an incremental run audits again (not counted)
+        records = incremental.state_records(state).unionByName(records)
+    if increment is not None:
+        persisted.keep(records)  # read once: the state is computed from the same records
     try:
-        stats = decoded.agg(
-            F.count(F.lit(1)).alias("read"),
-            F.count(F.col("error")).alias("rejected"),
-            F.max("log_timestamp_ms").alias("latest_ms"),
-        ).first()
-        report.records_read = int(stats["read"])
-        report.records_rejected = int(stats["rejected"])
+        tasks = _audit_tasks(spark, _expected_records(raw, increment))
+        # One shuffle and the audit of every group in its task; kept for the tables below.
+        result = persisted.keep(pipeline.audit_raw(records, regime=options.regime, tasks=tasks))
+        stats = pipeline.run_stats(result)
+        report.records_read = stats.records_read
+        report.records_rejected = stats.records_rejected
         report.records_decoded = report.records_read - report.records_rejected
         stages.done(
-            "read+decode",
+            "read+audit",
             f"{report.records_read} records read, {report.records_decoded} decoded,"
-            f" {report.records_rejected} rejected",
+            f" {report.records_rejected} rejected, {tasks} tasks",
         )
-        latest_ms = stats["latest_ms"]
-        if history is not decoded:  # "latest" = the newest record of the whole log
-            latest_ms = history.agg(F.max("log_timestamp_ms")).first()[0]
-        as_of_ms = options.as_of if isinstance(options.as_of, int) else latest_ms
+        as_of_ms = options.as_of if isinstance(options.as_of, int) else stats.latest_ms
         if as_of_ms is None:
             as_of_ms = started_ms  # an empty input has no latest record; evaluate now
         report.as_of_ms = int(as_of_ms)
-        frames = pipeline.audit(
-            history,
+        frames = pipeline.decide(
+            result,
             regime=options.regime,
             params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
+            orphaned_offsets=stats.orphaned_offsets,
             cache=persisted.keep,
-            compaction_tasks=_compaction_tasks(spark, report.records_read),
         )
         ratio = report.records_rejected / report.records_read if report.records_read else 0.0
         if ratio > options.max_reject_ratio:
@@ -225,16 +231,13 @@ def _execute(
                 " see the rejects"
                 f" table under {options.output}"
             )
-        if history is not decoded:  # per-record metrics: the records this run read
-            from offsets_lib.metrics import metrics_frame
-
-            frames.frames["metrics"] = metrics_frame(decoded)
-        cached = {name: persisted.keep(df) for name, df in frames.frames.items()}
+        cached = dict(frames.frames)
+        cached["group_decisions"] = persisted.keep(cached["group_decisions"])
         ends = end_offsets(cached["offsets"]) if end_offsets is not None else None
         cached["lag"] = lag.lag_frame(cached["offsets"], ends, as_of_ms=report.as_of_ms)
         _summarise(report, cached, frames.orphaned_offsets)
         stages.done(
-            "compact+decide",
+            "decide",
             f"{report.offsets_total} offsets, {sum(report.groups_by_type_state.values())} groups,"
             f" {report.offsets_expired} expired now",
         )
@@ -242,7 +245,7 @@ def _execute(
         stages.done("write", f"{len(report.tables)} tables")
         if increment is not None:  # after every audit table, before the runs row
             state_id = incremental.store(
-                history, increment, output=options.output, run_id=options.run_id
+                records, increment, output=options.output, run_id=options.run_id
             )
             for name in (incremental.STATE_TABLE, incremental.CHECKPOINT_TABLE):
                 report.tables[name] = sink.table_uri(options.output, name)
@@ -261,7 +264,7 @@ def _execute(
     return report
 
 
-def _summarise(report: RunReport, frames: dict[str, DataFrame], orphaned: DataFrame) -> None:
+def _summarise(report: RunReport, frames: dict[str, DataFrame], orphaned: DataFrame | int) -> None:
     """Small aggregates for the summary line (a handful of rows reach the driver)."""
     by_state = frames["groups"].groupBy("group_type", "state").count().collect()
     report.groups_by_type_state = {
@@ -283,7 +286,7 @@ def _summarise(report: RunReport, frames: dict[str, DataFrame], orphaned: DataFr
     report.offsets_expired = int(decisions["expired"])
     report.offsets_expiring_24h = int(decisions["soon"])
     report.groups_deleted = frames["group_decisions"].filter(F.col("deleted")).count()
-    report.orphaned_offsets = orphaned.count()
+    report.orphaned_offsets = orphaned if isinstance(orphaned, int) else orphaned.count()
 
 
 def _write(

@@ -45,6 +45,7 @@ import os
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -455,6 +456,9 @@ def _commit(spec: TableSpec, uri: str, actions: list[AddAction], *, run_id: str)
     return version
 
 
+WRITE_JOBS = 4  # concurrent table-writing Spark jobs in write_run_tables
+
+
 def write_run_tables(
     frames: Mapping[str, DataFrame],
     *,
@@ -486,10 +490,14 @@ def write_run_tables(
         dt = _open_table(table_uri(output, name))
         if dt is not None:
             check_table_schema(dt, specs[name])
-    files = {
-        name: write_files(df, specs[name], output=output, run_id=run_id)
-        for name, df in frames.items()
-    }
+    # The tables' Spark jobs run concurrently (small ones fill the cores while big ones finish);
+    # nothing is committed before every file of every table is written.
+    with ThreadPoolExecutor(max_workers=WRITE_JOBS) as pool:
+        futures = {
+            name: pool.submit(write_files, df, specs[name], output=output, run_id=run_id)
+            for name, df in frames.items()
+        }
+        files = {name: future.result() for name, future in futures.items()}
     versions = {}
     for name in frames:
         versions[name] = commit_files(specs[name], files[name], output=output, run_id=run_id)

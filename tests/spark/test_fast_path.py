@@ -55,9 +55,7 @@ def test_fast_path_equals_reference(raw, regime: Regime, tasks: int) -> None:
     expected, actual = _tables(reference, as_of_ms), _tables(fast, as_of_ms)
     assert stats.records_rejected == expected["rejects"].count() > 0
     for name, frame in expected.items():
-        assert_df_equality(
-            actual[name], frame, ignore_row_order=True, ignore_nullable=True
-        ), name
+        assert_df_equality(actual[name], frame, ignore_row_order=True, ignore_nullable=True), name
     result.unpersist()
 
 

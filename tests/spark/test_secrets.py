@@ -133,7 +133,7 @@ def test_failed_run_error_in_runs_row_is_scrubbed(spark, tmp_path, monkeypatch):
     def fail(*_args, **_kwargs):
         raise RuntimeError(f"client failed with sasl.jaas.config={JAAS} and {SECRET}\ntrace")
 
-    monkeypatch.setattr(pipeline, "audit", fail)
+    monkeypatch.setattr(pipeline, "audit_raw", fail)
     options = run_module.RunOptions(
         output=str(tmp_path / "tables"),
         run_id="leak",
