@@ -26,7 +26,31 @@ COUNTING = ("none", "committed")  # txn_status values that take part in the comm
 
 
 def _key_codes(table: pa.Table) -> np.ndarray:
-    """Dense int codes of (log_partition, group_id, topic, partition), exact (no hashing)."""
+    """Int codes of (log_partition, group_id, topic, partition), exact (no hashing).
+
+    Each column is dictionary-encoded on its own and the four codes are packed into one int64
+    when their ranges fit (always, in practice); otherwise the columns are joined as text.
+    """
+    parts, width = [], 0
+    for name in KEY_COLUMNS:
+        column = table.column(name)
+        if pa.types.is_integer(column.type):
+            values = np.asarray(column.fill_null(0), dtype=np.int64)
+            low = int(values.min()) if len(values) else 0
+            code = np.where(np.asarray(column.is_valid()), values - low + 1, 0)  # null = 0
+        else:
+            encoded = pc.dictionary_encode(column.fill_null("")).combine_chunks()
+            code = np.asarray(encoded.indices, dtype=np.int64)
+            if column.null_count:  # null and "" must differ
+                code = np.where(np.asarray(column.is_null()), len(encoded.dictionary), code)
+        bits = int(code.max()).bit_length() if len(code) else 0
+        parts.append((code, bits))
+        width += bits
+    if width <= 62:
+        packed = np.zeros(table.num_rows, dtype=np.int64)
+        for code, bits in parts:
+            packed = (packed << bits) | code
+        return packed
     joined = pc.binary_join_element_wise(
         *[table.column(c).cast(pa.string()) for c in KEY_COLUMNS], "\x00"
     )

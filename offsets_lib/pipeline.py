@@ -352,14 +352,15 @@ def decide(
     regime: Regime,
     params: Params,
     orphaned_offsets: int,
-    cache: Callable[[DataFrame], DataFrame] = _no_cache,
 ) -> AuditFrames:
     """Task results (audit_raw) -> the table frames, with the EXP/ODEL/DEL rules of `regime`."""
     kind = F.col("kind")
     offsets = result.filter(kind == "offset")
     groups = result.filter(kind == "group")
-    decided = cache(
-        with_offset_delete(with_expiration(offsets, regime=regime, params=params), regime=regime)
+    # Not cached: recomputing the rules from the cached result is cheaper than building a cache
+    # of the decided rows (measured at 10M records: ~1 s per use against ~9 s to cache).
+    decided = with_offset_delete(
+        with_expiration(offsets, regime=regime, params=params), regime=regime
     )
     deletion = group_deletion(groups, decided, regime=regime, as_of_ms=params.as_of_ms)
     counts = [

@@ -220,7 +220,6 @@ def _execute(
             regime=options.regime,
             params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
             orphaned_offsets=stats.orphaned_offsets,
-            cache=persisted.keep,
         )
         ratio = report.records_rejected / report.records_read if report.records_read else 0.0
         if ratio > options.max_reject_ratio:
