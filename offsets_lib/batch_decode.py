@@ -44,48 +44,72 @@ def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     return _decode(batch, as_json=True)[0]
 
 
-def decode_batch_with_values(batch: pa.RecordBatch) -> tuple[pa.RecordBatch, dict[int, Any]]:
-    """Like `decode_batch`, but the values of records other than offset commits come back as
-    the codec's field dicts by row index (value_json stays null): no JSON round trip for
-    callers that use the values in Python."""
-    return _decode(batch, as_json=False)
+def decode_batches_with_values(
+    batches: list[pa.RecordBatch],
+) -> tuple[pa.Table, dict[int, Any]]:
+    """Decode a task's batches into one DECODED_ARROW table; the values of records other than
+    offset commits come back as the codec's field dicts by row index (value_json stays null):
+    no JSON round trip for callers that use the values in Python. The fast path runs per batch,
+    the codec and the merge once for all of them."""
+    fasts = [fastpath.decode_offset_commits(b) for b in batches]
+    fast = fastpath.FastResult(
+        np.concatenate([f.handled for f in fasts]) if fasts else np.zeros(0, dtype=bool),
+        {
+            f.name: pa.concat_arrays([part.columns[f.name].cast(f.type) for part in fasts])
+            if fasts
+            else pa.nulls(0, f.type)
+            for f in DECODED_ARROW
+            if f.name not in _PASS_THROUGH
+        },
+    )
+    table = pa.Table.from_batches(batches) if batches else DECODED_ARROW.empty_table()
+    columns, values = _merge_slow_rows(table, fast, as_json=False)
+    return _assemble(table, columns, pa.Table), values
 
 
 def _decode(batch: pa.RecordBatch, *, as_json: bool) -> tuple[pa.RecordBatch, dict[int, Any]]:
     fast = fastpath.decode_offset_commits(batch)
+    columns, values = _merge_slow_rows(batch, fast, as_json=as_json)
+    return _assemble(batch, columns, pa.RecordBatch), values
+
+
+def _merge_slow_rows(
+    source: pa.RecordBatch | pa.Table, fast: fastpath.FastResult, *, as_json: bool
+) -> tuple[dict[str, Any], dict[int, Any]]:
+    """The fast path's columns with every row it left decoded by the codec instead."""
     slow_rows = np.flatnonzero(~fast.handled).tolist()
-    values: dict[int, Any] = {}
-    if slow_rows:
-        picked = pa.array(slow_rows, type=pa.int64())
-        keys = batch.column("key").take(picked).to_pylist()
-        raw_values = batch.column("value").take(picked).to_pylist()
-        controls = batch.column("is_control").take(picked).to_pylist()
-        decoded = [
-            _decode_row(*row, as_json=as_json)
-            for row in zip(keys, raw_values, controls, strict=True)
-        ]
-        slow = {c: [row.get(c) for row in decoded] for c in _ROW_COLUMNS}
-        if not as_json:
-            values = {
-                i: row["fields"]
-                for i, row in zip(slow_rows, decoded, strict=True)
-                if "fields" in row
-            }
-        columns = fastpath.merge(fast, slow_rows, slow, batch.num_rows)
-    else:
-        columns = fast.columns
+    if not slow_rows:
+        return fast.columns, {}
+    picked = pa.array(slow_rows, type=pa.int64())
+    keys = source.column("key").take(picked).to_pylist()
+    raw_values = source.column("value").take(picked).to_pylist()
+    controls = source.column("is_control").take(picked).to_pylist()
+    decoded = [
+        _decode_row(*row, as_json=as_json) for row in zip(keys, raw_values, controls, strict=True)
+    ]
+    slow = {c: [row.get(c) for row in decoded] for c in _ROW_COLUMNS}
+    values = {}
+    if not as_json:
+        values = {
+            i: row["fields"] for i, row in zip(slow_rows, decoded, strict=True) if "fields" in row
+        }
+    return fastpath.merge(fast, slow_rows, slow, source.num_rows), values
+
+
+def _assemble(source: pa.RecordBatch | pa.Table, columns: dict[str, Any], kind: type) -> Any:
     arrays = [
-        batch.column(name) if name in _PASS_THROUGH else columns[name]
+        source.column(name) if name in _PASS_THROUGH else columns[name]
         for name in DECODED_ARROW.names
     ]
-    decoded_batch = pa.RecordBatch.from_arrays(
+    return kind.from_arrays(
         [
-            pa.array(a, type=f.type) if not isinstance(a, pa.Array) else a.cast(f.type)
+            pa.array(a, type=f.type)
+            if not isinstance(a, pa.Array | pa.ChunkedArray)
+            else a.cast(f.type)
             for a, f in zip(arrays, DECODED_ARROW, strict=True)
         ],
         schema=DECODED_ARROW,
     )
-    return decoded_batch, values
 
 
 def _decode_row(

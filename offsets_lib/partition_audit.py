@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib import dedupe, state
-from offsets_lib.batch_decode import decode_batch_with_values
+from offsets_lib.batch_decode import decode_batches_with_values
 from offsets_lib.compact import ABORTED, COMMITTED, NOT_TRANSACTIONAL, PENDING
 
 RAW_ARROW = pa.schema(
@@ -166,16 +166,9 @@ def audit_records(
     Returns tables by kind: offset (live keys with their group's facts), group, reject, metric
     and stats (one row). Records of a group and the markers of its partition must all be here.
     """
-    decoded_batches, values = [], {}
-    base = 0
-    for batch in batches:
-        decoded, batch_values = decode_batch_with_values(batch)
-        decoded_batches.append(decoded)
-        values.update({base + i: v for i, v in batch_values.items()})
-        base += batch.num_rows
-    if not decoded_batches:
+    if not batches:
         return {}
-    decoded = pa.Table.from_batches(decoded_batches)
+    decoded, values = decode_batches_with_values(batches)
     history = pa.chunked_array(
         [b.column("is_history") for b in batches], type=pa.bool_()
     ).combine_chunks()
