@@ -1,5 +1,8 @@
 """KIP-496 coordinator meters rebuilt from the log: the `metrics` table (pure Spark, no collect).
 
+`offsets run` counts them per task (partition_audit._metrics) and sums the partial counts;
+`metrics_frame` here is the same count in Spark frames, the reference of the reference audit.
+
 One row per UTC hour of the records' log timestamps and per __consumer_offsets partition:
 
 * ``offset_commits``: offset-commit values (record types 0/1, transactional ones included,

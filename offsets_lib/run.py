@@ -1,7 +1,7 @@
 """The imperative shell of `offsets run` and jobs/offsets_job.py: read, audit, write, report.
 
 Reads the clock only here (`--as-of now`, run timestamps); everything between reading and
-writing is `pipeline.audit`.
+writing is `pipeline.audit_raw` (one shuffle, the audit per task) and `pipeline.decide`.
 """
 
 from __future__ import annotations
