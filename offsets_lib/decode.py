@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from offsets_lib.schemas import DECODED
+from offsets_lib.schemas import DECODED, POSITIONED_ARROW
 
 BATCH_METADATA = {
     "producer_id": T.LongType(),
@@ -29,14 +29,7 @@ def has_batch_metadata(raw: DataFrame) -> bool:
     return set(BATCH_METADATA) <= set(raw.columns)
 
 
-POSITIONED_COLUMNS = (
-    "log_partition",
-    "log_offset",
-    "log_timestamp_ms",
-    "key",
-    "value",
-    *BATCH_METADATA,
-)
+POSITIONED_COLUMNS = tuple(POSITIONED_ARROW.names)
 
 
 def positioned(raw: DataFrame) -> DataFrame:

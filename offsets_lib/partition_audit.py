@@ -24,21 +24,10 @@ import pyarrow.compute as pc
 from offsets_lib import dedupe, state
 from offsets_lib.batch_decode import decode_batches_with_values
 from offsets_lib.compact import ABORTED, COMMITTED, NOT_TRANSACTIONAL, PENDING
+from offsets_lib.schemas import POSITIONED_ARROW
 
-RAW_ARROW = pa.schema(
-    [
-        ("log_partition", pa.int32()),
-        ("log_offset", pa.int64()),
-        ("log_timestamp_ms", pa.int64()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("producer_id", pa.int64()),
-        ("producer_epoch", pa.int32()),
-        ("is_transactional", pa.bool_()),
-        ("is_control", pa.bool_()),
-        ("is_history", pa.bool_()),  # stored state of an incremental run: audited, not counted
-    ]
-)
+# stored state of an incremental run (is_history) is audited, not counted
+RAW_ARROW = POSITIONED_ARROW.append(pa.field("is_history", pa.bool_()))
 END_OF_LOG = 2**63 - 1
 HOUR_MS = 3_600_000
 _GROUP_TOMBSTONE_TYPES = (2, 3, 11, 17)

@@ -44,6 +44,13 @@ _DECODED_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 ]
 
 DECODED_ARROW = pa.schema([pa.field(n, t) for n, t, _ in _DECODED_COLUMNS])
+# Raw records with their log position and batch metadata: the decoders' input (decode.positioned).
+POSITIONED_ARROW = pa.schema(
+    [
+        DECODED_ARROW.field(n)
+        for n in DECODED_ARROW.names[: DECODED_ARROW.names.index("is_control") + 1]
+    ]
+)
 
 
 def _spark_type(arrow_type: pa.DataType) -> T.DataType:

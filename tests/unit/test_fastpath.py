@@ -11,21 +11,9 @@ from hypothesis import strategies as st
 
 from offsets_lib import fastpath, wire
 from offsets_lib.batch_decode import decode_batch, decode_record_row
-from offsets_lib.schemas import DECODED_ARROW
+from offsets_lib.schemas import DECODED_ARROW, POSITIONED_ARROW
 
-RAW = pa.schema(
-    [
-        ("log_partition", pa.int32()),
-        ("log_offset", pa.int64()),
-        ("log_timestamp_ms", pa.int64()),
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("producer_id", pa.int64()),
-        ("producer_epoch", pa.int32()),
-        ("is_transactional", pa.bool_()),
-        ("is_control", pa.bool_()),
-    ]
-)
+RAW = POSITIONED_ARROW
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
 
 
