@@ -116,6 +116,19 @@ class _Gen:
             text = _END.sub(self.end, text)
         self.lines.append("    " * indent + text)
 
+    def uvarint(self, ind: int, var: str, what: str, *, peeked: bool = False) -> None:
+        """Read one uvarint into `var`: a one-byte value inline, longer ones via `_uvarint`.
+
+        `what` is the source text of the error label; `peeked`: `var` already holds the
+        first byte (or 128 at the end of the bytes).
+        """
+        if not peeked:
+            self.put(ind, f"{var} = buf[pos] if pos < end else 128")
+        self.put(ind, f"if {var} < 128:")
+        self.put(ind + 1, "pos += 1")
+        self.put(ind, "else:")
+        self.put(ind + 1, f"{var}, pos = _uvarint(buf, pos, end, {what})")
+
     def build(self, name: str) -> Callable[..., Any]:
         source = "\n".join(self.lines)
         exec(compile(source, f"<wire reader {name}>", "exec"), self.ns)
@@ -149,11 +162,7 @@ class _Gen:
         name = self.const(f.name)
         self.put(ind, f"{start} = pos")
         if flexible:
-            self.put(ind, f"{n} = buf[pos] if pos < end else 128")
-            self.put(ind, f"if {n} < 128:")
-            self.put(ind + 1, "pos += 1")
-            self.put(ind, "else:")
-            self.put(ind + 1, f"{n}, pos = _uvarint(buf, pos, end, {name})")
+            self.uvarint(ind, n, name)
             self.put(ind, f"if {n} == 0:")
         else:
             what = self.const(f"length of {f.name}")
@@ -225,11 +234,7 @@ class _Gen:
                 what = self.const(f"presence of {f.name}")
                 p = self.tmp("p")
                 if tagged:
-                    self.put(ind, f"{p} = buf[pos] if pos < end else 128")
-                    self.put(ind, f"if {p} < 128:")
-                    self.put(ind + 1, "pos += 1")
-                    self.put(ind, "else:")
-                    self.put(ind + 1, f"{p}, pos = _uvarint(buf, pos, end, {what})")
+                    self.uvarint(ind, p, what)
                     self.put(ind, f"if {p} == 0:")
                 else:
                     unpack = self.const(_FIXED["int8"].unpack_from)
@@ -351,10 +356,7 @@ class _Gen:
         self.put(ind + 1, "pos += 1")
         self.put(ind, "else:")
         ind += 1
-        self.put(ind, f"if {c} < 128:")
-        self.put(ind + 1, "pos += 1")
-        self.put(ind, "else:")
-        self.put(ind + 1, f'{c}, pos = _uvarint(buf, pos, end, "tagged-field count")')
+        self.uvarint(ind, c, '"tagged-field count"', peeked=True)
         self.put(ind, f"if {c} > end - pos:")
         self.put(
             ind + 1,
@@ -363,17 +365,9 @@ class _Gen:
         )
         self.put(ind, f"for _ in range({c}):")
         ind += 1
-        self.put(ind, f"{t} = buf[pos] if pos < end else 128")
-        self.put(ind, f"if {t} < 128:")
-        self.put(ind + 1, "pos += 1")
-        self.put(ind, "else:")
-        self.put(ind + 1, f'{t}, pos = _uvarint(buf, pos, end, "tag")')
+        self.uvarint(ind, t, '"tag"')
         self.put(ind, f"{at} = pos")
-        self.put(ind, f"{size} = buf[pos] if pos < end else 128")
-        self.put(ind, f"if {size} < 128:")
-        self.put(ind + 1, "pos += 1")
-        self.put(ind, "else:")
-        self.put(ind + 1, f'{size}, pos = _uvarint(buf, pos, end, f"size of tag {{{t}}}")')
+        self.uvarint(ind, size, f'f"size of tag {{{t}}}"')
         self.put(ind, f"if {size} > end - pos:")
         self.put(
             ind + 1,
