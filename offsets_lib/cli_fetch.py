@@ -7,16 +7,13 @@ session is started. Exit 3 with one line on stderr when the output has no tables
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from offsets_lib.cli import main
-
-EXIT_USAGE, EXIT_INPUT = 2, 3
+from offsets_lib.cli import EXIT_INPUT, EXIT_USAGE, fail, main
 
 FETCH_COLUMNS = [
     "GROUP",
@@ -28,11 +25,6 @@ FETCH_COLUMNS = [
     "LAST-COMMIT",
     "EXPIRES-AT",
 ]
-
-
-def _fail(code: int, message: str) -> None:
-    click.echo(f"offsets: {message}", err=True)
-    sys.exit(code)
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -141,7 +133,7 @@ def fetch_command(
     from offsets_lib.fetch import NoRunError, fetch_offsets
 
     if bool(groups) == all_groups:
-        _fail(EXIT_USAGE, "fetch needs --group G[:TOPIC[:P,P..]] ... or --all-groups (not both)")
+        fail(EXIT_USAGE, "fetch needs --group G[:TOPIC[:P,P..]] ... or --all-groups (not both)")
     try:
         results = fetch_offsets(
             output,
@@ -150,9 +142,9 @@ def fetch_command(
             run_id=run_id,
         )
     except NoRunError as exc:
-        _fail(EXIT_INPUT, str(exc))
+        fail(EXIT_INPUT, str(exc))
     except ValueError as exc:
-        _fail(EXIT_USAGE, str(exc))
+        fail(EXIT_USAGE, str(exc))
     if as_json:
         run = results[0] if results else None
         doc = {
@@ -288,7 +280,7 @@ def fence_check_command(**kw: Any) -> None:
     try:
         run = load_run(kw["output"], kw["run_id"])
     except NoRunError as exc:
-        _fail(EXIT_INPUT, str(exc))
+        fail(EXIT_INPUT, str(exc))
     group = load_fencing_group(run, kw["group"])
     if group is not None and group.group_type == "consumer":
         ids = topic_ids_for(run, kw["topic"])

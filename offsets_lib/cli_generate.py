@@ -6,9 +6,7 @@ import sys
 
 import click
 
-from offsets_lib.cli import main
-
-EXIT_USAGE = 2
+from offsets_lib.cli import EXIT_USAGE, main
 
 
 @main.command("generate")

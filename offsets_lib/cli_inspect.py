@@ -7,9 +7,7 @@ import sys
 
 import click
 
-from offsets_lib.cli import main
-
-EXIT_USAGE, EXIT_INPUT = 2, 3
+from offsets_lib.cli import EXIT_INPUT, main
 
 
 def _quiet_broken_pipe() -> None:

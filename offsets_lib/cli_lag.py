@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, datetime
 
 import click
 
-from offsets_lib.cli import main
+from offsets_lib.cli import EXIT_INPUT, EXIT_USAGE, fail, main
 
-EXIT_USAGE, EXIT_INPUT = 2, 3
 HEADER = (
     "GROUP",
     "TOPIC",
@@ -21,11 +19,6 @@ HEADER = (
     "LAST-COMMIT",
     "SECONDS-SINCE-COMMIT",
 )
-
-
-def _fail(code: int, message: str) -> None:
-    click.echo(f"offsets: {message}", err=True)
-    sys.exit(code)
 
 
 @main.command("lag")
@@ -61,9 +54,9 @@ def lag_command(
     try:
         rows = _lag_rows(output, run_id, end_offsets, bootstrap_servers, kafka_options, groups)
     except (InputNotReadable, FileNotFoundError) as exc:
-        _fail(EXIT_INPUT, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        fail(EXIT_INPUT, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     except (SourceConfigError, click.UsageError) as exc:
-        _fail(EXIT_USAGE, str(exc))
+        fail(EXIT_USAGE, str(exc))
     rows.sort(key=lambda r: (r["group_id"], r["topic"], r["partition"]))
     if as_json:
         for r in rows:

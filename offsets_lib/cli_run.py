@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from datetime import UTC, datetime
 
 import click
 
-from offsets_lib.cli import main
+from offsets_lib.cli import EXIT_INPUT, EXIT_LOCKED, EXIT_REJECTS, EXIT_USAGE, fail, main
 from offsets_lib.config import conf_option
 from offsets_lib.rules import Regime
 from offsets_lib.run import (
@@ -18,14 +17,6 @@ from offsets_lib.run import (
     parse_as_of,
     parse_retention,
 )
-
-EXIT_USAGE, EXIT_INPUT, EXIT_REJECTS, EXIT_LOCKED = 2, 3, 4, 5
-
-
-def fail(code: int, message: str) -> None:
-    """One clear line on stderr, then the contract's exit status."""
-    click.echo(f"offsets: {message}", err=True)
-    sys.exit(code)
 
 
 @main.command("run")
