@@ -32,7 +32,7 @@ END_OF_LOG = 2**63 - 1
 HOUR_MS = 3_600_000
 _GROUP_TOMBSTONE_TYPES = (2, 3, 11, 17)
 
-# What the task emits: one row schema for every kind of row (absent columns are null).
+# What the task emits, by kind of row: each kind is one table of these columns.
 OFFSET, GROUP, REJECT, METRIC, STATS = "offset", "group", "reject", "metric", "stats"
 _GROUP_FACTS = [
     ("group_type", pa.string()),
@@ -41,56 +41,69 @@ _GROUP_FACTS = [
     ("generation", pa.int32()),
     ("current_state_timestamp_ms", pa.int64()),
 ]
-RESULT_ARROW = pa.schema(
-    [
-        ("kind", pa.string()),
-        ("log_partition", pa.int32()),
-        ("group_id", pa.string()),
-        # offsets: the surviving record of the key and the facts of its group
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("log_offset", pa.int64()),
-        ("value_version", pa.int16()),
-        ("committed_offset", pa.int64()),
-        ("leader_epoch", pa.int32()),
-        ("metadata", pa.string()),
-        ("commit_timestamp_ms", pa.int64()),
-        ("expire_timestamp_ms", pa.int64()),
-        ("topic_id", pa.string()),
-        ("has_pending_transaction", pa.bool_()),
-        *_GROUP_FACTS,
-        ("has_known_subscriptions", pa.bool_()),
-        ("is_topic_subscribed", pa.bool_()),
-        # groups (with the facts above)
-        ("protocol", pa.string()),
-        ("leader", pa.string()),
-        ("subscribed_topics", pa.list_(pa.string())),
-        ("target_assignment_epoch", pa.int32()),
-        ("member_count", pa.int32()),
-        ("members", pa.list_(state.MEMBER)),
-        ("state_notes", pa.string()),
-        ("offset_count", pa.int32()),
-        ("has_pending_transactions", pa.bool_()),
-        # rejects
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("error", pa.string()),
-        ("log_timestamp_ms", pa.int64()),
-        ("record_type", pa.int16()),
-        # metrics (partial counts per task; summed per hour and partition afterwards)
-        ("hour_ms", pa.int64()),
-        ("offset_commits", pa.int64()),
-        ("offset_tombstones", pa.int64()),
-        ("group_metadata_writes", pa.int64()),
-        ("groups_created", pa.int64()),
-        ("groups_deleted", pa.int64()),
-        # stats (one row per task)
-        ("records_read", pa.int64()),
-        ("records_rejected", pa.int64()),
-        ("orphaned_offsets", pa.int64()),
-        ("max_timestamp_ms", pa.int64()),
-    ]
-)
+_GROUP_KEY = [("log_partition", pa.int32()), ("group_id", pa.string())]
+KIND_ARROW: dict[str, pa.Schema] = {
+    # the surviving record of each live offset key and the facts of its group
+    OFFSET: pa.schema(
+        [
+            *_GROUP_KEY,
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("log_offset", pa.int64()),
+            ("value_version", pa.int16()),
+            ("committed_offset", pa.int64()),
+            ("leader_epoch", pa.int32()),
+            ("metadata", pa.string()),
+            ("commit_timestamp_ms", pa.int64()),
+            ("expire_timestamp_ms", pa.int64()),
+            ("topic_id", pa.string()),
+            ("has_pending_transaction", pa.bool_()),
+            *_GROUP_FACTS,
+            ("has_known_subscriptions", pa.bool_()),
+            ("is_topic_subscribed", pa.bool_()),
+        ]
+    ),
+    # the replayed state of every group (state.GROUP_STATE_ARROW) and its offset counts
+    GROUP: pa.schema(
+        [
+            *state.GROUP_STATE_ARROW,
+            ("offset_count", pa.int32()),
+            ("has_pending_transactions", pa.bool_()),
+        ]
+    ),
+    REJECT: pa.schema(
+        [
+            ("log_partition", pa.int32()),
+            ("log_offset", pa.int64()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("error", pa.string()),
+            ("log_timestamp_ms", pa.int64()),
+            ("record_type", pa.int16()),
+        ]
+    ),
+    # partial counts per task; summed per hour and partition afterwards
+    METRIC: pa.schema(
+        [
+            ("hour_ms", pa.int64()),
+            ("log_partition", pa.int32()),
+            ("offset_commits", pa.int64()),
+            ("offset_tombstones", pa.int64()),
+            ("group_metadata_writes", pa.int64()),
+            ("groups_created", pa.int64()),
+            ("groups_deleted", pa.int64()),
+        ]
+    ),
+    # one row per task
+    STATS: pa.schema(
+        [
+            ("records_read", pa.int64()),
+            ("records_rejected", pa.int64()),
+            ("orphaned_offsets", pa.int64()),
+            ("max_timestamp_ms", pa.int64()),
+        ]
+    ),
+}
 
 
 def _bools(array: pa.Array | pa.ChunkedArray, default: bool = False) -> np.ndarray:
@@ -472,27 +485,10 @@ def _metrics(decoded: pa.Table, values: dict[int, Any], counted: np.ndarray) -> 
     return summed.rename_columns([c.removesuffix("_sum") for c in summed.column_names])
 
 
-def result_batches(tables: dict[str, pa.Table]) -> Iterator[pa.RecordBatch]:
-    """Every kind's rows in RESULT_ARROW (one schema for mapInArrow), with `kind` set."""
-    for kind, table in tables.items():
-        if table.num_rows == 0:
-            continue
-        columns = []
-        for field in RESULT_ARROW:
-            if field.name == "kind":
-                columns.append(pa.array([kind] * table.num_rows, pa.string()))
-            elif field.name in table.column_names:
-                columns.append(table.column(field.name).cast(field.type).combine_chunks())
-            else:
-                columns.append(pa.nulls(table.num_rows, field.type))
-        full = pa.Table.from_arrays(columns, schema=RESULT_ARROW)
-        yield from full.to_batches(max_chunksize=65_536)
-
-
-def audit_task(
+def task_tables(
     batches: Iterator[pa.RecordBatch], *, modern_types_known: bool
-) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: all of the task's records at once -> RESULT_ARROW batches.
+) -> dict[str, pa.Table]:
+    """mapInArrow body's core: all of the task's records at once -> one table per KIND_ARROW.
 
     Python's cycle collector is paused for the task: the decoded values are hundreds of
     thousands of small acyclic dicts and lists, which reference counting frees anyway, and
@@ -506,4 +502,11 @@ def audit_task(
     finally:
         if was_enabled:
             gc.enable()
-    yield from result_batches(tables)
+    return {
+        kind: (
+            tables[kind].select(schema.names).cast(schema)
+            if kind in tables
+            else schema.empty_table()
+        )
+        for kind, schema in KIND_ARROW.items()
+    }

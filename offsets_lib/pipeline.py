@@ -6,9 +6,11 @@ is the shell that reads the source, picks the evaluation time and writes the tab
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any, Protocol
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -290,20 +292,29 @@ def _task_bucket(tasks: int) -> Column:
     )
 
 
-def audit_raw(records: DataFrame, *, regime: Regime, tasks: int) -> DataFrame:
-    """Positioned raw records (decode.POSITIONED_COLUMNS, plus is_history) -> task results.
+class TaskEmitter(Protocol):
+    """What an audit task does with its result tables (staging.Staging writes them as files)."""
+
+    @property
+    def schema(self) -> pa.Schema: ...
+
+    def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]: ...
+
+
+def audit_raw(records: DataFrame, *, regime: Regime, tasks: int, emit: TaskEmitter) -> DataFrame:
+    """Positioned raw records (decode.POSITIONED_COLUMNS, plus is_history) -> `emit`'s rows.
 
     One hash shuffle brings each group's records and its partition's markers together; each
-    task then decodes, compacts, replays and joins its share (partition_audit.audit_task).
-    The result has partition_audit.RESULT_ARROW rows of several kinds; `decide` turns them into
-    the table frames once the evaluation time is known.
+    task then decodes, compacts, replays and joins its share (partition_audit.task_tables) and
+    hands its tables (partition_audit.KIND_ARROW) to `emit`, whose rows come back; `decide`
+    turns the tables into the table frames once the evaluation time is known.
     """
     from offsets_lib import partition_audit
 
     modern_types_known = not regime.is_scala
 
     def run(batches):
-        return partition_audit.audit_task(batches, modern_types_known=modern_types_known)
+        return emit(partition_audit.task_tables(batches, modern_types_known=modern_types_known))
 
     if "is_history" not in records.columns:
         records = records.withColumn("is_history", F.lit(False))
@@ -313,9 +324,7 @@ def audit_raw(records: DataFrame, *, regime: Regime, tasks: int) -> DataFrame:
         .withColumn("is_history", F.col("is_history") | (F.col("_copy") > 0))
         .repartition(tasks, "_task")
     )
-    return shuffled.select(*raw_columns).mapInArrow(
-        run, _spark_schema(partition_audit.RESULT_ARROW)
-    )
+    return shuffled.select(*raw_columns).mapInArrow(run, _spark_schema(emit.schema))
 
 
 @dataclass(frozen=True)
@@ -326,39 +335,30 @@ class RunStats:
     latest_ms: int | None  # newest record timestamp (as_of "latest")
 
 
-def run_stats(result: DataFrame) -> RunStats:
-    """Totals of the per-task stats rows (this is the action that runs the shuffle and audit)."""
-    row = (
-        result.filter(F.col("kind") == "stats")
-        .agg(
-            F.sum("records_read").alias("read"),
-            F.sum("records_rejected").alias("rejected"),
-            F.sum("orphaned_offsets").alias("orphaned"),
-            F.max("max_timestamp_ms").alias("latest_ms"),
-        )
-        .first()
-    )
+def run_stats(stats_rows: Iterable[Mapping[str, Any]]) -> RunStats:
+    """Totals of the tasks' stats rows (kind "stats"; other rows are ignored)."""
+    rows = [r for r in stats_rows if r["kind"] == "stats"]
+    stamps = [r["max_timestamp_ms"] for r in rows if r["max_timestamp_ms"] is not None]
     return RunStats(
-        records_read=int(row["read"] or 0),
-        records_rejected=int(row["rejected"] or 0),
-        orphaned_offsets=int(row["orphaned"] or 0),
-        latest_ms=row["latest_ms"],
+        records_read=sum(r["records_read"] or 0 for r in rows),
+        records_rejected=sum(r["records_rejected"] or 0 for r in rows),
+        orphaned_offsets=sum(r["orphaned_offsets"] or 0 for r in rows),
+        latest_ms=max(stamps) if stamps else None,
     )
 
 
 def decide(
-    result: DataFrame,
+    results: Mapping[str, DataFrame],
     *,
     regime: Regime,
     params: Params,
     orphaned_offsets: int,
 ) -> AuditFrames:
-    """Task results (audit_raw) -> the table frames, with the EXP/ODEL/DEL rules of `regime`."""
-    kind = F.col("kind")
-    offsets = result.filter(kind == "offset")
-    groups = result.filter(kind == "group")
-    # Not cached: recomputing the rules from the cached result is cheaper than building a cache
-    # of the decided rows (measured at 10M records: ~1 s per use against ~9 s to cache).
+    """Task results by kind (partition_audit.KIND_ARROW) -> the table frames, with the
+    EXP/ODEL/DEL rules of `regime`."""
+    offsets, groups = results["offset"], results["group"]
+    # Not cached: recomputing the rules from the staged results is cheaper than building a
+    # cache of the decided rows (measured at 10M records: ~1 s per use against ~9 s to cache).
     decided = with_offset_delete(
         with_expiration(offsets, regime=regime, params=params), regime=regime
     )
@@ -371,7 +371,7 @@ def decide(
         "groups_deleted",
     ]
     metrics = (
-        result.filter(kind == "metric")
+        results["metric"]
         .groupBy("hour_ms", F.col("log_partition").alias("offsets_partition"))
         .agg(*[F.sum(c).alias(c) for c in counts])
         .select(F.timestamp_millis("hour_ms").alias("hour"), "offsets_partition", *counts)
@@ -382,7 +382,7 @@ def decide(
         "groups": _groups_frame(groups),
         "members": _members_frame(groups),
         "group_decisions": _group_decisions_frame(deletion),
-        "rejects": _rejects_frame(result.filter(kind == "reject")),
+        "rejects": _rejects_frame(results["reject"]),
         "metrics": metrics,
     }
     return AuditFrames(frames, orphaned_offsets)

@@ -23,6 +23,7 @@ from offsets_lib import incremental, lag, pipeline, sink
 from offsets_lib.decode import positioned
 from offsets_lib.lock import output_lock
 from offsets_lib.rules import Params, Regime
+from offsets_lib.staging import Staging
 
 log = logging.getLogger(__name__)
 
@@ -195,6 +196,7 @@ def _execute(
     report = RunReport(run_id=options.run_id, status="running")
     stages = _Stages(report, echo)
     persisted = _Persisted()
+    staging: Staging | None = None
     records = positioned(raw).withColumn("is_history", F.lit(False))
     state = increment.state if increment is not None else None
     if state is not None:  # earlier records an incremental run audits again (not counted)
@@ -203,9 +205,13 @@ def _execute(
         persisted.keep(records)  # read once: the state is computed from the same records
     try:
         tasks = _audit_tasks(spark, _expected_records(raw, increment))
-        # One shuffle and the audit of every group in its task; kept for the tables below.
-        result = persisted.keep(pipeline.audit_raw(records, regime=options.regime, tasks=tasks))
-        stats = pipeline.run_stats(result)
+        # One shuffle and the audit of every group in its task; the tasks stage their results
+        # as files and return a manifest (a few rows per task).
+        staging = Staging.fresh(options.output, options.run_id)
+        manifest = pipeline.audit_raw(
+            records, regime=options.regime, tasks=tasks, emit=staging
+        ).collect()
+        stats = pipeline.run_stats(manifest)
         report.records_read = stats.records_read
         report.records_rejected = stats.records_rejected
         report.records_decoded = report.records_read - report.records_rejected
@@ -219,7 +225,7 @@ def _execute(
             as_of_ms = started_ms  # an empty input has no latest record; evaluate now
         report.as_of_ms = int(as_of_ms)
         frames = pipeline.decide(
-            result,
+            staging.read(spark, manifest),
             regime=options.regime,
             params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
             orphaned_offsets=stats.orphaned_offsets,
@@ -263,6 +269,8 @@ def _execute(
     finally:
         _publish(report, options, started_ms)
         persisted.release()
+        if staging is not None:
+            staging.remove()
     return report
 
 

@@ -18,6 +18,7 @@ from offsets_lib.generate import generate_dump
 from offsets_lib.rules import Params, Regime
 from offsets_lib.sources.parquet import read_parquet_dump
 from offsets_lib.spark_hash import bucket_labels, murmur3_int
+from offsets_lib.staging import Staging
 
 pytestmark = pytest.mark.spark
 
@@ -41,14 +42,19 @@ def _tables(frames: pipeline.AuditFrames, as_of_ms: int) -> dict:
 @pytest.mark.parametrize(
     ("regime", "tasks"), [(Regime.NEW, 1), *[(regime, 3) for regime in Regime]]
 )
-def test_fast_path_equals_reference(raw, regime: Regime, tasks: int) -> None:
+def test_fast_path_equals_reference(spark, raw, tmp_path, regime: Regime, tasks: int) -> None:
     as_of_ms = raw.agg(F.max(F.unix_millis("timestamp"))).first()[0]
     params = Params(retention_ms=7 * DAY_MS, as_of_ms=as_of_ms)
     reference = pipeline.audit(decode_records(raw), regime=regime, params=params)
-    result = pipeline.audit_raw(positioned(raw), regime=regime, tasks=tasks).cache()
-    stats = pipeline.run_stats(result)
+    staging = Staging(str(tmp_path / "staging"))
+    manifest = pipeline.audit_raw(positioned(raw), regime=regime, tasks=tasks, emit=staging)
+    manifest = manifest.collect()
+    stats = pipeline.run_stats(manifest)
     fast = pipeline.decide(
-        result, regime=regime, params=params, orphaned_offsets=stats.orphaned_offsets
+        staging.read(spark, manifest),
+        regime=regime,
+        params=params,
+        orphaned_offsets=stats.orphaned_offsets,
     )
     assert stats.records_read == raw.count()
     assert stats.latest_ms == as_of_ms
@@ -57,7 +63,8 @@ def test_fast_path_equals_reference(raw, regime: Regime, tasks: int) -> None:
     assert stats.records_rejected == expected["rejects"].count() > 0
     for name, frame in expected.items():
         assert_df_equality(actual[name], frame, ignore_row_order=True, ignore_nullable=True), name
-    result.unpersist()
+    staging.remove()
+    assert not (tmp_path / "staging").exists()
 
 
 def test_murmur3_matches_spark_hash(spark) -> None:
