@@ -42,17 +42,17 @@ def lag_frame(offsets: DataFrame, end_offsets: DataFrame | None, *, as_of_ms: in
 
     ``lag = max(log_end_offset - committed_offset, 0)``; null when the log-end offset is unknown
     (no end offsets given, or the partition is missing from them). ``seconds_since_commit`` is
-    ``as_of - commit_timestamp``.
+    ``as_of - commit_timestamp``. A partition listed several times (e.g. snapshots appended to
+    one file) counts once, with its largest end: log-end offsets only grow.
     """
     base = offsets.select("group_id", "topic", "partition", "committed_offset", "commit_timestamp")
     if end_offsets is None:
         joined = base.withColumn("log_end_offset", F.lit(None).cast("long"))
     else:
-        ends = end_offsets.select(
-            F.col("topic").cast("string"),
-            F.col("partition").cast("int"),
-            F.col("log_end_offset").cast("long"),
-        )
+        ends = end_offsets.groupBy(
+            F.col("topic").cast("string").alias("topic"),
+            F.col("partition").cast("int").alias("partition"),
+        ).agg(F.max(F.col("log_end_offset").cast("long")).alias("log_end_offset"))
         joined = base.join(ends, ["topic", "partition"], "left")
     as_of_s = F.lit(as_of_ms / 1000.0)
     return joined.select(

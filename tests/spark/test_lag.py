@@ -35,7 +35,8 @@ def test_lag_frame_joins_clamps_and_measures_time(spark):
         "commit_timestamp timestamp",
     )
     ends = spark.createDataFrame(
-        [("t", 0, 25), ("t", 1, 40), ("other", 0, 9)], lag.END_OFFSETS_SCHEMA
+        [("t", 0, 25), ("t", 1, 40), ("other", 0, 9), ("t", 0, 20)],  # t-0 twice: the max
+        lag.END_OFFSETS_SCHEMA,
     )
     rows = sorted(
         lag.lag_frame(offsets, ends, as_of_ms=11_500).collect(),
@@ -71,15 +72,19 @@ def test_run_writes_lag_table_and_offsets_lag_prints_it(spark, tmp_path):
     for r in committed:
         key = (r["topic"], r["partition"])
         ends[key] = max(ends.get(key, 0), r["committed_offset"] + 7)
+    (first_topic, first_partition), first_end = min(ends.items())
     csv.write_text(
         "topic,partition,log_end_offset\n"
         + "".join(f"{t},{p},{o}\n" for (t, p), o in sorted(ends.items()))
+        + f"{first_topic},{first_partition},{first_end - 5}\n"  # an older snapshot, repeated
     )
     second = runner.invoke(
         main, [*base, "--run-id", "ends", "--end-offsets", str(csv)], catch_exceptions=False
     )
     assert second.exit_code == 0, second.output
     rows = sink.read_table(out, "lag", run_id="ends").to_pylist()
+    assert len(rows) == len(committed)  # the repeated partition duplicates nothing
+    assert sink.read_table(out, "offsets", run_id="ends").num_rows == len(committed)
     as_of_s = spec["config"]["evaluated_at_ms"] / 1000
     for r in rows:
         assert r["log_end_offset"] == ends[(r["topic"], r["partition"])]
