@@ -25,7 +25,8 @@ _HEX = np.array([f"{i:02x}".encode() for i in range(256)], dtype="S2")
 
 @dataclass
 class FastResult:
-    """Columns for every row of the batch (null where not handled) and the handled mask."""
+    """The handled mask over the batch's rows, and columns for the handled rows only (in row
+    order): merging them with the codec's rows then needs no null-filled full-length columns."""
 
     handled: np.ndarray
     columns: dict[str, pa.Array]
@@ -194,42 +195,47 @@ def _int_column(values: np.ndarray, mask: np.ndarray, arrow_type: pa.DataType) -
 def decode_offset_commits(batch: pa.RecordBatch) -> FastResult:
     """Decode every offset-commit row of the batch that the fast path accepts."""
     n = batch.num_rows
-    handled = np.zeros(n, dtype=bool)
     if n == 0:
-        return FastResult(handled, _empty_columns(0))
+        return FastResult(np.zeros(0, dtype=bool), _empty_columns(0))
     control = batch.column("is_control")
     is_control = np.asarray(control.fill_null(False)) if control.null_count else np.asarray(control)
     key_ok, key = _decode_keys(batch.column("key"))
     value_ok, tombstone, value = _decode_values(batch.column("value"))
     handled = key_ok & value_ok & ~is_control
-    has_value = handled & ~tombstone
+    rows = np.flatnonzero(handled)
+    m = len(rows)
+    every = np.ones(m, dtype=bool)
+    has_value = ~tombstone[rows]
     try:
-        group = _strings(key["data"], *key["group"], handled)
-        topic = _strings(key["data"], *key["topic"], handled)
-        metadata = _strings(value["data"], *value["metadata"], has_value)
+        group = _strings(key["data"], key["group"][0][rows], key["group"][1][rows], every)
+        topic = _strings(key["data"], key["topic"][0][rows], key["topic"][1][rows], every)
+        metadata = _strings(
+            value["data"], value["metadata"][0][rows], value["metadata"][1][rows], has_value
+        )
     except (pa.ArrowInvalid, ValueError):
         # invalid UTF-8 (or an unusual buffer layout) somewhere: let the codec decide per row
-        return FastResult(np.zeros(n, dtype=bool), _empty_columns(n))
-    epoch = value["leader_epoch"]
-    expire = value["expire_ts"]
-    with_topic_id = has_value & value["has_topic_id"]
-    columns = _empty_columns(n)
+        return FastResult(np.zeros(n, dtype=bool), _empty_columns(0))
+    record_type = key["record_type"][rows]
+    epoch = value["leader_epoch"][rows]
+    expire = value["expire_ts"][rows]
+    with_topic_id = has_value & value["has_topic_id"][rows]
+    columns = _empty_columns(m)
     columns.update(
-        record_type=_int_column(key["record_type"], handled, pa.int16()),
-        record_name=pa.array(np.where(handled, _record_names(key["record_type"]), None)),
+        record_type=pa.array(record_type, type=pa.int16()),
+        record_name=pa.array(_record_names(record_type)),
         group_id=group,
         topic=topic,
-        partition=_int_column(key["partition"], handled, pa.int32()),
-        is_tombstone=pa.array(tombstone, mask=~handled),
-        value_version=_int_column(value["version"], has_value, pa.int16()),
-        layout=pa.array(np.where(handled, "current", None), type=pa.string()),
-        trailing_bytes=_int_column(np.zeros(n, np.int64), handled, pa.int32()),
-        committed_offset=_int_column(value["offset"], has_value, pa.int64()),
+        partition=pa.array(key["partition"][rows], type=pa.int32()),
+        is_tombstone=pa.array(~has_value),
+        value_version=_int_column(value["version"][rows], has_value, pa.int16()),
+        layout=pa.array(np.full(m, "current"), type=pa.string()),
+        trailing_bytes=pa.array(np.zeros(m, np.int32)),
+        committed_offset=_int_column(value["offset"][rows], has_value, pa.int64()),
         leader_epoch=_int_column(epoch, has_value & (epoch >= 0), pa.int32()),
         metadata=metadata,
-        commit_timestamp_ms=_int_column(value["commit_ts"], has_value, pa.int64()),
+        commit_timestamp_ms=_int_column(value["commit_ts"][rows], has_value, pa.int64()),
         expire_timestamp_ms=_int_column(expire, has_value & (expire >= 0), pa.int64()),
-        topic_id=_uuid_strings(value["data"], value["topic_id_pos"], with_topic_id),
+        topic_id=_uuid_strings(value["data"], value["topic_id_pos"][rows], with_topic_id),
     )
     return FastResult(handled, columns)
 
@@ -245,19 +251,21 @@ def _empty_columns(n: int) -> dict[str, pa.Array]:
 
 
 def merge(
-    fast: FastResult, slow_rows: list[int], slow: dict[str, list[Any]], n: int
+    fast: FastResult, slow_rows: np.ndarray, slow: dict[str, pa.Array], n: int
 ) -> dict[str, pa.Array]:
-    """Combine fast-path columns with the generic decoder's values for the remaining rows."""
+    """Full-length columns in row order: the fast path's rows and the codec's `slow_rows`."""
     from offsets_lib.schemas import DECODED_ARROW
 
-    index = np.arange(n, dtype=np.int64)
-    index[slow_rows] = n + np.arange(len(slow_rows), dtype=np.int64)
+    index = np.empty(n, dtype=np.int64)
+    handled = np.flatnonzero(fast.handled)
+    index[handled] = np.arange(len(handled), dtype=np.int64)
+    index[slow_rows] = len(handled) + np.arange(len(slow_rows), dtype=np.int64)
     take = pa.array(index)
     merged = {}
     for field in DECODED_ARROW:
         if field.name not in slow:
             continue
         fast_part = fast.columns[field.name].cast(field.type)
-        slow_part = pa.array(slow[field.name], type=field.type)
+        slow_part = slow[field.name].cast(field.type)
         merged[field.name] = pa.concat_arrays([fast_part, slow_part]).take(take)
     return merged

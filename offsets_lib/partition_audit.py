@@ -170,11 +170,11 @@ def audit_records(
     """
     if not batches:
         return {}
-    decoded, values = decode_batches_with_values(batches)
+    decoded, values, source = decode_batches_with_values(batches)  # rows reordered: source
     history = pa.chunked_array(
         [b.column("is_history") for b in batches], type=pa.bool_()
     ).combine_chunks()
-    is_history = _bools(history)
+    is_history = _bools(history)[source]
     ok = ~_bools(pc.is_valid(decoded.column("error")))
     is_control = _bools(decoded.column("is_control"))
     record_type = _ints(decoded.column("record_type"), -1)
