@@ -74,13 +74,15 @@ def latest_per_key(table: pa.Table) -> pa.Table:
     order = np.lexsort((log_offset, codes))
     sorted_codes = codes[order]
     starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) if n else order
-    status = table.column("txn_status").to_numpy(zero_copy_only=False)[order]
+    status = table.column("txn_status")
+    counting = np.asarray(pc.is_in(status, value_set=pa.array(COUNTING)), dtype=bool)[order]
+    pending = np.asarray(pc.fill_null(pc.equal(status, "pending"), False), dtype=bool)[order]
     tombstone = np.asarray(table.column("is_tombstone"), dtype=bool)[order]
     offsets = log_offset[order]
     position = np.arange(n)
-    newest = _reduce_max(np.where(np.isin(status, COUNTING), position, -1), starts)
+    newest = _reduce_max(np.where(counting, position, -1), starts)
     last_tombstone = _reduce_max(np.where(tombstone, offsets, -1), starts)
-    last_pending = _reduce_max(np.where(status == "pending", offsets, -1), starts)
+    last_pending = _reduce_max(np.where(pending, offsets, -1), starts)
     last_value = _reduce_max(np.where(~tombstone, offsets, -1), starts)
     has_newest = newest >= 0
     newest_rows = pa.array(order[np.where(has_newest, newest, 0)])

@@ -114,42 +114,44 @@ def _ints(array: pa.Array | pa.ChunkedArray, fill: int) -> np.ndarray:
     return np.asarray(pc.fill_null(array, fill), dtype=np.int64)
 
 
+_STATUS_NAMES = pa.array([NOT_TRANSACTIONAL, COMMITTED, ABORTED, PENDING], pa.string())
+
+
 def transaction_status(
     log_partition: np.ndarray,
     producer_id: np.ndarray,
     log_offset: np.ndarray,
     is_transactional: np.ndarray,
     marker: np.ndarray,
-) -> np.ndarray:
-    """TXN-1..TXN-3, TXN-5 for every row: none, committed, aborted or pending.
+) -> pa.Array:
+    """TXN-1..TXN-3, TXN-5 for every row: none, committed, aborted or pending (strings).
 
     `marker` is 1 for a COMMIT marker, 2 for ABORT, 0 otherwise. A transactional record's outcome
     is the first marker of the same producer after it in the same offsets-topic partition.
     """
     n = len(log_offset)
-    status = np.full(n, NOT_TRANSACTIONAL, dtype=object)
-    involved = np.flatnonzero(is_transactional | (marker > 0))
-    if not is_transactional.any():
-        return status
-    order = involved[
-        np.lexsort((log_offset[involved], producer_id[involved], log_partition[involved]))
-    ]
-    m = len(order)
-    is_marker = marker[order] > 0
-    at_or_after = np.where(is_marker, np.arange(m), m)
-    next_marker = np.minimum.accumulate(at_or_after[::-1])[::-1]
-    found = next_marker < m
-    nxt = np.minimum(next_marker, m - 1)
-    same = (
-        found
-        & (log_partition[order][nxt] == log_partition[order])
-        & (producer_id[order][nxt] == producer_id[order])
-    )
-    outcome = np.where(same, marker[order][nxt], 0)
-    txn_rows = is_transactional[order]
-    resolved = np.select([outcome == 1, outcome == 2], [COMMITTED, ABORTED], PENDING)
-    status[order[txn_rows]] = resolved[txn_rows]
-    return status
+    status = np.zeros(n, dtype=np.int8)  # indexes into _STATUS_NAMES
+    if is_transactional.any():
+        involved = np.flatnonzero(is_transactional | (marker > 0))
+        order = involved[
+            np.lexsort((log_offset[involved], producer_id[involved], log_partition[involved]))
+        ]
+        m = len(order)
+        is_marker = marker[order] > 0
+        at_or_after = np.where(is_marker, np.arange(m), m)
+        next_marker = np.minimum.accumulate(at_or_after[::-1])[::-1]
+        found = next_marker < m
+        nxt = np.minimum(next_marker, m - 1)
+        same = (
+            found
+            & (log_partition[order][nxt] == log_partition[order])
+            & (producer_id[order][nxt] == producer_id[order])
+        )
+        outcome = np.where(same, marker[order][nxt], 0)
+        txn_rows = is_transactional[order]
+        resolved = np.select([outcome == 1, outcome == 2], [1, 2], 3).astype(np.int8)
+        status[order[txn_rows]] = resolved[txn_rows]
+    return _STATUS_NAMES.take(pa.array(status))
 
 
 def _group_codes(partition: pa.Array, group: pa.Array) -> np.ndarray:
@@ -237,7 +239,7 @@ def _offset_keys(
     commits = (
         decoded.select([*dedupe.KEY_COLUMNS, *dedupe.RECORD_COLUMNS])
         .take(pa.array(rows))
-        .append_column("txn_status", pa.array(status[rows], pa.string()))
+        .append_column("txn_status", status.take(pa.array(rows)))
     )
     return dedupe.latest_per_key(commits)
 
