@@ -276,10 +276,19 @@ def _execute(
 
 def _summarise(report: RunReport, frames: dict[str, DataFrame], orphaned: DataFrame | int) -> None:
     """Small aggregates for the summary line (a handful of rows reach the driver)."""
-    by_state = frames["groups"].groupBy("group_type", "state").count().collect()
+    # one row per group with its type, state and verdict (persisted: it is written next)
+    by_state = (
+        frames["group_decisions"]
+        .groupBy("group_type", "state")
+        .agg(
+            F.count(F.lit(1)).alias("count"), F.count(F.when(F.col("deleted"), 1)).alias("deleted")
+        )
+        .collect()
+    )
     report.groups_by_type_state = {
         f"{r['group_type']}/{r['state']}": int(r["count"]) for r in by_state
     }
+    report.groups_deleted = sum(int(r["deleted"]) for r in by_state)
     horizon = report.as_of_ms + DAY_MS
     decisions = (
         frames["offset_decisions"]
@@ -295,7 +304,6 @@ def _summarise(report: RunReport, frames: dict[str, DataFrame], orphaned: DataFr
     report.offsets_total = int(decisions["total"])
     report.offsets_expired = int(decisions["expired"])
     report.offsets_expiring_24h = int(decisions["soon"])
-    report.groups_deleted = frames["group_decisions"].filter(F.col("deleted")).count()
     report.orphaned_offsets = orphaned if isinstance(orphaned, int) else orphaned.count()
 
 
