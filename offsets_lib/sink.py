@@ -5,12 +5,14 @@ No Delta JVM classes are needed (see shared/notes/feasibility.md section 2). For
 1. driver: the DataFrame's columns and types must equal the :class:`~offsets_lib.tables.TableSpec`
    (extra columns are dropped, a missing column or another type fails), and an existing table's
    schema must equal the spec too; delta-rs itself does not check schemas on commit;
-2. executors: ``df.select(spec columns).mapInArrow(writer)`` writes Parquet files straight into
-   ``<output>/<table>/run_id=<quoted run_id>/`` (partition column dropped from the file, ~256k-row
-   row groups) and returns one tiny row per file (path, size, stats...);
-3. driver: collects only those file rows and commits ONE transaction: a new table is created with
-   the files; an existing one gets an ``overwrite`` restricted to ``run_id = <run_id>``, so a rerun
-   replaces that run's rows and adds none, and other runs stay untouched.
+2. executors: Spark's own Parquet writer appends the spec's columns (partition column dropped,
+   timestamps as INT64 micros) to ``<output>/<table>/run_id=<quoted run_id>/``; a row of another
+   run or a null in a non-nullable column fails the write (``raise_error``), before any commit;
+3. driver: reads the footers of the files that write added (Delta stats: numRecords, min/max,
+   null counts) and commits ONE transaction: a new table is created with the files; an existing
+   one gets an ``overwrite`` restricted to ``run_id = <run_id>``, so a rerun replaces that run's
+   rows and adds none, and other runs stay untouched. (``write_rows``, for a few driver-side
+   rows, writes its file with pyarrow.)
 
 Column comments travel as Arrow field metadata ``{"comment": ...}`` into the Delta schema (they
 round-trip through delta-rs 1.6); the table comment (row grain) is the Delta table description.
@@ -33,7 +35,8 @@ are never referenced by the log; ``DeltaTable.vacuum`` removes them.
 ``DeltaSparkSessionExtension``; ``delta_spark_available(spark)`` tells whether it can run.
 
 Limits: the output must be a path both the driver and the executors can reach (local, or any
-URI ``pyarrow.fs.FileSystem.from_uri`` and delta-rs both understand; only local is tested).
+URI that Spark's Hadoop file systems, ``pyarrow.fs.FileSystem.from_uri`` and delta-rs all
+understand; only local is tested).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -55,6 +59,7 @@ import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema
 from deltalake.transaction import AddAction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from offsets_lib.tables import RUN_ID, TableSpec, table_spec
@@ -84,10 +89,6 @@ ROW_GROUP_ROWS = 262_144
 MAX_ROWS_PER_FILE = 8 * ROW_GROUP_ROWS
 MAX_STATS_STRING = 32  # longer strings get no min/max (a truncated max would be wrong)
 DELTA_EXTENSION = "DeltaSparkSessionExtension"
-FILE_ROW_SCHEMA = (
-    "path string, size long, partition_values string, modification_time long, "
-    "num_records long, stats string"
-)
 
 
 class SchemaMismatchError(ValueError):
@@ -492,7 +493,8 @@ def write_run_tables(
             check_table_schema(dt, specs[name])
     # The tables' Spark jobs run concurrently (small ones fill the cores while big ones finish);
     # nothing is committed before every file of every table is written.
-    with ThreadPoolExecutor(max_workers=WRITE_JOBS) as pool:
+    spark = next(iter(frames.values())).sparkSession if frames else None
+    with _micros_timestamps(spark), ThreadPoolExecutor(max_workers=WRITE_JOBS) as pool:
         futures = {
             name: pool.submit(write_files, df, specs[name], output=output, run_id=run_id)
             for name, df in frames.items()
@@ -525,13 +527,71 @@ def publish_run(runs_row: Mapping[str, Any], *, output: str) -> int:
 
 
 def write_files(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> list[AddAction]:
-    """Executors write the frame's Parquet files into the table's run_id partition (no commit).
+    """Spark's own Parquet writer writes the frame into the table's run_id partition folder
+    (no commit); the driver then reads the new files' footers for the Delta stats.
 
-    Only the tiny per-file rows (path, size, stats) reach the driver.
+    No row goes through Python: at 10M records this wrote the three largest tables in 2.8-3.7 s
+    against 4.8-5.0 s for Arrow batches written by Python workers. A row with another run_id,
+    or a null in a non-nullable column, fails the write (before anything is committed).
     """
-    writer = _make_task_writer(table_uri(output, spec.name), spec, run_id)
-    rows = df.select(*spec.columns).mapInArrow(writer, FILE_ROW_SCHEMA).collect()
-    return _file_actions(row.asDict() for row in rows)
+    folder = f"{table_uri(output, spec.name)}/{_partition_dir(run_id)}"
+    fs, root = pafs.FileSystem.from_uri(folder)
+    before = _data_files(fs, root)
+    _checked(df, spec, run_id).write.mode("append").option(
+        "maxRecordsPerFile", MAX_ROWS_PER_FILE
+    ).parquet(folder)
+    schema = _file_schema(spec)
+    actions = []
+    after = _data_files(fs, root)
+    for name in sorted(after.keys() - before.keys()):
+        info = after[name]
+        actions.append(
+            AddAction(
+                path=f"{_partition_dir(run_id)}/{info.base_name}",
+                size=info.size,
+                partition_values={RUN_ID: run_id},
+                modification_time=info.mtime_ns // 1_000_000,
+                data_change=True,
+                stats=_file_stats(pq.read_metadata(info.path, filesystem=fs), schema),
+            )
+        )
+    return actions
+
+
+def _data_files(fs: pafs.FileSystem, root: str) -> dict[str, pafs.FileInfo]:
+    """The Parquet files directly in a partition folder (not Spark's _SUCCESS or _temporary)."""
+    if fs.get_file_info(root).type == pafs.FileType.NotFound:
+        return {}
+    found = fs.get_file_info(pafs.FileSelector(root, recursive=False))
+    return {
+        i.base_name: i
+        for i in found
+        if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
+    }
+
+
+def _checked(df: DataFrame, spec: TableSpec, run_id: str) -> DataFrame:
+    """The table's file columns (no run_id), failing on rows of another run or nulls in
+    non-nullable columns (Spark raises while writing; nothing is committed)."""
+    fields = [f for f in spec.schema.fields if f.name != RUN_ID]
+    wrong_run = F.col(RUN_ID).isNull() | (F.col(RUN_ID) != F.lit(run_id))
+    wrong_run_error = F.raise_error(
+        F.concat(
+            F.lit("rows with run_id ['"),
+            F.coalesce(F.col(RUN_ID), F.lit("None")),
+            F.lit(f"'] in a write for run_id {run_id!r}"),
+        )
+    )
+    columns = []
+    for i, f in enumerate(fields):
+        column = F.col(f.name)
+        if not f.nullable:
+            error = F.raise_error(F.lit(f"null values in non-nullable columns [{f.name!r}]"))
+            column = F.when(column.isNull(), error).otherwise(column)
+        if i == 0:
+            column = F.when(wrong_run, wrong_run_error).otherwise(column)
+        columns.append(column.cast(f.dataType).alias(f.name))
+    return df.select(*columns)
 
 
 def commit_files(spec: TableSpec, actions: list[AddAction], *, output: str, run_id: str) -> int:
@@ -541,8 +601,30 @@ def commit_files(spec: TableSpec, actions: list[AddAction], *, output: str, run_
 
 def write_frame(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> int:
     """Write and commit one frame into any table declared by a TableSpec (e.g. internal ones)."""
-    return commit_files(spec, write_files(df, spec, output=output, run_id=run_id), output=output,
-                        run_id=run_id)  # fmt: skip
+    with _micros_timestamps(df.sparkSession):
+        actions = write_files(df, spec, output=output, run_id=run_id)
+    return commit_files(spec, actions, output=output, run_id=run_id)
+
+
+_TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
+
+
+@contextmanager
+def _micros_timestamps(spark: SparkSession | None) -> Iterator[None]:
+    """Spark writes timestamps as INT64 micros while the tables are written (its INT96 default
+    has no Parquet statistics, so the Delta stats would lack them); the setting is restored."""
+    if spark is None:
+        yield
+        return
+    previous = spark.conf.get(_TIMESTAMP_TYPE, None)
+    spark.conf.set(_TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(_TIMESTAMP_TYPE)
+        else:
+            spark.conf.set(_TIMESTAMP_TYPE, previous)
 
 
 def write_rows(rows: list[Mapping[str, Any]], spec: TableSpec, *, output: str, run_id: str) -> int:
