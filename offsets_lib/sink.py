@@ -47,7 +47,7 @@ import math
 import os
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -85,8 +85,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-ROW_GROUP_ROWS = 262_144
-MAX_ROWS_PER_FILE = 8 * ROW_GROUP_ROWS
+MAX_ROWS_PER_FILE = 2_097_152  # larger table writes split into several files
 MAX_STATS_STRING = 32  # longer strings get no min/max (a truncated max would be wrong)
 DELTA_EXTENSION = "DeltaSparkSessionExtension"
 
@@ -281,71 +280,6 @@ def _file_stats(md: pq.FileMetaData, schema: pa.Schema) -> str:
     return json.dumps(stats, separators=(",", ":"))
 
 
-class _PartitionFileWriter:
-    """Writes one run partition's batches into Parquet files under the table folder."""
-
-    def __init__(self, uri: str, run_id: str, schema: pa.Schema, task: int) -> None:
-        self.fs, self.root = pafs.FileSystem.from_uri(uri)
-        self.run_id, self.schema, self.task = run_id, schema, task
-        self.dir = _partition_dir(run_id)
-        self.fs.create_dir(f"{self.root}/{self.dir}", recursive=True)
-        self.buffer: list[pa.RecordBatch] = []
-        self.buffered = 0
-        self.writer: pq.ParquetWriter | None = None
-        self.rel = ""
-        self.rows_in_file = 0
-        self.collector: list[pq.FileMetaData] = []
-        self.files: list[dict[str, Any]] = []
-
-    def add(self, batch: pa.RecordBatch) -> None:
-        self.buffer.append(batch)
-        self.buffered += batch.num_rows
-        if self.buffered >= ROW_GROUP_ROWS:
-            self._flush()
-
-    def _flush(self) -> None:
-        if not self.buffered:
-            return
-        if self.writer is None:
-            self.rel = f"{self.dir}/part-{self.task:05d}-{uuid.uuid4()}-c000.snappy.parquet"
-            self.writer = pq.ParquetWriter(
-                f"{self.root}/{self.rel}",
-                self.schema,
-                filesystem=self.fs,
-                compression="snappy",
-                metadata_collector=self.collector,
-            )
-        table = pa.Table.from_batches(self.buffer, schema=self.schema)
-        self.writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
-        self.rows_in_file += self.buffered
-        self.buffer, self.buffered = [], 0
-        if self.rows_in_file >= MAX_ROWS_PER_FILE:
-            self._close_file()
-
-    def _close_file(self) -> None:
-        if self.writer is None:
-            return
-        self.writer.close()
-        md = self.collector.pop()
-        info = self.fs.get_file_info(f"{self.root}/{self.rel}")
-        self.files.append(
-            {
-                "path": self.rel,
-                "size": info.size,
-                "partition_values": json.dumps({RUN_ID: self.run_id}),
-                "modification_time": info.mtime_ns // 1_000_000,
-                "num_records": md.num_rows,
-                "stats": _file_stats(md, self.schema),
-            }
-        )
-        self.writer, self.rows_in_file = None, 0
-
-    def finish(self) -> list[dict[str, Any]]:
-        self._flush()
-        self._close_file()
-        return self.files
-
-
 def _prepare_batch(
     batch: pa.RecordBatch, *, run_id: str, not_null: list[str], schema: pa.Schema
 ) -> pa.RecordBatch:
@@ -360,54 +294,7 @@ def _prepare_batch(
     return batch.select(schema.names).cast(schema)
 
 
-def _make_task_writer(
-    uri: str, spec: TableSpec, run_id: str
-) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    schema = _file_schema(spec)
-    not_null = [f.name for f in spec.schema.fields if not f.nullable and f.name != RUN_ID]
-    row_schema = pa.schema(
-        [
-            ("path", pa.string()),
-            ("size", pa.int64()),
-            ("partition_values", pa.string()),
-            ("modification_time", pa.int64()),
-            ("num_records", pa.int64()),
-            ("stats", pa.string()),
-        ]
-    )
-
-    def write(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        task = ctx.partitionId() if ctx is not None else 0
-        writer: _PartitionFileWriter | None = None
-        for batch in batches:
-            if batch.num_rows == 0:
-                continue
-            writer = writer or _PartitionFileWriter(uri, run_id, schema, task)
-            writer.add(_prepare_batch(batch, run_id=run_id, not_null=not_null, schema=schema))
-        files = writer.finish() if writer else []
-        yield pa.RecordBatch.from_pylist(files, schema=row_schema)
-
-    return write
-
-
 # ---- driver side -----------------------------------------------------------------------------
-
-
-def _file_actions(rows: Iterable[Mapping[str, Any]]) -> list[AddAction]:
-    return [
-        AddAction(
-            path=r["path"],
-            size=r["size"],
-            partition_values=json.loads(r["partition_values"]),
-            modification_time=r["modification_time"],
-            data_change=True,
-            stats=r["stats"],
-        )
-        for r in rows
-    ]
 
 
 def _commit(spec: TableSpec, uri: str, actions: list[AddAction], *, run_id: str) -> int:
@@ -534,20 +421,31 @@ def write_files(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> 
     against 4.8-5.0 s for Arrow batches written by Python workers. A row with another run_id,
     or a null in a non-nullable column, fails the write (before anything is committed).
     """
-    folder = f"{table_uri(output, spec.name)}/{_partition_dir(run_id)}"
-    fs, root = pafs.FileSystem.from_uri(folder)
+    fs, root = _partition_folder(output, spec, run_id)
     before = _data_files(fs, root)
     _checked(df, spec, run_id).write.mode("append").option(
         "maxRecordsPerFile", MAX_ROWS_PER_FILE
-    ).parquet(folder)
+    ).parquet(f"{table_uri(output, spec.name)}/{_partition_dir(run_id)}")
+    return _add_actions(
+        fs, root, sorted(_data_files(fs, root).keys() - before.keys()), spec, run_id
+    )
+
+
+def _partition_folder(output: str, spec: TableSpec, run_id: str) -> tuple[pafs.FileSystem, str]:
+    return pafs.FileSystem.from_uri(f"{table_uri(output, spec.name)}/{_partition_dir(run_id)}")
+
+
+def _add_actions(
+    fs: pafs.FileSystem, root: str, names: list[str], spec: TableSpec, run_id: str
+) -> list[AddAction]:
+    """Delta add actions for new files of the run's partition folder, stats from their footers."""
     schema = _file_schema(spec)
     actions = []
-    after = _data_files(fs, root)
-    for name in sorted(after.keys() - before.keys()):
-        info = after[name]
+    for name in names:
+        info = fs.get_file_info(f"{root}/{name}")
         actions.append(
             AddAction(
-                path=f"{_partition_dir(run_id)}/{info.base_name}",
+                path=f"{_partition_dir(run_id)}/{name}",
                 size=info.size,
                 partition_values={RUN_ID: run_id},
                 modification_time=info.mtime_ns // 1_000_000,
@@ -628,11 +526,21 @@ def _micros_timestamps(spark: SparkSession | None) -> Iterator[None]:
 
 
 def write_rows(rows: list[Mapping[str, Any]], spec: TableSpec, *, output: str, run_id: str) -> int:
-    """Write and commit a few driver-side rows (same file writer, run on the driver)."""
+    """Write and commit a few driver-side rows (one Parquet file, written with pyarrow)."""
     table_rows = [{c: row.get(c) for c in spec.columns} for row in rows]
     batch = pa.RecordBatch.from_pylist(table_rows, schema=arrow_schema(spec, with_comments=False))
-    files = next(_make_task_writer(table_uri(output, spec.name), spec, run_id)([batch]))
-    return commit_files(spec, _file_actions(files.to_pylist()), output=output, run_id=run_id)
+    schema = _file_schema(spec)
+    not_null = [f.name for f in spec.schema.fields if not f.nullable and f.name != RUN_ID]
+    checked = _prepare_batch(batch, run_id=run_id, not_null=not_null, schema=schema)
+    fs, root = _partition_folder(output, spec, run_id)
+    names = []
+    if checked.num_rows:
+        fs.create_dir(root, recursive=True)
+        names.append(f"part-00000-{uuid.uuid4()}-c000.snappy.parquet")
+        table = pa.Table.from_batches([checked])
+        pq.write_table(table, f"{root}/{names[0]}", filesystem=fs, compression="snappy")
+    actions = _add_actions(fs, root, names, spec, run_id)
+    return commit_files(spec, actions, output=output, run_id=run_id)
 
 
 def read_table(
