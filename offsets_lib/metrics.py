@@ -27,21 +27,20 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-__all__ = ["GROUP_TOMBSTONE_TYPES", "metrics_frame"]
+__all__ = ["GROUP_TOMBSTONE_TYPES", "HOUR_MS", "METRIC_COUNTS", "metrics_frame"]
 
 HOUR_MS = 3_600_000
 OFFSET_COMMIT_TYPES = (0, 1)
 GROUP_METADATA_TYPE = 2
 GROUP_TOMBSTONE_TYPES = (2, 3, 11, 17)  # GroupMetadata and the modern groups' metadata records
-METRIC_COLUMNS = (
-    "hour",
-    "offsets_partition",
+METRIC_COUNTS = (
     "offset_commits",
     "offset_tombstones",
     "group_metadata_writes",
     "groups_created",
     "groups_deleted",
 )
+METRIC_COLUMNS = ("hour", "offsets_partition", *METRIC_COUNTS)
 
 
 def _hour() -> Column:

@@ -24,13 +24,12 @@ import pyarrow.compute as pc
 from offsets_lib import dedupe, state
 from offsets_lib.batch_decode import decode_batches_with_values
 from offsets_lib.compact import ABORTED, COMMITTED, NOT_TRANSACTIONAL, PENDING
-from offsets_lib.schemas import POSITIONED_ARROW
+from offsets_lib.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COUNTS
+from offsets_lib.schemas import DECODED_ARROW, POSITIONED_ARROW
 
 # stored state of an incremental run (is_history) is audited, not counted
 RAW_ARROW = POSITIONED_ARROW.append(pa.field("is_history", pa.bool_()))
 END_OF_LOG = 2**63 - 1
-HOUR_MS = 3_600_000
-_GROUP_TOMBSTONE_TYPES = (2, 3, 11, 17)
 
 # What the task emits, by kind of row: each kind is one table of these columns.
 OFFSET, GROUP, REJECT, METRIC, STATS = "offset", "group", "reject", "metric", "stats"
@@ -42,6 +41,9 @@ _GROUP_FACTS = [
     ("current_state_timestamp_ms", pa.int64()),
 ]
 _GROUP_KEY = [("log_partition", pa.int32()), ("group_id", pa.string())]
+_REJECT_COLUMNS = (
+    "log_partition", "log_offset", "key", "value", "error", "log_timestamp_ms", "record_type",
+)  # fmt: skip
 KIND_ARROW: dict[str, pa.Schema] = {
     # the surviving record of each live offset key and the facts of its group
     OFFSET: pa.schema(
@@ -71,27 +73,14 @@ KIND_ARROW: dict[str, pa.Schema] = {
             ("has_pending_transactions", pa.bool_()),
         ]
     ),
-    REJECT: pa.schema(
-        [
-            ("log_partition", pa.int32()),
-            ("log_offset", pa.int64()),
-            ("key", pa.binary()),
-            ("value", pa.binary()),
-            ("error", pa.string()),
-            ("log_timestamp_ms", pa.int64()),
-            ("record_type", pa.int16()),
-        ]
-    ),
+    # the undecodable records, as they came (decoded columns)
+    REJECT: pa.schema([DECODED_ARROW.field(name) for name in _REJECT_COLUMNS]),
     # partial counts per task; summed per hour and partition afterwards
     METRIC: pa.schema(
         [
             ("hour_ms", pa.int64()),
             ("log_partition", pa.int32()),
-            ("offset_commits", pa.int64()),
-            ("offset_tombstones", pa.int64()),
-            ("group_metadata_writes", pa.int64()),
-            ("groups_created", pa.int64()),
-            ("groups_deleted", pa.int64()),
+            *[(name, pa.int64()) for name in METRIC_COUNTS],
         ]
     ),
     # one row per task
@@ -212,10 +201,7 @@ def _take(rows_of: pa.Table | pa.Array, rows: np.ndarray) -> pa.Table | pa.Array
 
 
 def _rejects(decoded: pa.Table, rejected: np.ndarray) -> pa.Table:
-    rows = decoded.filter(pa.array(rejected))
-    return rows.select(
-        ["log_partition", "log_offset", "key", "value", "error", "log_timestamp_ms", "record_type"]
-    )
+    return decoded.filter(pa.array(rejected)).select(list(_REJECT_COLUMNS))
 
 
 def _offset_keys(
@@ -456,7 +442,7 @@ def _metrics(decoded: pa.Table, values: dict[int, Any], counted: np.ndarray) -> 
         before = np.r_[-1, upto[:-1]] if n else upto
         return np.where(before >= group_start, before, -1)
 
-    group_tombstone = tombstone & np.isin(record_type, _GROUP_TOMBSTONE_TYPES)
+    group_tombstone = tombstone & np.isin(record_type, GROUP_TOMBSTONE_TYPES)
     last_value = last_before(~tombstone[order])
     last_deletion = last_before(group_tombstone[order])
     created_sorted = (
@@ -481,15 +467,8 @@ def _metrics(decoded: pa.Table, values: dict[int, Any], counted: np.ndarray) -> 
             "groups_deleted": pa.array(group_tombstone.astype(np.int64)),
         }
     )
-    counts = [
-        "offset_commits",
-        "offset_tombstones",
-        "group_metadata_writes",
-        "groups_created",
-        "groups_deleted",
-    ]
     summed = flags.group_by(["hour_ms", "log_partition"], use_threads=False).aggregate(
-        [(c, "sum") for c in counts]
+        [(c, "sum") for c in METRIC_COUNTS]
     )
     return summed.rename_columns([c.removesuffix("_sum") for c in summed.column_names])
 

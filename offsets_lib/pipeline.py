@@ -15,7 +15,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from offsets_lib import compact, state
-from offsets_lib.metrics import metrics_frame
+from offsets_lib.metrics import METRIC_COUNTS, metrics_frame
 from offsets_lib.rules import (
     Params,
     Regime,
@@ -363,18 +363,11 @@ def decide(
         with_expiration(offsets, regime=regime, params=params), regime=regime
     )
     deletion = group_deletion(groups, decided, regime=regime, as_of_ms=params.as_of_ms)
-    counts = [
-        "offset_commits",
-        "offset_tombstones",
-        "group_metadata_writes",
-        "groups_created",
-        "groups_deleted",
-    ]
     metrics = (
         results["metric"]
         .groupBy("hour_ms", F.col("log_partition").alias("offsets_partition"))
-        .agg(*[F.sum(c).alias(c) for c in counts])
-        .select(F.timestamp_millis("hour_ms").alias("hour"), "offsets_partition", *counts)
+        .agg(*[F.sum(c).alias(c) for c in METRIC_COUNTS])
+        .select(F.timestamp_millis("hour_ms").alias("hour"), "offsets_partition", *METRIC_COUNTS)
     )
     frames = {
         "offsets": _offsets_frame(decided),
