@@ -53,6 +53,15 @@ from offsets_lib.run import (
     show_default=True,
 )
 @click.option(
+    "--shuffle",
+    type=click.Choice(["auto", "files", "spark"]),
+    default="auto",
+    show_default=True,
+    help="How records reach their audit task: files = Python tasks read the Parquet dump and"
+    " stage Arrow files (fastest; needs pyarrow access to input and output), spark = Spark's"
+    " shuffle, auto = files when possible.",
+)
+@click.option(
     "--full",
     is_flag=True,
     default=False,
@@ -89,6 +98,8 @@ def run_command(**kw: object) -> None:
         )
     except InputNotReadable as exc:
         fail(EXIT_INPUT, str(exc))
+    except UsageError as exc:
+        fail(EXIT_USAGE, str(exc))
     except SourceConfigError as exc:
         fail(EXIT_USAGE, str(exc))
     except RejectRatioExceeded as exc:
@@ -109,6 +120,8 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
         raise UsageError("--source parquet needs --input PATH")
     if source == "kafka" and not kw["bootstrap_servers"]:
         raise UsageError("--source kafka needs --bootstrap-servers HOST:PORT")
+    if source == "kafka" and kw["shuffle"] == "files":
+        raise UsageError("--shuffle files reads Parquet dumps; --source kafka uses --shuffle spark")
     as_of = kw["as_of"] or ("now" if source == "kafka" else "latest")
     kafka_options = {}
     for item in kw["kafka_options"]:
@@ -134,6 +147,7 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
         regime=Regime(kw["coordinator"]),
         max_reject_ratio=ratio,
         delta_writer=kw["delta_writer"],
+        shuffle=kw["shuffle"],
         kafka_options=kafka_options,
         topic=kw["topic"],
     )

@@ -71,6 +71,7 @@ RUN_KEYS: dict[str, tuple[str, tuple[type, ...], str]] = {
     "run_id": ("run_id", (str,), "run identifier; strftime fields use the UTC load time"),
     "max_reject_ratio": ("max_reject_ratio", (int, float), "number between 0 and 1"),
     "delta_writer": ("delta_writer", (str,), "delta-rs or spark"),
+    "shuffle": ("shuffle", (str,), "auto, files or spark"),
     "full": ("full", (bool,), "true: kafka re-reads the whole topic (no checkpoint)"),
     "end_offsets": ("end_offsets", (str,), "CSV/Parquet of log-end offsets for the lag table"),
 }

@@ -19,7 +19,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from offsets_lib import incremental, lag, pipeline, sink
+from offsets_lib import exchange, incremental, lag, pipeline, sink
 from offsets_lib.decode import positioned
 from offsets_lib.lock import output_lock
 from offsets_lib.rules import Params, Regime
@@ -86,6 +86,7 @@ class RunOptions:
     regime: Regime = Regime.NEW
     max_reject_ratio: float = 0.01
     delta_writer: str = "delta-rs"
+    shuffle: str = "auto"  # how records reach their audit task: auto, files or spark
     kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
     topic: str = "__consumer_offsets"
 
@@ -208,9 +209,19 @@ def _execute(
         # One shuffle and the audit of every group in its task; the tasks stage their results
         # as files and return a manifest (a few rows per task).
         staging = Staging.fresh(options.output, options.run_id)
-        manifest = pipeline.audit_raw(
-            records, regime=options.regime, tasks=tasks, emit=staging
-        ).collect()
+        units = _dump_units(spark, raw, options, increment, staging)
+        if units is not None:
+            audited = exchange.audit_files(
+                spark,
+                units,
+                staging_uri=staging.uri,
+                regime=options.regime,
+                tasks=tasks,
+                emit=staging,
+            )
+        else:
+            audited = pipeline.audit_raw(records, regime=options.regime, tasks=tasks, emit=staging)
+        manifest = audited.collect()
         stats = pipeline.run_stats(manifest)
         report.records_read = stats.records_read
         report.records_rejected = stats.records_rejected
@@ -218,7 +229,8 @@ def _execute(
         stages.done(
             "read+audit",
             f"{report.records_read} records read, {report.records_decoded} decoded,"
-            f" {report.records_rejected} rejected, {tasks} tasks",
+            f" {report.records_rejected} rejected, {tasks} tasks,"
+            f" {'files' if units is not None else 'spark'} shuffle",
         )
         as_of_ms = options.as_of if isinstance(options.as_of, int) else stats.latest_ms
         if as_of_ms is None:
@@ -272,6 +284,31 @@ def _execute(
         if staging is not None:
             staging.remove()
     return report
+
+
+def _dump_units(
+    spark: SparkSession,
+    raw: DataFrame,
+    options: RunOptions,
+    increment: incremental.Increment | None,
+    staging: Staging,
+) -> list[list[exchange.Unit]] | None:
+    """The dump's files by map task for `--shuffle files` (also `auto` when pyarrow can read
+    the dump and write the staging folder), or None for the Spark shuffle."""
+    if options.shuffle == "spark":
+        return None
+    units = None
+    if options.source == "parquet" and increment is None:
+        minimum = spark.conf.get("spark.sql.files.minPartitionNum", None)
+        map_tasks = int(minimum) if minimum else spark.sparkContext.defaultParallelism
+        units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=map_tasks)
+    if units is None and options.shuffle == "files":
+        raise UsageError(
+            "--shuffle files needs a Parquet dump that pyarrow can read and an --output that"
+            " pyarrow can write (local paths, file://, s3://, gs://, hdfs://);"
+            " use --shuffle spark or auto"
+        )
+    return units
 
 
 def _summarise(report: RunReport, frames: dict[str, DataFrame], orphaned: DataFrame | int) -> None:

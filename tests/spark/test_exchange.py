@@ -1,0 +1,149 @@
+"""`--shuffle files` (exchange.py) gives the reference audit's tables, and falls back cleanly.
+
+The dump's records go from pyarrow map tasks through staged Arrow files to the same per-task
+audit as the Spark shuffle; every table must equal the reference (`pipeline.audit`) row for
+row, for dumps as generated and for dumps rewritten with many row groups (so big files are split
+between map tasks), another integer width and no batch metadata.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from chispa import assert_df_equality
+from pyspark.sql import functions as F
+
+from offsets_lib import exchange, pipeline, run, sink
+from offsets_lib.decode import decode_records
+from offsets_lib.generate import generate_dump
+from offsets_lib.rules import Params, Regime
+from offsets_lib.sources.parquet import read_parquet_dump
+from offsets_lib.staging import Staging
+
+pytestmark = pytest.mark.spark
+
+DAY_MS = 86_400_000
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("exchange")
+    generated = root / "generated"
+    generate_dump(str(generated), groups=80, records=8_000, seed=11, profile="realistic")
+    # the same records in three files of 500-row groups, partition as int64, no batch metadata
+    rewritten = root / "rewritten"
+    rewritten.mkdir()
+    table = pq.read_table(glob.glob(str(generated / "*.parquet")))
+    table = table.drop_columns(["producer_id", "producer_epoch", "is_transactional", "is_control"])
+    table = table.set_column(
+        table.schema.get_field_index("partition"),
+        "partition",
+        table.column("partition").cast(pa.int64()),
+    )
+    third = -(-table.num_rows // 3)
+    for i in range(3):
+        pq.write_table(
+            table.slice(i * third, third), rewritten / f"part-{i}.parquet", row_group_size=500
+        )
+    return {"generated": str(generated), "rewritten": str(rewritten)}
+
+
+def _tables(frames: pipeline.AuditFrames, as_of_ms: int) -> dict:
+    return {
+        name: pipeline.conform(df, name, run_id="r", as_of_ms=as_of_ms)
+        for name, df in frames.frames.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("dump", "regime", "tasks", "map_tasks"),
+    [
+        ("generated", Regime.NEW, 1, 1),
+        ("generated", Regime.PRE_2_1, 3, 2),
+        ("rewritten", Regime.NEW, 4, 5),
+    ],
+)
+def test_file_shuffle_equals_reference(
+    spark, dumps, tmp_path, dump: str, regime: Regime, tasks: int, map_tasks: int
+) -> None:
+    raw = read_parquet_dump(spark, [dumps[dump]])
+    as_of_ms = raw.agg(F.max(F.unix_millis("timestamp"))).first()[0]
+    params = Params(retention_ms=7 * DAY_MS, as_of_ms=as_of_ms)
+    reference = pipeline.audit(decode_records(raw), regime=regime, params=params)
+    staging = Staging(str(tmp_path / "staging"))
+    units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=map_tasks)
+    assert units is not None
+    if map_tasks > 3:  # three files over five map tasks: split by row groups
+        assert len(units) == map_tasks
+        assert any(u.row_groups is not None for task in units for u in task)
+    manifest = exchange.audit_files(
+        spark, units, staging_uri=staging.uri, regime=regime, tasks=tasks, emit=staging
+    ).collect()
+    stats = pipeline.run_stats(manifest)
+    files = pipeline.decide(
+        staging.read(spark, manifest),
+        regime=regime,
+        params=params,
+        orphaned_offsets=stats.orphaned_offsets,
+    )
+    assert stats.records_read == raw.count()
+    assert stats.latest_ms == as_of_ms
+    assert stats.orphaned_offsets == reference.orphaned_offsets.count()
+    expected, actual = _tables(reference, as_of_ms), _tables(files, as_of_ms)
+    assert stats.records_rejected == expected["rejects"].count() > 0
+    for name, frame in expected.items():
+        assert_df_equality(actual[name], frame, ignore_row_order=True, ignore_nullable=True), name
+    staging.remove()
+    assert not (tmp_path / "staging").exists()
+
+
+def test_both_shuffles_publish_the_same_tables(spark, dumps, tmp_path) -> None:
+    """Through run.execute: same tables, same counts, and no staged file left behind."""
+    results = {}
+    for shuffle in ("files", "spark"):
+        output = str(tmp_path / shuffle)
+        options = run.RunOptions(
+            output=output, run_id="r", inputs=(dumps["generated"],), shuffle=shuffle
+        )
+        report = run.execute(spark, read_parquet_dump(spark, [dumps["generated"]]), options)
+        assert report.status == "succeeded"
+        assert list((Path(output) / "_staging").iterdir()) == []
+        results[shuffle] = (report, output)
+    (files_report, files_out), (spark_report, spark_out) = results["files"], results["spark"]
+    assert files_report.records_read == spark_report.records_read == 8_000
+    assert files_report.records_rejected == spark_report.records_rejected > 0
+    assert files_report.groups_by_type_state == spark_report.groups_by_type_state
+    for name in (*run.AUDIT_TABLES, "metrics", "lag"):
+        left = sink.read_table(files_out, name).to_pylist()
+        right = sink.read_table(spark_out, name).to_pylist()
+        assert sorted(left, key=repr) == sorted(right, key=repr), name
+
+
+def test_plan_declines_what_pyarrow_cannot_read(tmp_path) -> None:
+    staging = str(tmp_path / "staging")
+    assert exchange.plan([], staging, map_tasks=2) is None
+    assert (
+        exchange.plan(["nosuchscheme://bucket/dump/part-0.parquet"], staging, map_tasks=2) is None
+    )
+    assert exchange.plan([str(tmp_path / "missing.parquet")], staging, map_tasks=2) is None
+
+
+def test_arrow_uri_names_hadoop_schemes_as_pyarrow_does() -> None:
+    assert exchange.arrow_uri("s3a://bucket/dump/a.parquet") == "s3://bucket/dump/a.parquet"
+    assert exchange.arrow_uri("file:/data/dump/a.parquet") == "file:///data/dump/a.parquet"
+    assert exchange.arrow_uri("file:///data/a.parquet") == "file:///data/a.parquet"
+    assert exchange.arrow_uri("/data/a.parquet") == "/data/a.parquet"
+
+
+def test_shuffle_files_without_a_dump_is_a_usage_error(spark, tmp_path) -> None:
+    options = run.RunOptions(output=str(tmp_path / "out"), run_id="r", shuffle="files")
+    staging = Staging(str(tmp_path / "staging"))
+    not_files = spark.range(3).toDF("offset")
+    with pytest.raises(run.UsageError, match="--shuffle files needs a Parquet dump"):
+        run._dump_units(spark, not_files, options, None, staging)
+    auto = run.RunOptions(output=str(tmp_path / "out"), run_id="r")
+    assert run._dump_units(spark, not_files, auto, None, staging) is None
