@@ -234,9 +234,10 @@ def _audit_pieces(
     pieces: Iterator[pa.RecordBatch], emit: TaskEmitter, modern_types_known: bool
 ) -> Iterator[pa.RecordBatch]:
     """Audit task: read its pieces (marker copies flagged as history) and audit them at once."""
-    listed = pa.Table.from_batches(list(pieces))
-    if listed.num_rows == 0:
+    batches = list(pieces)
+    if not batches:  # a task no piece went to (fewer groups than tasks)
         return
+    listed = pa.Table.from_batches(batches)
     by_label: dict[int, list[tuple[str, int, int]]] = {}
     for path, batch, copy, label in zip(
         *(listed.column(c).to_pylist() for c in ("path", "batch", "copy", "label")), strict=True

@@ -61,6 +61,7 @@ def test_shipped_local_profile_holds_every_run_option() -> None:
         "run_id": "local",
         "max_reject_ratio": 0.01,
         "delta_writer": "delta-rs",
+        "shuffle": "auto",
     }
     assert profile.kafka == {}
 
