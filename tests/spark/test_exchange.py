@@ -14,7 +14,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from offsets_lib import exchange, pipeline, run, sink
@@ -23,6 +22,7 @@ from offsets_lib.generate import generate_dump
 from offsets_lib.rules import Params, Regime
 from offsets_lib.sources.parquet import read_parquet_dump
 from offsets_lib.staging import Staging
+from tests.staged_audit import assert_staged_equals_reference
 
 pytestmark = pytest.mark.spark
 
@@ -52,13 +52,6 @@ def dumps(tmp_path_factory) -> dict[str, str]:
     return {"generated": str(generated), "rewritten": str(rewritten)}
 
 
-def _tables(frames: pipeline.AuditFrames, as_of_ms: int) -> dict:
-    return {
-        name: pipeline.conform(df, name, run_id="r", as_of_ms=as_of_ms)
-        for name, df in frames.frames.items()
-    }
-
-
 @pytest.mark.parametrize(
     ("dump", "regime", "tasks", "map_tasks"),
     [
@@ -83,21 +76,9 @@ def test_file_shuffle_equals_reference(
     manifest = exchange.audit_files(
         spark, units, staging_uri=staging.uri, regime=regime, tasks=tasks, emit=staging
     ).collect()
-    stats = pipeline.run_stats(manifest)
-    files = pipeline.decide(
-        staging.read(spark, manifest),
-        regime=regime,
-        params=params,
-        orphaned_offsets=stats.orphaned_offsets,
+    assert_staged_equals_reference(
+        spark, raw, reference, staging, manifest, regime=regime, params=params
     )
-    assert stats.records_read == raw.count()
-    assert stats.latest_ms == as_of_ms
-    assert stats.orphaned_offsets == reference.orphaned_offsets.count()
-    expected, actual = _tables(reference, as_of_ms), _tables(files, as_of_ms)
-    assert stats.records_rejected == expected["rejects"].count() > 0
-    for name, frame in expected.items():
-        assert_df_equality(actual[name], frame, ignore_row_order=True, ignore_nullable=True), name
-    staging.remove()
     assert not (tmp_path / "staging").exists()
 
 

@@ -9,7 +9,6 @@ pending ones, corrupt records and every coordinator regime.
 from __future__ import annotations
 
 import pytest
-from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
 from offsets_lib import pipeline
@@ -19,6 +18,7 @@ from offsets_lib.rules import Params, Regime
 from offsets_lib.sources.parquet import read_parquet_dump
 from offsets_lib.spark_hash import bucket_labels, murmur3_int
 from offsets_lib.staging import Staging
+from tests.staged_audit import assert_staged_equals_reference
 
 pytestmark = pytest.mark.spark
 
@@ -32,13 +32,6 @@ def raw(spark, tmp_path_factory):
     return read_parquet_dump(spark, [str(root)]).cache()
 
 
-def _tables(frames: pipeline.AuditFrames, as_of_ms: int) -> dict:
-    return {
-        name: pipeline.conform(df, name, run_id="r", as_of_ms=as_of_ms)
-        for name, df in frames.frames.items()
-    }
-
-
 @pytest.mark.parametrize(
     ("regime", "tasks"), [(Regime.NEW, 1), *[(regime, 3) for regime in Regime]]
 )
@@ -48,22 +41,9 @@ def test_fast_path_equals_reference(spark, raw, tmp_path, regime: Regime, tasks:
     reference = pipeline.audit(decode_records(raw), regime=regime, params=params)
     staging = Staging(str(tmp_path / "staging"))
     manifest = pipeline.audit_raw(positioned(raw), regime=regime, tasks=tasks, emit=staging)
-    manifest = manifest.collect()
-    stats = pipeline.run_stats(manifest)
-    fast = pipeline.decide(
-        staging.read(spark, manifest),
-        regime=regime,
-        params=params,
-        orphaned_offsets=stats.orphaned_offsets,
+    assert_staged_equals_reference(
+        spark, raw, reference, staging, manifest.collect(), regime=regime, params=params
     )
-    assert stats.records_read == raw.count()
-    assert stats.latest_ms == as_of_ms
-    assert stats.orphaned_offsets == reference.orphaned_offsets.count()
-    expected, actual = _tables(reference, as_of_ms), _tables(fast, as_of_ms)
-    assert stats.records_rejected == expected["rejects"].count() > 0
-    for name, frame in expected.items():
-        assert_df_equality(actual[name], frame, ignore_row_order=True, ignore_nullable=True), name
-    staging.remove()
     assert not (tmp_path / "staging").exists()
 
 
