@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offsets_lib import partition_audit, task_split
-from offsets_lib.pipeline import TaskEmitter
+from offsets_lib.pipeline import TaskEmitter, _spark_schema
 from offsets_lib.rules import Regime
 
 log = logging.getLogger(__name__)
@@ -52,7 +52,6 @@ MAP_ARROW = pa.schema(
         ("num_rows", pa.int64()),
     ]
 )
-_PIECE_SCHEMA = "path string, batch int, bucket int, num_rows long"
 _UNIT_SCHEMA = "map_task int, path string, row_groups array<int>"
 
 
@@ -156,7 +155,7 @@ def audit_files(
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return _write_pieces(batches, pieces_uri, tasks)
 
-    pieces = units.mapInArrow(write_pieces, _PIECE_SCHEMA)
+    pieces = units.mapInArrow(write_pieces, _spark_schema(MAP_ARROW))
     # each piece to its task; marker pieces to every task, copies 1.. flagged (not counted)
     labels = F.array(*[F.lit(v) for v in bucket_labels(tasks)])
     is_markers = F.col("bucket") == F.lit(task_split.MARKERS)
@@ -171,9 +170,7 @@ def audit_files(
     def audit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return _audit_pieces(batches, emit, modern_types_known)
 
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return routed.mapInArrow(audit, from_arrow_schema(emit.schema))
+    return routed.mapInArrow(audit, _spark_schema(emit.schema))
 
 
 def _write_pieces(
