@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -84,22 +85,26 @@ class _RssSampler:
         self._thread.join()
 
 
-def measure(work: Callable[[], None]) -> dict[str, float]:
-    """Wall seconds, own CPU seconds, other processes' CPU seconds, driver peak RSS."""
+def measure(work: Callable[[], dict[str, float] | None]) -> dict[str, Any]:
+    """Wall seconds, own CPU seconds, other processes' CPU seconds, driver peak RSS, and the
+    seconds per stage that `work` returns (the pipeline's stage log), if any."""
     before_tree, before_busy = _cpu_of(_tree()), _machine_busy_seconds()
     started = time.perf_counter()
     with _RssSampler() as sampler:
-        work()
+        stages = work()
     wall = time.perf_counter() - started
     own = _cpu_of(_tree()) - before_tree
     others = max(0.0, _machine_busy_seconds() - before_busy - own)
-    return {
+    measured: dict[str, Any] = {
         "wall_s": wall,
         "cpu_s": own,
         "other_processes_cpu_s": others,
         "rss_mb": sampler.peak_mb,
         "jvm_rss_mb": sampler.jvm_peak_mb,
     }
+    if stages:
+        measured["stage_s"] = dict(stages)
+    return measured
 
 
 def baseline(spark, dump: str, out: str) -> None:
@@ -115,12 +120,14 @@ def baseline(spark, dump: str, out: str) -> None:
     ).parquet(out)
 
 
-def pipeline_run(spark, dump: str, out: str, run_id: str) -> None:
+def pipeline_run(spark, dump: str, out: str, run_id: str) -> dict[str, float]:
+    """The full `offsets run` on the dump; returns its seconds per stage."""
     from offsets_lib.run import RunOptions, execute
     from offsets_lib.sources.parquet import read_parquet_dump
 
     options = RunOptions(output=out, run_id=run_id, inputs=(dump,), max_reject_ratio=1.0)
-    execute(spark, read_parquet_dump(spark, [dump]), options, echo=lambda _line: None)
+    report = execute(spark, read_parquet_dump(spark, [dump]), options, echo=lambda _line: None)
+    return report.stage_seconds
 
 
 def ensure_dump(root: Path, records: int) -> str:
@@ -173,13 +180,23 @@ def main(argv: list[str] | None = None) -> int:
                         lambda t=target, d=dump, r=rep: pipeline_run(spark, d, str(t), f"bench-{r}")
                     )
                 runs[kind].append(m)
+                stages = " ".join(f"{s} {v:.1f}" for s, v in m.get("stage_s", {}).items())
                 print(
                     f"{n:>11,} {kind:<9} rep {rep}: {m['wall_s']:7.1f} s wall,"
                     f" {m['cpu_s']:7.1f} s cpu,"
-                    f" others {m['other_processes_cpu_s']:6.1f} s, rss {m['rss_mb']:6.0f} MB",
+                    f" others {m['other_processes_cpu_s']:6.1f} s, rss {m['rss_mb']:6.0f} MB"
+                    + (f" ({stages})" if stages else ""),
                     flush=True,
                 )
-        med = {k: {f: statistics.median(r[f] for r in v) for f in v[0]} for k, v in runs.items()}
+        med = {
+            k: {f: statistics.median(r[f] for r in v) for f in v[0] if f != "stage_s"}
+            for k, v in runs.items()
+        }
+        stage_names = runs["pipeline"][0].get("stage_s", {})
+        stage_medians = {
+            s: round(statistics.median(r["stage_s"][s] for r in runs["pipeline"]), 2)
+            for s in stage_names
+        }
         results.append(
             {
                 "records": n,
@@ -192,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                 "baseline_records_per_s": round(n / med["baseline"]["wall_s"]),
                 "driver_peak_rss_mb": round(max(r["rss_mb"] for r in runs["pipeline"]), 1),
                 "jvm_peak_rss_mb": round(max(r["jvm_rss_mb"] for r in runs["pipeline"]), 1),
+                "pipeline_stage_s": stage_medians,
                 "cpu_s": round(med["pipeline"]["cpu_s"], 1),
                 "baseline_cpu_s": round(med["baseline"]["cpu_s"], 1),
                 "other_processes_cpu_s": round(

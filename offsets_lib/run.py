@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from offsets_lib import exchange, incremental, lag, pipeline, sink
@@ -251,18 +251,20 @@ def _execute(
                 " see the rejects"
                 f" table under {options.output}"
             )
-        cached = dict(frames.frames)
-        cached["group_decisions"] = persisted.keep(cached["group_decisions"])
-        ends = end_offsets(cached["offsets"]) if end_offsets is not None else None
-        cached["lag"] = lag.lag_frame(cached["offsets"], ends, as_of_ms=report.as_of_ms)
-        _summarise(report, cached, frames.orphaned_offsets)
+        tables = dict(frames.frames)
+        ends = end_offsets(tables["offsets"]) if end_offsets is not None else None
+        tables["lag"] = lag.lag_frame(tables["offsets"], ends, as_of_ms=report.as_of_ms)
+        # The summary counts are observed while the decision tables are written (no extra pass
+        # over the decided offsets, which are recomputed from the staged results per use).
+        observed = _observe(tables, as_of_ms=report.as_of_ms)
+        _write(spark, tables, options, report)
+        _summarise(report, tables, observed, frames.orphaned_offsets)
         stages.done(
-            "decide",
-            f"{report.offsets_total} offsets, {sum(report.groups_by_type_state.values())} groups,"
+            "decide+write",
+            f"{len(report.tables)} tables: {report.offsets_total} offsets,"
+            f" {sum(report.groups_by_type_state.values())} groups,"
             f" {report.offsets_expired} expired now",
         )
-        _write(spark, cached, options, report)
-        stages.done("write", f"{len(report.tables)} tables")
         if increment is not None:  # after every audit table, before the runs row
             state_id = incremental.store(
                 records, increment, output=options.output, run_id=options.run_id
@@ -311,33 +313,61 @@ def _dump_units(
     return units
 
 
-def _summarise(report: RunReport, frames: dict[str, DataFrame], orphaned: DataFrame | int) -> None:
-    """Small aggregates for the summary line (a handful of rows reach the driver)."""
-    # one row per group with its type, state and verdict (persisted: it is written next)
-    by_state = (
-        frames["group_decisions"]
-        .groupBy("group_type", "state")
-        .agg(
-            F.count(F.lit(1)).alias("count"), F.count(F.when(F.col("deleted"), 1)).alias("deleted")
-        )
-        .collect()
-    )
+@dataclass(frozen=True)
+class _Counts:
+    """Aggregates of a frame, observed during its write (no pass of their own)."""
+
+    observation: Observation
+    frame: DataFrame  # the frame before observation
+    aggregates: tuple[Column, ...]
+
+    @classmethod
+    def observe(cls, frames: dict[str, DataFrame], name: str, *aggregates: Column) -> _Counts:
+        """Replace frames[name] by the observed frame."""
+        counts = cls(Observation(name), frames[name], aggregates)
+        frames[name] = frames[name].observe(counts.observation, *aggregates)
+        return counts
+
+    def get(self) -> dict[str, Any]:
+        """The counts once the observed frame was written. Spark drops the observation of a
+        frame it knows to be empty (no staged file): those counts are then computed here."""
+        try:
+            return self.observation.get
+        except Exception:  # no observed row (a JVM assertion): aggregate directly
+            return self.frame.agg(*self.aggregates).first().asDict()
+
+
+def _observe(frames: dict[str, DataFrame], *, as_of_ms: int) -> dict[str, _Counts]:
+    """Observe the decision frames: the summary counts arrive with their writes."""
+    horizon = as_of_ms + DAY_MS
+    expired = F.col("expired")
+    return {
+        "offset_decisions": _Counts.observe(
+            frames,
+            "offset_decisions",
+            F.count(F.lit(1)).alias("total"),
+            F.count_if(expired).alias("expired"),
+            F.count_if(~expired & (F.unix_millis("expires_at") <= horizon)).alias("soon"),
+        ),
+        "group_decisions": _Counts.observe(
+            frames, "group_decisions", F.count_if(F.col("deleted")).alias("deleted")
+        ),
+    }
+
+
+def _summarise(
+    report: RunReport,
+    frames: dict[str, DataFrame],
+    observed: dict[str, _Counts],
+    orphaned: DataFrame | int,
+) -> None:
+    """The summary line's counts, after the write (a handful of rows reach the driver)."""
+    by_state = frames["groups"].groupBy("group_type", "state").count().collect()
     report.groups_by_type_state = {
         f"{r['group_type']}/{r['state']}": int(r["count"]) for r in by_state
     }
-    report.groups_deleted = sum(int(r["deleted"]) for r in by_state)
-    horizon = report.as_of_ms + DAY_MS
-    decisions = (
-        frames["offset_decisions"]
-        .agg(
-            F.count(F.lit(1)).alias("total"),
-            F.count(F.when(F.col("expired"), 1)).alias("expired"),
-            F.count(F.when(~F.col("expired") & (F.unix_millis("expires_at") <= horizon), 1)).alias(
-                "soon"
-            ),
-        )
-        .first()
-    )
+    report.groups_deleted = int(observed["group_decisions"].get()["deleted"])
+    decisions = observed["offset_decisions"].get()
     report.offsets_total = int(decisions["total"])
     report.offsets_expired = int(decisions["expired"])
     report.offsets_expiring_24h = int(decisions["soon"])

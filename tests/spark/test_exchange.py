@@ -102,6 +102,61 @@ def test_both_shuffles_publish_the_same_tables(spark, dumps, tmp_path) -> None:
         left = sink.read_table(files_out, name).to_pylist()
         right = sink.read_table(spark_out, name).to_pylist()
         assert sorted(left, key=repr) == sorted(right, key=repr), name
+    for report, output in results.values():
+        assert _summary(report) == _summary_of_tables(output, report.as_of_ms)
+
+
+def _summary(report: run.RunReport) -> dict[str, object]:
+    return {
+        "offsets": report.offsets_total,
+        "expired": report.offsets_expired,
+        "expiring_24h": report.offsets_expiring_24h,
+        "groups_deleted": report.groups_deleted,
+        "groups": report.groups_by_type_state,
+    }
+
+
+def _summary_of_tables(output: str, as_of_ms: int) -> dict[str, object]:
+    """The summary counts, counted from the published tables."""
+    decisions = sink.read_table(output, "offset_decisions").to_pylist()
+    horizon = as_of_ms + DAY_MS
+    groups: dict[str, int] = {}
+    for g in sink.read_table(output, "groups").to_pylist():
+        name = f"{g['group_type']}/{g['state']}"
+        groups[name] = groups.get(name, 0) + 1
+    return {
+        "offsets": len(decisions),
+        "expired": sum(d["expired"] for d in decisions),
+        "expiring_24h": sum(
+            not d["expired"]
+            and d["expires_at"] is not None
+            and d["expires_at"].timestamp() * 1000 <= horizon
+            for d in decisions
+        ),
+        "groups_deleted": sum(
+            g["deleted"] for g in sink.read_table(output, "group_decisions").to_pylist()
+        ),
+        "groups": groups,
+    }
+
+
+@pytest.mark.parametrize("shuffle", ["files", "spark"])
+def test_an_empty_dump_publishes_empty_tables_and_zero_counts(spark, dumps, tmp_path, shuffle):
+    """No staged file of any kind: the counts Spark cannot observe are counted directly."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    schema = pq.read_schema(glob.glob(f"{dumps['generated']}/*.parquet")[0])
+    pq.write_table(schema.empty_table(), empty / "part-0.parquet")
+    output = str(tmp_path / "out")
+    options = run.RunOptions(output=output, run_id="r", inputs=(str(empty),), shuffle=shuffle)
+    report = run.execute(spark, read_parquet_dump(spark, [str(empty)]), options)
+    assert report.status == "succeeded"
+    assert report.records_read == 0
+    assert _summary(report) == {
+        "offsets": 0, "expired": 0, "expiring_24h": 0, "groups_deleted": 0, "groups": {}
+    }  # fmt: skip
+    for name in (*run.AUDIT_TABLES, "metrics", "lag"):
+        assert sink.read_table(output, name).num_rows == 0, name
 
 
 def test_plan_declines_what_pyarrow_cannot_read(tmp_path) -> None:
