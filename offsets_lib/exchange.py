@@ -3,12 +3,13 @@
 The Spark shuffle (pipeline.audit_raw) hands every raw record from the JVM to Python after the
 exchange: at 10M records that conversion and the shuffle cost ~14 s of the run's ~28 s audit.
 Here Python tasks read the dump with pyarrow (no JVM rows), cut each chunk of records by audit
-task (task_split.task_buckets) and write the pieces to one Arrow IPC file per chunk under the
-run's staging folder; the pieces' manifest rows, a few per chunk, go through a Spark shuffle to
-the audit tasks, which read their pieces and run the same audit as the Spark path
-(partition_audit.task_tables). Spark still schedules, retries and orders both stages: a retried
-or speculative map attempt writes new files, and only the manifest rows of the attempt Spark
-kept are read.
+task (task_split.task_buckets) and write the pieces to one Arrow IPC file per map task under the
+run's staging folder. The pieces' manifest (a few rows per chunk, with the newest record time of
+each piece) comes back to the driver, so the evaluation time is known before the audit stage;
+the manifest rows go to the audit tasks, which read their pieces and run the same audit as the
+Spark path (partition_audit.task_tables). Spark still schedules and retries both stages: a
+retried or speculative map attempt writes new files, and only the manifest rows of the attempt
+Spark kept are read.
 
 It needs the input files and the output folder reachable by pyarrow from every executor (local
 paths, file://, s3://, gs://, hdfs:// with libhdfs); `plan` returns None otherwise and the run
@@ -22,9 +23,11 @@ import math
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
@@ -50,6 +53,7 @@ MAP_ARROW = pa.schema(
         ("batch", pa.int32()),
         ("bucket", pa.int32()),  # task_split.MARKERS for transaction markers
         ("num_rows", pa.int64()),
+        ("max_timestamp_ms", pa.int64()),  # newest record of the piece (as_of "latest")
     ]
 )
 _UNIT_SCHEMA = "map_task int, path string, row_groups array<int>"
@@ -137,10 +141,18 @@ def audit_files(
     emit: TaskEmitter,
 ) -> DataFrame:
     """The audit of the dump files `assigned` to map tasks -> `emit`'s rows (like audit_raw)."""
+    pieces = map_pieces(spark, assigned, staging_uri=staging_uri, tasks=tasks)
+    return audit_pieces(spark, pieces, regime=regime, tasks=tasks, emit=emit)
+
+
+def map_pieces(
+    spark: SparkSession, assigned: list[list[Unit]], *, staging_uri: str, tasks: int
+) -> list[dict[str, Any]]:
+    """The map stage (one Spark job): the dump files `assigned` to map tasks, cut into pieces
+    per audit task; returns the pieces' manifest (MAP_ARROW rows, a few per 262k records)."""
     from offsets_lib.spark_hash import bucket_labels
 
     pieces_uri = arrow_uri(f"{staging_uri}/pieces")
-    modern_types_known = not regime.is_scala
     rows = [
         (m, unit.path, list(unit.row_groups) if unit.row_groups is not None else None)
         for m, units in enumerate(assigned)
@@ -155,11 +167,34 @@ def audit_files(
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return _write_pieces(batches, pieces_uri, tasks)
 
-    pieces = units.mapInArrow(write_pieces, _spark_schema(MAP_ARROW))
+    return [r.asDict() for r in units.mapInArrow(write_pieces, _spark_schema(MAP_ARROW)).collect()]
+
+
+def latest_timestamp_ms(pieces: list[dict[str, Any]]) -> int | None:
+    """The newest record timestamp of the mapped records (as_of "latest"), None if none."""
+    stamps = [p["max_timestamp_ms"] for p in pieces if p["max_timestamp_ms"] is not None]
+    return max(stamps) if stamps else None
+
+
+def audit_pieces(
+    spark: SparkSession,
+    pieces: list[dict[str, Any]],
+    *,
+    regime: Regime,
+    tasks: int,
+    emit: TaskEmitter,
+) -> DataFrame:
+    """The audit stage over `map_pieces`' manifest -> `emit`'s rows."""
+    from offsets_lib.spark_hash import bucket_labels
+
+    modern_types_known = not regime.is_scala
+    listed = spark.createDataFrame(
+        [(p["path"], p["batch"], p["bucket"]) for p in pieces], "path string, batch int, bucket int"
+    )
     # each piece to its task; marker pieces to every task, copies 1.. flagged (not counted)
     labels = F.array(*[F.lit(v) for v in bucket_labels(tasks)])
     is_markers = F.col("bucket") == F.lit(task_split.MARKERS)
-    routed = pieces.select(
+    routed = listed.select(
         "path",
         "batch",
         F.posexplode(
@@ -181,7 +216,7 @@ def _write_pieces(
     fs, root = pafs.FileSystem.from_uri(pieces_uri)
     fs.create_dir(root, recursive=True)
     name = f"{uuid.uuid4().hex}.arrow"
-    out: dict[str, list] = {"path": [], "batch": [], "bucket": [], "num_rows": []}
+    out: dict[str, list] = {name: [] for name in MAP_ARROW.names}
     with (
         fs.open_output_stream(f"{root}/{name}") as stream,
         pa.ipc.new_file(stream, partition_audit.RAW_ARROW) as writer,
@@ -198,6 +233,9 @@ def _write_pieces(
                         out["batch"].append(len(out["batch"]))
                         out["bucket"].append(bucket)
                         out["num_rows"].append(piece.num_rows)
+                        out["max_timestamp_ms"].append(
+                            pc.max(piece.column("log_timestamp_ms")).as_py()
+                        )
                         writer.write_batch(piece)
     yield pa.RecordBatch.from_pydict(out, schema=MAP_ARROW)  # after the file is complete
 

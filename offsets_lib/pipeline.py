@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from offsets_lib import compact, state
 from offsets_lib.metrics import METRIC_COUNTS, metrics_frame
+from offsets_lib.projections import MAX_TIMESTAMP_MS, MEMBERS_LIST, PROJECTIONS
 from offsets_lib.rules import (
     Params,
     Regime,
@@ -36,10 +37,6 @@ class AuditFrames:
 
     frames: dict[str, DataFrame]
     orphaned_offsets: DataFrame | int  # live offsets whose group does not exist (G-S3)
-
-
-# Spark timestamps are microseconds in an int64: milliseconds beyond this cannot be represented.
-MAX_TIMESTAMP_MS = 9_223_372_036_854_775
 
 
 def _ts(column: str | Column) -> Column:
@@ -171,22 +168,18 @@ def audit(
     return AuditFrames(frames, orphaned)
 
 
-def _offsets_frame(decided: DataFrame) -> DataFrame:
-    return decided.select(
-        "group_id",
-        "topic",
-        "partition",
-        "committed_offset",
-        "leader_epoch",
-        "metadata",
-        _ts("commit_timestamp_ms").alias("commit_timestamp"),
-        _ts("expire_timestamp_ms").alias("expire_timestamp"),
-        F.col("log_partition").alias("offsets_partition"),
-        "log_offset",
-        "topic_id",
-        "value_version",
-        "has_pending_transaction",
+def _projected(frame: DataFrame, table: str) -> DataFrame:
+    """The table's columns from a result frame (projections.PROJECTIONS)."""
+    return frame.select(
+        *[
+            (_ts(c.source) if c.is_epoch_ms else F.col(c.source)).alias(c.name)
+            for c in PROJECTIONS[table][1]
+        ]
     )
+
+
+def _offsets_frame(decided: DataFrame) -> DataFrame:
+    return _projected(decided, "offsets")
 
 
 def _offset_decisions_frame(decided: DataFrame) -> DataFrame:
@@ -204,31 +197,14 @@ def _offset_decisions_frame(decided: DataFrame) -> DataFrame:
 
 
 def _groups_frame(groups: DataFrame) -> DataFrame:
-    return groups.select(
-        "group_id",
-        "group_type",
-        "protocol_type",
-        "state",
-        "generation",
-        "subscribed_topics",
-        _ts("current_state_timestamp_ms").alias("current_state_timestamp"),
-        F.col("log_partition").alias("offsets_partition"),
-        "protocol",
-        "leader",
-        "member_count",
-        "target_assignment_epoch",
-        "offset_count",
-        "has_pending_transactions",
-        "state_notes",
-    )
+    return _projected(groups, "groups")
 
 
 def _members_frame(groups: DataFrame) -> DataFrame:
-    return groups.select(
-        "group_id",
-        F.col("log_partition").alias("offsets_partition"),
-        F.explode("members").alias("m"),
-    ).select("group_id", "offsets_partition", "m.*")
+    keys = [F.col(c.source).alias(c.name) for c in PROJECTIONS["members"][1]]
+    return groups.select(*keys, F.explode(MEMBERS_LIST).alias("m")).select(
+        *[c.name for c in PROJECTIONS["members"][1]], "m.*"
+    )
 
 
 def _group_decisions_frame(deletion: DataFrame) -> DataFrame:
@@ -245,15 +221,7 @@ def _group_decisions_frame(deletion: DataFrame) -> DataFrame:
 
 
 def _rejects_frame(decoded: DataFrame) -> DataFrame:
-    return decoded.filter(F.col("error").isNotNull()).select(
-        F.col("log_partition").alias("offsets_partition"),
-        F.col("log_offset").alias("offsets_offset"),
-        "key",
-        "value",
-        "error",
-        _ts("log_timestamp_ms").alias("offsets_timestamp"),
-        "record_type",
-    )
+    return _projected(decoded.filter(F.col("error").isNotNull()), "rejects")
 
 
 def conform(frame: DataFrame, table: str, *, run_id: str, as_of_ms: int) -> DataFrame:

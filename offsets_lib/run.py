@@ -1,7 +1,10 @@
 """The imperative shell of `offsets run` and jobs/offsets_job.py: read, audit, write, report.
 
 Reads the clock only here (`--as-of now`, run timestamps); everything between reading and
-writing is `pipeline.audit_raw` (one shuffle, the audit per task) and `pipeline.decide`.
+writing is the audit per task (`pipeline.audit_raw` after Spark's shuffle, or `exchange` after
+the file shuffle) and `pipeline.decide`. With the file shuffle the audit tasks also write the
+tables that are plain projections of their results (table_rows.DIRECT_TABLES); the driver
+commits every table.
 """
 
 from __future__ import annotations
@@ -10,11 +13,12 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from deltalake.transaction import AddAction
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -23,7 +27,8 @@ from offsets_lib import exchange, incremental, lag, pipeline, sink
 from offsets_lib.decode import positioned
 from offsets_lib.lock import output_lock
 from offsets_lib.rules import Params, Regime
-from offsets_lib.staging import Staging
+from offsets_lib.staging import Staging, TableFiles, written_files
+from offsets_lib.table_rows import DIRECT_TABLES
 
 log = logging.getLogger(__name__)
 
@@ -206,18 +211,25 @@ def _execute(
         persisted.keep(records)  # read once: the state is computed from the same records
     try:
         tasks = _audit_tasks(spark, _expected_records(raw, increment))
-        # One shuffle and the audit of every group in its task; the tasks stage their results
-        # as files and return a manifest (a few rows per task).
+        # The audit of every group in its task, the records brought there by Spark's shuffle or
+        # by staged files (--shuffle); the tasks stage their results as files and return a
+        # manifest (a few rows per task).
         staging = Staging.fresh(options.output, options.run_id)
         units = _dump_units(spark, raw, options, increment, staging)
+        direct: tuple[str, ...] = ()
         if units is not None:
-            audited = exchange.audit_files(
-                spark,
-                units,
-                staging_uri=staging.uri,
-                regime=options.regime,
-                tasks=tasks,
-                emit=staging,
+            # the map stage first: its pieces tell the evaluation time, so the audit tasks can
+            # write the tables that need nothing but it themselves
+            pieces = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
+            report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
+            direct = _direct_tables(options, end_offsets)
+            emit: pipeline.TaskEmitter = staging
+            if direct:
+                emit = TableFiles(
+                    staging, options.output, options.run_id, report.as_of_ms, tables=direct
+                )
+            audited = exchange.audit_pieces(
+                spark, pieces, regime=options.regime, tasks=tasks, emit=emit
             )
         else:
             audited = pipeline.audit_raw(records, regime=options.regime, tasks=tasks, emit=staging)
@@ -230,12 +242,11 @@ def _execute(
             "read+audit",
             f"{report.records_read} records read, {report.records_decoded} decoded,"
             f" {report.records_rejected} rejected, {tasks} tasks,"
-            f" {'files' if units is not None else 'spark'} shuffle",
+            f" {'files' if units is not None else 'spark'} shuffle"
+            + (f", {len(direct)} tables written by the audit tasks" if direct else ""),
         )
-        as_of_ms = options.as_of if isinstance(options.as_of, int) else stats.latest_ms
-        if as_of_ms is None:
-            as_of_ms = started_ms  # an empty input has no latest record; evaluate now
-        report.as_of_ms = int(as_of_ms)
+        if units is None:
+            report.as_of_ms = _as_of(options, stats.latest_ms, started_ms)
         frames = pipeline.decide(
             staging.read(spark, manifest),
             regime=options.regime,
@@ -243,22 +254,26 @@ def _execute(
             orphaned_offsets=stats.orphaned_offsets,
         )
         ratio = report.records_rejected / report.records_read if report.records_read else 0.0
+        written = written_files(manifest, direct, options.run_id)
         if ratio > options.max_reject_ratio:
-            _write(spark, {"rejects": frames.frames["rejects"]}, options, report)
+            rejects = written.get("rejects", frames.frames["rejects"])
+            _write(spark, {"rejects": rejects}, options, report)
             raise RejectRatioExceeded(
                 f"{report.records_rejected} of {report.records_read} records could not be decoded"
                 f" ({ratio:.2%} > --max-reject-ratio {options.max_reject_ratio:.2%});"
                 " see the rejects"
                 f" table under {options.output}"
             )
-        tables = dict(frames.frames)
-        ends = end_offsets(tables["offsets"]) if end_offsets is not None else None
-        tables["lag"] = lag.lag_frame(tables["offsets"], ends, as_of_ms=report.as_of_ms)
+        tables: dict[str, DataFrame | list[AddAction]] = dict(frames.frames)
+        if "lag" not in written:
+            ends = end_offsets(frames.frames["offsets"]) if end_offsets is not None else None
+            tables["lag"] = lag.lag_frame(frames.frames["offsets"], ends, as_of_ms=report.as_of_ms)
         # The summary counts are observed while the decision tables are written (no extra pass
         # over the decided offsets, which are recomputed from the staged results per use).
         observed = _observe(tables, as_of_ms=report.as_of_ms)
+        tables.update(written)  # the files the audit tasks wrote replace those frames
         _write(spark, tables, options, report)
-        _summarise(report, tables, observed, frames.orphaned_offsets)
+        _summarise(report, frames.frames, observed, frames.orphaned_offsets)
         stages.done(
             "decide+write",
             f"{len(report.tables)} tables: {report.offsets_total} offsets,"
@@ -286,6 +301,23 @@ def _execute(
         if staging is not None:
             staging.remove()
     return report
+
+
+def _as_of(options: RunOptions, latest_ms: int | None, started_ms: int) -> int:
+    """The evaluation time: --as-of, else the newest record's time, else (no record) now."""
+    if isinstance(options.as_of, int):
+        return options.as_of
+    return int(latest_ms) if latest_ms is not None else started_ms
+
+
+def _direct_tables(
+    options: RunOptions, end_offsets: Callable[[DataFrame], DataFrame | None] | None
+) -> tuple[str, ...]:
+    """Tables the audit tasks write themselves (delta-rs commits; `lag` only without log-end
+    offsets, which are joined in Spark)."""
+    if options.delta_writer == "spark":
+        return ()
+    return tuple(t for t in DIRECT_TABLES if t != "lag" or end_offsets is None)
 
 
 def _dump_units(
@@ -375,10 +407,17 @@ def _summarise(
 
 
 def _write(
-    spark: SparkSession, frames: dict[str, DataFrame], options: RunOptions, report: RunReport
+    spark: SparkSession,
+    frames: Mapping[str, DataFrame | list[AddAction]],
+    options: RunOptions,
+    report: RunReport,
 ) -> None:
+    """Write and commit the tables, in the order of `frames` (DataFrames, or the add actions of
+    files the audit tasks wrote)."""
     conformed = {
         name: pipeline.conform(df, name, run_id=options.run_id, as_of_ms=report.as_of_ms)
+        if isinstance(df, DataFrame)
+        else df
         for name, df in frames.items()
     }
     if options.delta_writer == "spark":

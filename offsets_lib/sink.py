@@ -66,6 +66,7 @@ from offsets_lib.tables import RUN_ID, TableSpec, table_spec
 
 __all__ = [
     "SchemaMismatchError",
+    "add_action",
     "arrow_schema",
     "check_frame_schema",
     "check_table_schema",
@@ -80,6 +81,7 @@ __all__ = [
     "write_frame",
     "write_rows",
     "write_run_tables",
+    "write_task_files",
     "write_with_spark_delta",
 ]
 
@@ -281,8 +283,8 @@ def _file_stats(md: pq.FileMetaData, schema: pa.Schema) -> str:
 
 
 def _prepare_batch(
-    batch: pa.RecordBatch, *, run_id: str, not_null: list[str], schema: pa.Schema
-) -> pa.RecordBatch:
+    batch: pa.RecordBatch | pa.Table, *, run_id: str, not_null: list[str], schema: pa.Schema
+) -> pa.RecordBatch | pa.Table:
     """Check run_id and NOT NULL columns, drop the partition column, cast to the file schema."""
     run_ids = batch.column(RUN_ID)
     if run_ids.null_count or (len(run_ids) and run_ids.unique().to_pylist() != [run_id]):
@@ -292,6 +294,47 @@ def _prepare_batch(
     if nulls:
         raise ValueError(f"null values in non-nullable columns {nulls}")
     return batch.select(schema.names).cast(schema)
+
+
+def write_task_files(
+    table: pa.Table, spec: TableSpec, *, output: str, run_id: str
+) -> list[dict[str, Any]]:
+    """Executor side: a table's rows as Parquet files in the run's partition folder (no
+    commit), checked like every write (run_id, NOT NULL columns). Returns what the driver's add
+    actions need (`add_action`), the Delta stats read from each file's own footer."""
+    schema = _file_schema(spec)
+    not_null = [f.name for f in spec.schema.fields if not f.nullable and f.name != RUN_ID]
+    checked = _prepare_batch(table, run_id=run_id, not_null=not_null, schema=schema)
+    fs, root = _partition_folder(output, spec, run_id)
+    written = []
+    for start in range(0, checked.num_rows, MAX_ROWS_PER_FILE):
+        fs.create_dir(root, recursive=True)
+        name = f"part-{uuid.uuid4()}-c000.snappy.parquet"
+        part = checked.slice(start, MAX_ROWS_PER_FILE)
+        pq.write_table(part, f"{root}/{name}", filesystem=fs, compression="snappy")
+        info = fs.get_file_info(f"{root}/{name}")
+        written.append(
+            {
+                "path": f"{_partition_dir(run_id)}/{name}",
+                "num_rows": part.num_rows,
+                "size": info.size,
+                "modification_time": info.mtime_ns // 1_000_000,
+                "stats": _file_stats(pq.read_metadata(info.path, filesystem=fs), schema),
+            }
+        )
+    return written
+
+
+def add_action(written: Mapping[str, Any], run_id: str) -> AddAction:
+    """The Delta add action of a file from :func:`write_task_file`."""
+    return AddAction(
+        path=written["path"],
+        size=written["size"],
+        partition_values={RUN_ID: run_id},
+        modification_time=written["modification_time"],
+        data_change=True,
+        stats=written["stats"],
+    )
 
 
 # ---- driver side -----------------------------------------------------------------------------
@@ -348,7 +391,7 @@ WRITE_JOBS = 4  # concurrent table-writing Spark jobs in write_run_tables
 
 
 def write_run_tables(
-    frames: Mapping[str, DataFrame],
+    frames: Mapping[str, DataFrame | list[AddAction]],
     *,
     output: str,
     run_id: str,
@@ -361,7 +404,8 @@ def write_run_tables(
 
     Args:
         frames: table name (a key of ``offsets_lib.tables.TABLES``, not ``runs``) -> DataFrame
-            holding at least the table's columns, with ``run_id`` equal to ``run_id``.
+            holding at least the table's columns, with ``run_id`` equal to ``run_id``; or the
+            add actions of the files the executors already wrote (:func:`write_task_files`).
         output: root folder (or URI) of the tables.
         run_id: the run's id; rows of other runs are never touched.
         on_commit: called with the table name after each table's commit.
@@ -373,23 +417,26 @@ def write_run_tables(
     specs = {name: table_spec(name) for name in frames}
     if "runs" in specs:
         raise ValueError("the runs row is committed last, with publish_run(), not here")
-    for name, df in frames.items():
-        check_frame_schema(df, specs[name])
+    pending = {name: df for name, df in frames.items() if isinstance(df, DataFrame)}
+    for name in frames:
+        if name in pending:
+            check_frame_schema(pending[name], specs[name])
         dt = _open_table(table_uri(output, name))
         if dt is not None:
             check_table_schema(dt, specs[name])
     # The tables' Spark jobs run concurrently (small ones fill the cores while big ones finish);
     # nothing is committed before every file of every table is written.
-    spark = next(iter(frames.values())).sparkSession if frames else None
+    spark = next(iter(pending.values())).sparkSession if pending else None
     with _micros_timestamps(spark), ThreadPoolExecutor(max_workers=WRITE_JOBS) as pool:
         futures = {
             name: pool.submit(write_files, df, specs[name], output=output, run_id=run_id)
-            for name, df in frames.items()
+            for name, df in pending.items()
         }
         files = {name: future.result() for name, future in futures.items()}
     versions = {}
-    for name in frames:
-        versions[name] = commit_files(specs[name], files[name], output=output, run_id=run_id)
+    for name, frame in frames.items():
+        actions = files[name] if name in pending else list(frame)
+        versions[name] = commit_files(specs[name], actions, output=output, run_id=run_id)
         if on_commit is not None:
             on_commit(name)  # e.g. the crash-safety test's fault injection
     return versions

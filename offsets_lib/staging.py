@@ -23,12 +23,18 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.partition_audit import KIND_ARROW, STATS
 
+TABLE_FILE = "table_file"  # manifest kind of a table file written by the task (TableFiles)
 MANIFEST_ARROW = pa.schema(
     [
         ("kind", pa.string()),
-        ("path", pa.string()),  # null on the stats row
+        ("path", pa.string()),  # null on the stats row; a table file's path in its table
         ("num_rows", pa.int64()),
         *KIND_ARROW[STATS],
+        # table files only: what the Delta add action needs
+        ("table", pa.string()),
+        ("size", pa.int64()),
+        ("modification_time", pa.int64()),
+        ("stats", pa.string()),
     ]
 )
 STAGING_DIR = "_staging"
@@ -100,6 +106,58 @@ class Staging:
     def remove(self) -> None:
         """Delete the folder (after the tables are written, or when the run failed)."""
         _remove(self.uri)
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """Stages a task's results like `staging`, and also writes the files of `tables` (some of
+    table_rows.DIRECT_TABLES) into the run's partition of those tables, for the driver to commit
+    (`written_files`). Needs the evaluation time before the audit runs (`--shuffle files`)."""
+
+    staging: Staging
+    output: str
+    run_id: str
+    as_of_ms: int
+    tables: tuple[str, ...]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return MANIFEST_ARROW
+
+    def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]:
+        from offsets_lib import sink
+        from offsets_lib.table_rows import table_rows
+        from offsets_lib.tables import table_spec
+
+        yield from self.staging(tables)
+        rows: list[dict[str, Any]] = []
+        for name in self.tables:
+            spec = table_spec(name)
+            table = table_rows(
+                name,
+                tables,
+                run_id=self.run_id,
+                as_of_ms=self.as_of_ms,
+                schema=sink.arrow_schema(spec, with_comments=False),
+            )
+            for written in sink.write_task_files(
+                table, spec, output=self.output, run_id=self.run_id
+            ):
+                rows.append({"kind": TABLE_FILE, "table": name, **written})
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, schema=MANIFEST_ARROW)
+
+
+def written_files(manifest: Sequence[Mapping[str, Any]], tables: Sequence[str], run_id: str):
+    """Add actions of the table files the tasks wrote (TableFiles), by table (every one of
+    `tables`, with no file when no task had rows for it)."""
+    from offsets_lib.sink import add_action
+
+    files: dict[str, list] = {name: [] for name in tables}
+    for row in manifest:
+        if row["kind"] == TABLE_FILE:
+            files[row["table"]].append(add_action(row, run_id))
+    return files
 
 
 def _remove(uri: str) -> None:

@@ -90,9 +90,15 @@ def test_both_shuffles_publish_the_same_tables(spark, dumps, tmp_path) -> None:
         options = run.RunOptions(
             output=output, run_id="r", inputs=(dumps["generated"],), shuffle=shuffle
         )
-        report = run.execute(spark, read_parquet_dump(spark, [dumps["generated"]]), options)
+        lines: list[str] = []
+        report = run.execute(
+            spark, read_parquet_dump(spark, [dumps["generated"]]), options, echo=lines.append
+        )
         assert report.status == "succeeded"
         assert list((Path(output) / "_staging").iterdir()) == []
+        # the file shuffle's audit tasks write offsets, groups, members, rejects and lag
+        direct = ", 5 tables written by the audit tasks" in lines[0]
+        assert direct == (shuffle == "files"), lines[0]
         results[shuffle] = (report, output)
     (files_report, files_out), (spark_report, spark_out) = results["files"], results["spark"]
     assert files_report.records_read == spark_report.records_read == 8_000

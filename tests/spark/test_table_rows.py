@@ -1,0 +1,108 @@
+"""The Arrow table rows an audit task writes itself equal the Spark frames' rows (table_rows)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from offsets_lib import lag, pipeline, sink
+from offsets_lib.partition_audit import GROUP, KIND_ARROW, OFFSET, REJECT
+from offsets_lib.projections import MAX_TIMESTAMP_MS
+from offsets_lib.table_rows import DIRECT_TABLES, table_rows, timestamps
+from offsets_lib.tables import table_spec
+
+pytestmark = pytest.mark.spark
+
+AS_OF_MS = 1_700_000_000_123
+RUN_ID = "r-1"
+MEMBER = {
+    "member_id": "m-1",
+    "client_id": "c",
+    "subscribed_topics": ["a", "b"],
+    "assigned_partitions": [{"topic": "a", "topic_id": None, "partition": 3}],
+    "member_epoch": 7,
+}
+
+
+def _results() -> dict[str, pa.Table]:
+    """Result rows with the awkward values: absurd, pre-1970 and null times, null and empty
+    member lists, a reject without a timestamp."""
+    offsets = [
+        {"log_partition": 1, "group_id": "g", "topic": "a", "partition": 0, "log_offset": 5,
+         "committed_offset": 10, "commit_timestamp_ms": 1_699_999_000_001,
+         "expire_timestamp_ms": None, "has_pending_transaction": False, "value_version": 3},
+        {"log_partition": 1, "group_id": "g", "topic": "b", "partition": 1, "log_offset": 6,
+         "committed_offset": 0, "commit_timestamp_ms": -1_234,
+         "expire_timestamp_ms": MAX_TIMESTAMP_MS + 1, "has_pending_transaction": True},
+        {"log_partition": 2, "group_id": "h", "topic": "a", "partition": 2, "log_offset": 7,
+         "committed_offset": 1, "commit_timestamp_ms": None,
+         "expire_timestamp_ms": -MAX_TIMESTAMP_MS},
+    ]  # fmt: skip
+    groups = [
+        {"log_partition": 1, "group_id": "g", "group_type": "classic", "state": "Stable",
+         "members": [MEMBER, {**MEMBER, "member_id": "m-2", "subscribed_topics": None}],
+         "current_state_timestamp_ms": 1_699_999_999_999, "offset_count": 2},
+        {"log_partition": 2, "group_id": "h", "group_type": "consumer", "state": "Empty",
+         "members": [], "current_state_timestamp_ms": None, "offset_count": 1},
+        {"log_partition": 3, "group_id": "k", "group_type": "classic", "state": "Dead",
+         "members": None, "offset_count": 0},
+    ]  # fmt: skip
+    rejects = [
+        {"log_partition": 4, "log_offset": 9, "key": b"\x00", "value": None,
+         "error": "truncated", "log_timestamp_ms": None, "record_type": None},
+        {"log_partition": 4, "log_offset": 10, "key": b"\x00\x09", "value": b"x",
+         "error": "unknown", "log_timestamp_ms": 5, "record_type": 9},
+    ]  # fmt: skip
+    return {
+        OFFSET: pa.Table.from_pylist(offsets, schema=KIND_ARROW[OFFSET]),
+        GROUP: pa.Table.from_pylist(groups, schema=KIND_ARROW[GROUP]),
+        REJECT: pa.Table.from_pylist(rejects, schema=KIND_ARROW[REJECT]),
+    }
+
+
+def _spark_frames(spark, tmp_path, results: dict[str, pa.Table]):
+    frames = {}
+    for kind, table in results.items():
+        pq.write_table(table, tmp_path / f"{kind}.parquet")
+        frames[kind] = spark.read.parquet(str(tmp_path / f"{kind}.parquet"))
+    offsets = pipeline._offsets_frame(frames[OFFSET])
+    return {
+        "offsets": offsets,
+        "groups": pipeline._groups_frame(frames[GROUP]),
+        "members": pipeline._members_frame(frames[GROUP]),
+        "rejects": pipeline._rejects_frame(frames[REJECT]),
+        "lag": lag.lag_frame(offsets, None, as_of_ms=AS_OF_MS),
+    }
+
+
+@pytest.mark.parametrize("table", DIRECT_TABLES)
+def test_task_rows_equal_the_spark_frames(spark, tmp_path, table: str) -> None:
+    results = _results()
+    schema = sink.arrow_schema(table_spec(table), with_comments=False)
+    expected = (
+        pipeline.conform(
+            _spark_frames(spark, tmp_path, results)[table], table, run_id=RUN_ID, as_of_ms=AS_OF_MS
+        )
+        .toArrow()
+        .cast(pa.schema([f.with_nullable(True) for f in schema]))
+    )
+    got = table_rows(table, results, run_id=RUN_ID, as_of_ms=AS_OF_MS, schema=schema)
+    assert got.schema.names == expected.schema.names
+    assert got.num_rows == expected.num_rows > 0
+    key = [n for n in ("group_id", "topic", "member_id", "offsets_offset") if n in got.schema.names]
+    assert _plain(got, key) == _plain(expected, key)
+
+
+def _plain(table: pa.Table, key: list[str]) -> list[dict]:
+    """Rows sorted by `key`, timestamps as epoch micros (some are beyond Python's datetime)."""
+    micros = pa.schema(
+        [f.with_type(pa.int64()) if pa.types.is_timestamp(f.type) else f for f in table.schema]
+    )
+    return table.cast(micros).sort_by([(k, "ascending") for k in key]).to_pylist()
+
+
+def test_timestamps_null_beyond_what_spark_holds() -> None:
+    ms = pa.array([0, -1, None, MAX_TIMESTAMP_MS, MAX_TIMESTAMP_MS + 1, -MAX_TIMESTAMP_MS - 1])
+    micros = timestamps(ms).cast(pa.int64()).to_pylist()
+    assert micros == [0, -1000, None, MAX_TIMESTAMP_MS * 1000, None, None]
