@@ -14,6 +14,7 @@ tests check that both give the same tables.
 from __future__ import annotations
 
 import gc
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -90,6 +91,8 @@ KIND_ARROW: dict[str, pa.Schema] = {
             ("records_rejected", pa.int64()),
             ("orphaned_offsets", pa.int64()),
             ("max_timestamp_ms", pa.int64()),
+            # groups by "group_type/state", as a JSON object (for the run's summary line)
+            ("group_counts", pa.string()),
         ]
     ),
 }
@@ -187,9 +190,20 @@ def audit_records(
             "records_rejected": pa.array([int((~ok & ~is_history).sum())], pa.int64()),
             "orphaned_offsets": pa.array([orphaned], pa.int64()),
             "max_timestamp_ms": pa.array([pc.max(timestamps).as_py()], pa.int64()),
+            "group_counts": pa.array([_group_counts(groups)], pa.string()),
         }
     )
     return out
+
+
+def _group_counts(groups: pa.Table) -> str:
+    """{"group_type/state": count} of the task's groups, as JSON."""
+    names = pc.binary_join_element_wise(
+        pc.fill_null(groups.column("group_type"), ""), pc.fill_null(groups.column("state"), ""), "/"
+    )
+    counts = pc.value_counts(names)
+    pairs = zip(counts.field(0).to_pylist(), counts.field(1).to_pylist(), strict=True)
+    return json.dumps(dict(sorted(pairs)))
 
 
 def _take(rows_of: pa.Table | pa.Array, rows: np.ndarray) -> pa.Table | pa.Array:

@@ -247,16 +247,17 @@ def _execute(
         )
         if units is None:
             report.as_of_ms = _as_of(options, stats.latest_ms, started_ms)
+        written = written_files(manifest, direct, options.run_id)
         frames = pipeline.decide(
             staging.read(spark, manifest),
             regime=options.regime,
             params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
             orphaned_offsets=stats.orphaned_offsets,
+            tables=_frames_needed(written),
         )
         ratio = report.records_rejected / report.records_read if report.records_read else 0.0
-        written = written_files(manifest, direct, options.run_id)
         if ratio > options.max_reject_ratio:
-            rejects = written.get("rejects", frames.frames["rejects"])
+            rejects = written["rejects"] if "rejects" in written else frames.frames["rejects"]
             _write(spark, {"rejects": rejects}, options, report)
             raise RejectRatioExceeded(
                 f"{report.records_rejected} of {report.records_read} records could not be decoded"
@@ -273,7 +274,7 @@ def _execute(
         observed = _observe(tables, as_of_ms=report.as_of_ms)
         tables.update(written)  # the files the audit tasks wrote replace those frames
         _write(spark, tables, options, report)
-        _summarise(report, frames.frames, observed, frames.orphaned_offsets)
+        _summarise(report, stats, observed)
         stages.done(
             "decide+write",
             f"{len(report.tables)} tables: {report.offsets_total} offsets,"
@@ -318,6 +319,14 @@ def _direct_tables(
     if options.delta_writer == "spark":
         return ()
     return tuple(t for t in DIRECT_TABLES if t != "lag" or end_offsets is None)
+
+
+def _frames_needed(written: Mapping[str, list[AddAction]]) -> list[str]:
+    """The frames to build: tables no task wrote, and `offsets` for a lag table built in Spark."""
+    needed = [t for t in pipeline.DECIDED_TABLES if t not in written]
+    if "lag" not in written and "offsets" not in needed:
+        needed.append("offsets")
+    return needed
 
 
 def _dump_units(
@@ -387,23 +396,15 @@ def _observe(frames: dict[str, DataFrame], *, as_of_ms: int) -> dict[str, _Count
     }
 
 
-def _summarise(
-    report: RunReport,
-    frames: dict[str, DataFrame],
-    observed: dict[str, _Counts],
-    orphaned: DataFrame | int,
-) -> None:
-    """The summary line's counts, after the write (a handful of rows reach the driver)."""
-    by_state = frames["groups"].groupBy("group_type", "state").count().collect()
-    report.groups_by_type_state = {
-        f"{r['group_type']}/{r['state']}": int(r["count"]) for r in by_state
-    }
+def _summarise(report: RunReport, stats: pipeline.RunStats, observed: dict[str, _Counts]) -> None:
+    """The summary line's counts, after the write (from the tasks' stats and observations)."""
+    report.groups_by_type_state = dict(stats.groups_by_type_state)
     report.groups_deleted = int(observed["group_decisions"].get()["deleted"])
     decisions = observed["offset_decisions"].get()
     report.offsets_total = int(decisions["total"])
     report.offsets_expired = int(decisions["expired"])
     report.offsets_expiring_24h = int(decisions["soon"])
-    report.orphaned_offsets = orphaned if isinstance(orphaned, int) else orphaned.count()
+    report.orphaned_offsets = stats.orphaned_offsets
 
 
 def _write(
