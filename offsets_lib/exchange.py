@@ -56,6 +56,9 @@ MAP_ARROW = pa.schema(
         ("max_timestamp_ms", pa.int64()),  # newest record of the piece (as_of "latest")
     ]
 )
+# LZ4 frames: the pieces of 10M records are ~570 MB instead of ~1.6 GB of staged files, for
+# ~0.2 s of compression per million records (the page cache then holds them).
+_PIECE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _UNIT_SCHEMA = "map_task int, path string, row_groups array<int>"
 
 
@@ -219,7 +222,7 @@ def _write_pieces(
     out: dict[str, list] = {name: [] for name in MAP_ARROW.names}
     with (
         fs.open_output_stream(f"{root}/{name}") as stream,
-        pa.ipc.new_file(stream, partition_audit.RAW_ARROW) as writer,
+        pa.ipc.new_file(stream, partition_audit.RAW_ARROW, options=_PIECE_OPTIONS) as writer,
     ):
         for batch in units:
             for path, groups in zip(
