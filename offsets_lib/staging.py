@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -22,6 +22,9 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.partition_audit import KIND_ARROW, STATS
+
+if TYPE_CHECKING:
+    from deltalake.transaction import AddAction
 
 TABLE_FILE = "table_file"  # manifest kind of a table file written by the task (TableFiles)
 MANIFEST_ARROW = pa.schema(
@@ -148,12 +151,14 @@ class TableFiles:
             yield pa.RecordBatch.from_pylist(rows, schema=MANIFEST_ARROW)
 
 
-def written_files(manifest: Sequence[Mapping[str, Any]], tables: Sequence[str], run_id: str):
+def written_files(
+    manifest: Sequence[Mapping[str, Any]], tables: Sequence[str], run_id: str
+) -> dict[str, list[AddAction]]:
     """Add actions of the table files the tasks wrote (TableFiles), by table (every one of
     `tables`, with no file when no task had rows for it)."""
     from offsets_lib.sink import add_action
 
-    files: dict[str, list] = {name: [] for name in tables}
+    files: dict[str, list[AddAction]] = {name: [] for name in tables}
     for row in manifest:
         if row["kind"] == TABLE_FILE:
             files[row["table"]].append(add_action(row, run_id))
