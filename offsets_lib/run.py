@@ -265,14 +265,18 @@ def _execute(
                 " see the rejects"
                 f" table under {options.output}"
             )
-        tables: dict[str, DataFrame | list[AddAction]] = dict(frames.frames)
+        built = dict(frames.frames)
         if "lag" not in written:
-            ends = end_offsets(frames.frames["offsets"]) if end_offsets is not None else None
-            tables["lag"] = lag.lag_frame(frames.frames["offsets"], ends, as_of_ms=report.as_of_ms)
+            ends = end_offsets(built["offsets"]) if end_offsets is not None else None
+            built["lag"] = lag.lag_frame(built["offsets"], ends, as_of_ms=report.as_of_ms)
         # The summary counts are observed while the decision tables are written (no extra pass
         # over the decided offsets, which are recomputed from the staged results per use).
-        observed = _observe(tables, as_of_ms=report.as_of_ms)
-        tables.update(written)  # the files the audit tasks wrote replace those frames
+        observed = _observe(built, as_of_ms=report.as_of_ms)
+        # commits in the tables' usual order; the files the audit tasks wrote replace frames
+        tables: dict[str, DataFrame | list[AddAction]] = {
+            name: written[name] if name in written else built[name]
+            for name in (*pipeline.DECIDED_TABLES, "lag")
+        }
         _write(spark, tables, options, report)
         _summarise(report, stats, observed)
         stages.done(

@@ -5,8 +5,11 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
+from offsets_lib import run
 from offsets_lib.cli import main
+from offsets_lib.pipeline import DECIDED_TABLES
 from offsets_lib.run import UsageError, parse_as_of, parse_retention
+from offsets_lib.table_rows import DIRECT_TABLES
 
 WEEK_MS = 604_800_000
 
@@ -63,3 +66,21 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], message: str) -> Non
     assert result.exit_code == 2
     assert message in result.output
     assert len(result.output.strip().splitlines()) == 1
+
+
+def test_tables_the_audit_tasks_write_and_the_frames_left_to_build() -> None:
+    """delta-rs commits every direct table; lag only without log-end offsets (a Spark join);
+    the offsets frame is still built when lag is."""
+    options = run.RunOptions(output="o", run_id="r")
+    assert run._direct_tables(options, end_offsets=None) == DIRECT_TABLES
+    with_ends = run._direct_tables(options, end_offsets=lambda _offsets: None)
+    assert with_ends == ("offsets", "groups", "members", "rejects")
+    spark_writer = run.RunOptions(output="o", run_id="r", delta_writer="spark")
+    assert run._direct_tables(spark_writer, end_offsets=None) == ()
+    assert run._frames_needed({t: [] for t in DIRECT_TABLES}) == [
+        "offset_decisions", "group_decisions", "metrics",
+    ]  # fmt: skip
+    assert run._frames_needed({t: [] for t in with_ends}) == [
+        "offset_decisions", "group_decisions", "metrics", "offsets",
+    ]  # fmt: skip
+    assert run._frames_needed({}) == list(DECIDED_TABLES)
