@@ -319,6 +319,7 @@ def run_stats(stats_rows: Iterable[Mapping[str, Any]]) -> RunStats:
 
 
 def _summed_counts(tasks: Iterable[str | None]) -> dict[str, int]:
+    """The tasks' group counts (JSON objects, partition_audit STATS) added up."""
     total: dict[str, int] = {}
     for counts in tasks:
         for name, count in json.loads(counts or "{}").items():

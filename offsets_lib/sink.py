@@ -326,7 +326,7 @@ def write_task_files(
 
 
 def add_action(written: Mapping[str, Any], run_id: str) -> AddAction:
-    """The Delta add action of a file from :func:`write_task_file`."""
+    """The Delta add action of a file from :func:`write_task_files`."""
     return AddAction(
         path=written["path"],
         size=written["size"],
