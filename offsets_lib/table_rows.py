@@ -89,8 +89,6 @@ def table_rows(
     else:
         table = _projected(results[PROJECTIONS[name][0]], name)
     n = table.num_rows
-    table = table.append_column(
-        "run_id", pa.array([run_id] * n, pa.string()) if n else pa.array([], pa.string())
-    )
-    table = table.append_column("as_of", timestamps(pa.array(np.full(n, as_of_ms, np.int64))))
+    table = table.append_column("run_id", pa.repeat(pa.scalar(run_id, pa.string()), n))
+    table = table.append_column("as_of", timestamps(pa.repeat(pa.scalar(as_of_ms, pa.int64()), n)))
     return table.select(schema.names).cast(schema)
