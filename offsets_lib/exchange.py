@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offsets_lib import partition_audit, task_split
-from offsets_lib.pipeline import TaskEmitter, _spark_schema
+from offsets_lib.pipeline import TaskEmitter, spark_schema
 from offsets_lib.rules import Regime
 
 log = logging.getLogger(__name__)
@@ -171,7 +171,7 @@ def map_pieces(
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return _write_pieces(batches, pieces_uri, tasks)
 
-    return [r.asDict() for r in units.mapInArrow(write_pieces, _spark_schema(MAP_ARROW)).collect()]
+    return [r.asDict() for r in units.mapInArrow(write_pieces, spark_schema(MAP_ARROW)).collect()]
 
 
 def latest_timestamp_ms(pieces: list[dict[str, Any]]) -> int | None:
@@ -209,7 +209,7 @@ def audit_pieces(
     def audit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         return _audit_pieces(batches, emit, modern_types_known)
 
-    return routed.mapInArrow(audit, _spark_schema(emit.schema))
+    return routed.mapInArrow(audit, spark_schema(emit.schema))
 
 
 def _write_pieces(

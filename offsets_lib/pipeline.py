@@ -96,10 +96,11 @@ def replay_groups(events: DataFrame, *, regime: Regime) -> DataFrame:
     ordered = events.repartition(
         int(num_partitions), "log_partition", "group_id"
     ).sortWithinPartitions("log_partition", "group_id", F.col("log_offset").asc_nulls_first())
-    return ordered.mapInArrow(replay, _spark_schema(GROUP_STATE_ARROW))
+    return ordered.mapInArrow(replay, spark_schema(GROUP_STATE_ARROW))
 
 
-def _spark_schema(schema):
+def spark_schema(schema: pa.Schema):
+    """The Spark schema of an Arrow schema (mapInArrow output, staged files)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(schema)
@@ -293,7 +294,7 @@ def audit_raw(records: DataFrame, *, regime: Regime, tasks: int, emit: TaskEmitt
         .withColumn("is_history", F.col("is_history") | (F.col("_copy") > 0))
         .repartition(tasks, "_task")
     )
-    return shuffled.select(*raw_columns).mapInArrow(run, _spark_schema(emit.schema))
+    return shuffled.select(*raw_columns).mapInArrow(run, spark_schema(emit.schema))
 
 
 @dataclass(frozen=True)

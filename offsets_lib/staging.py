@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.partition_audit import KIND_ARROW, STATS
+from offsets_lib.pipeline import spark_schema
 
 if TYPE_CHECKING:
     from deltalake.transaction import AddAction
@@ -41,12 +42,6 @@ MANIFEST_ARROW = pa.schema(
     ]
 )
 STAGING_DIR = "_staging"
-
-
-def _spark_schema(schema: pa.Schema):
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(schema)
 
 
 @dataclass(frozen=True)
@@ -98,11 +93,11 @@ class Staging:
             if kind == STATS:
                 continue
             paths = [row["path"] for row in manifest if row["kind"] == kind]
-            spark_schema = _spark_schema(schema)
+            frame_schema = spark_schema(schema)
             frames[kind] = (
-                spark.read.schema(spark_schema).parquet(*paths)
+                spark.read.schema(frame_schema).parquet(*paths)
                 if paths
-                else spark.createDataFrame([], spark_schema)
+                else spark.createDataFrame([], frame_schema)
             )
         return frames
 
