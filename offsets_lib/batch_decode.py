@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import json
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from offsets_lib import fastpath, wire
+from offsets_lib import fastpath, layout_scan, wire
 from offsets_lib.schemas import DECODED_ARROW
 
 _PASS_THROUGH = (
@@ -44,35 +46,152 @@ def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
     return _decode(batch, as_json=True)[0]
 
 
-def decode_batches_with_values(
-    batches: list[pa.RecordBatch],
-) -> tuple[pa.Table, dict[int, Any], np.ndarray]:
-    """Decode a task's batches into one DECODED_ARROW table, rows reordered: first the rows the
-    fast path decoded, then the codec's. Returns (table, values, source) where `source[i]` is
-    the position of table row i among the input rows, and `values` holds the codec's field
-    dicts of records other than offset commits by table row (value_json stays null): no JSON
-    round trip for callers that use the values in Python, and no full-length merge of the two
-    paths' columns (the task's audit does not depend on row order)."""
+@dataclass
+class TaskRecords:
+    """A task's records decoded for the audit (`decode_task_records`).
+
+    `table` is DECODED_ARROW with rows reordered (`source[i]` is the input position of row i):
+    first the fast path's offset commits, then the group-level records vouched for by the
+    layout walk, then the codec's rows. `values` holds the codec's field dicts by table row
+    (value_json stays null): no JSON round trip for callers that use the values in Python.
+    `counts` gives, per top-level array field of the walked values, its element count by
+    table row (-1 where the row was not walked or has no such field)."""
+
+    table: pa.Table
+    values: dict[int, Any]
+    source: np.ndarray
+    counts: dict[str, np.ndarray]
+
+    def list_is_nonempty(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """Whether the value of each row has a non-empty top-level array `name`."""
+        walked = self.counts.get(name)
+        out = np.zeros(len(rows), dtype=bool)
+        for i, row in enumerate(rows.tolist()):
+            value = self.values.get(row)
+            if value is not None:
+                out[i] = bool(value.get(name))
+            elif walked is not None:
+                out[i] = walked[row] > 0
+        return out
+
+
+def decode_task_records(
+    batches: list[pa.RecordBatch], *, every_value_of: frozenset[int] | None = None
+) -> TaskRecords:
+    """Decode a task's batches for the audit (no full-length merge of the paths' columns: the
+    audit does not depend on row order).
+
+    With `every_value_of` (record types), the values of group-level records are decoded only
+    where a reader of the values needs them: for those types always, for other types only for
+    the newest decodable record of each key in its offsets-topic partition (older values of a
+    key are replaced by it). The other records are still checked against their layouts, so
+    errors, keys and every other column are exactly what the codec gives.
+    """
     if not batches:
-        return DECODED_ARROW.empty_table(), {}, np.zeros(0, dtype=np.int64)
+        return TaskRecords(DECODED_ARROW.empty_table(), {}, np.zeros(0, dtype=np.int64), {})
     fasts = [fastpath.decode_offset_commits(b) for b in batches]
     handled = np.concatenate([f.handled for f in fasts])
     source = pa.Table.from_batches(batches)
     fast_rows = np.flatnonzero(handled)
     slow_rows = np.flatnonzero(~handled)
-    decoded, fields = _decode_rows(source, slow_rows, as_json=False)
+    walked_rows = np.zeros(0, dtype=np.int64)
+    walked: layout_scan.Scanned | None = None
+    if every_value_of is not None and len(slow_rows):
+        walked, walked_rows = _walk(source, slow_rows)
+    codec_rows = np.setdiff1d(slow_rows, walked_rows, assume_unique=True)
+    decoded, fields = _decode_rows(source, codec_rows, as_json=False)
+    if walked is not None and len(walked_rows):
+        keep = _values_needed(source, walked, walked_rows, codec_rows, decoded, every_value_of)
+        extra, extra_fields = _decode_rows(source, walked_rows[keep], as_json=False)
+        fields.update((len(decoded) + j, v) for j, v in extra_fields.items())
+        decoded += extra
+        codec_rows = np.concatenate([codec_rows, walked_rows[keep]])
+        walked = _subset(walked, ~keep)
+        walked_rows = walked_rows[~keep]
     slow = _columns(decoded)
-    order = np.concatenate([fast_rows, slow_rows])
+    order = np.concatenate([fast_rows, walked_rows, codec_rows])
     take = pa.array(order)
     arrays = []
     for field in DECODED_ARROW:
         if field.name in _PASS_THROUGH:
             arrays.append(source.column(field.name).take(take).combine_chunks().cast(field.type))
-        else:
-            parts = [f.columns[field.name].cast(field.type) for f in fasts]
-            arrays.append(pa.concat_arrays([*parts, slow[field.name]]))
-    values = {len(fast_rows) + j: v for j, v in fields.items()}
-    return pa.Table.from_arrays(arrays, schema=DECODED_ARROW), values, order
+            continue
+        parts = [f.columns[field.name].cast(field.type) for f in fasts]
+        if walked is not None:
+            column = walked.columns.get(field.name)
+            parts.append(
+                column.cast(field.type)
+                if column is not None
+                else pa.nulls(len(walked_rows), field.type)
+            )
+        arrays.append(pa.concat_arrays([*parts, slow[field.name]]))
+    first_codec = len(fast_rows) + len(walked_rows)
+    values = {first_codec + j: v for j, v in fields.items()}
+    counts = {}
+    if walked is not None:
+        for name, count in walked.counts.items():
+            full = np.full(len(order), -1, dtype=np.int64)
+            full[len(fast_rows) : first_codec] = count
+            counts[name] = full
+    table = pa.Table.from_arrays(arrays, schema=DECODED_ARROW)
+    return TaskRecords(table, values, order, counts)
+
+
+def _walk(source: pa.Table, slow_rows: np.ndarray) -> tuple[layout_scan.Scanned, np.ndarray]:
+    """The layout walk over the non-control slow rows: (its result, their input positions)."""
+    control = source.column("is_control").take(pa.array(slow_rows)).combine_chunks()
+    candidates = slow_rows[~np.asarray(control.fill_null(False), dtype=bool)]
+    picked = pa.array(candidates)
+    walked = layout_scan.scan_records(
+        source.column("key").take(picked).combine_chunks(),
+        source.column("value").take(picked).combine_chunks(),
+    )
+    return walked, candidates[walked.rows]
+
+
+def _values_needed(
+    source: pa.Table,
+    walked: layout_scan.Scanned,
+    walked_rows: np.ndarray,
+    codec_rows: np.ndarray,
+    decoded: list[dict[str, Any]],
+    every_value_of: frozenset[int],
+) -> np.ndarray:
+    """Which walked rows must still be decoded by the codec: non-tombstones of a type in
+    `every_value_of`, or the newest decodable group-level record of their key (ties included)."""
+    codec_ok = np.array(
+        [row.get("error") is None and (row.get("record_type") or 0) >= 2 for row in decoded],
+        dtype=bool,
+    )
+    rows = np.concatenate([walked_rows, codec_rows[codec_ok] if len(codec_rows) else codec_rows])
+    picked = pa.array(rows)
+    keys = source.column("key").take(picked).combine_chunks()
+    key_codes = np.asarray(pc.dictionary_encode(keys).indices, dtype=np.int64)
+    partition = np.asarray(source.column("log_partition").take(picked).fill_null(-1), np.int64)
+    offset = np.asarray(
+        source.column("log_offset").take(picked).fill_null(-(2**63)), dtype=np.int64
+    )
+    order = np.lexsort((offset, key_codes, partition))
+    same = (key_codes[order][1:] == key_codes[order][:-1]) & (
+        partition[order][1:] == partition[order][:-1]
+    )
+    starts = np.flatnonzero(np.r_[True, ~same])
+    newest = np.maximum.reduceat(offset[order], starts)
+    run = np.cumsum(np.r_[True, ~same]) - 1
+    is_newest = np.empty(len(rows), dtype=bool)
+    is_newest[order] = offset[order] == newest[run]
+    has_value = ~np.asarray(walked.columns["is_tombstone"], dtype=bool)
+    always = np.isin(np.asarray(walked.columns["record_type"]), list(every_value_of))
+    return has_value & (is_newest[: len(walked_rows)] | always)
+
+
+def _subset(walked: layout_scan.Scanned, mask: np.ndarray) -> layout_scan.Scanned:
+    chosen = pa.array(mask)
+    return layout_scan.Scanned(
+        walked.rows[mask],
+        {name: column.filter(chosen) for name, column in walked.columns.items()},
+        {name: count[mask] for name, count in walked.counts.items()},
+    )
 
 
 def _decode_rows(

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-_PAD = 16  # zero bytes appended so fixed-width reads near the end stay in bounds
+PAD = 16  # zero bytes appended so fixed-width reads near the end stay in bounds
 _HEX = np.array([f"{i:02x}".encode() for i in range(256)], dtype="S2")
 # Column values shared by every row: taken or repeated in C++ (numpy string arrays converted
 # to Arrow cost ~0.1 s per 500k rows each).
@@ -36,7 +36,7 @@ class FastResult:
     columns: dict[str, pa.Array]
 
 
-def _buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (padded data bytes, start, length) of a binary array, rebased to its own bytes."""
     array = array.cast(pa.binary()) if array.type != pa.binary() else array
     offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[
@@ -44,7 +44,7 @@ def _buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ]
     base, end = int(offsets[0]), int(offsets[-1])
     raw = array.buffers()[2]
-    data = np.zeros(end - base + _PAD, dtype=np.uint8)
+    data = np.zeros(end - base + PAD, dtype=np.uint8)
     if raw is not None and end > base:
         data[: end - base] = np.frombuffer(raw, dtype=np.uint8)[base:end]
     starts = offsets[:-1].astype(np.int64) - base
@@ -52,24 +52,26 @@ def _buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return data, starts, lengths
 
 
-def _be(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
+def be_ints(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """Signed big-endian integers of `width` bytes starting at each position (vectorized)."""
     view = np.ndarray((len(data) - width + 1,), dtype=f">i{width}", buffer=data, strides=(1,))
     return view[np.clip(pos, 0, len(data) - width)].astype(np.int64)
 
 
-def _u8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
+def u8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return data[np.clip(pos, 0, len(data) - 1)].astype(np.int64)
 
 
-def _strings(data: np.ndarray, start: np.ndarray, length: np.ndarray, ok: np.ndarray) -> pa.Array:
+def cut_strings(
+    data: np.ndarray, start: np.ndarray, length: np.ndarray, ok: np.ndarray
+) -> pa.Array:
     """Cut length-prefixed byte ranges out of `data` as one Arrow string array, no Python loop.
 
     The ranges become the odd slots of a 2n+1-element binary array over the same buffer (the even
     slots are the gaps), and Arrow's take copies the odd slots out.
     """
     n = len(start)
-    size = len(data) - _PAD
+    size = len(data) - PAD
     s = np.where(ok, start, 0)
     e = np.where(ok, start + length, 0)
     # keep offsets monotone: rows without a string get an empty range at the running end
@@ -117,12 +119,12 @@ def _slice(values: np.ndarray, a: int, b: int) -> np.ndarray:
 
 
 def _decode_keys(keys: pa.Array) -> tuple[np.ndarray, dict[str, Any]]:
-    data, start, length = _buffers(keys)
+    data, start, length = buffers(keys)
     valid = np.asarray(keys.is_valid()) if keys.null_count else np.ones(len(keys), bool)
-    record_type = _be(data, start, 2)
-    group_len = _be(data, start + 2, 2)
+    record_type = be_ints(data, start, 2)
+    group_len = be_ints(data, start + 2, 2)
     topic_pos = start + 4 + group_len
-    topic_len = _be(data, topic_pos, 2)
+    topic_len = be_ints(data, topic_pos, 2)
     expected = 4 + group_len + 2 + topic_len + 4
     ok = (
         valid
@@ -137,33 +139,33 @@ def _decode_keys(keys: pa.Array) -> tuple[np.ndarray, dict[str, Any]]:
         "record_type": record_type,
         "group": (start + 4, group_len),
         "topic": (topic_pos + 2, topic_len),
-        "partition": _be(data, topic_pos + 2 + topic_len, 4),
+        "partition": be_ints(data, topic_pos + 2 + topic_len, 4),
     }
     return ok, {"data": data, **cols}
 
 
 def _decode_values(values: pa.Array) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Return (accepted, is_tombstone, fields) for v0-v4 offset-commit values."""
-    data, start, length = _buffers(values)
+    data, start, length = buffers(values)
     present = np.asarray(values.is_valid()) if values.null_count else np.ones(len(values), bool)
-    version = _be(data, start, 2)
+    version = be_ints(data, start, 2)
     has_epoch = version >= 3
     flexible = version == 4
     meta_len_pos = start + 10 + np.where(has_epoch, 4, 0)
     # classic: int16 length; flexible: uvarint(length + 1) in one or two bytes
-    b0 = _u8(data, meta_len_pos)
-    b1 = _u8(data, meta_len_pos + 1)
+    b0 = u8(data, meta_len_pos)
+    b1 = u8(data, meta_len_pos + 1)
     two_byte = flexible & (b0 >= 0x80)
     varint = np.where(two_byte, (b0 & 0x7F) | (b1 << 7), b0) - 1
-    meta_len = np.where(flexible, varint, _be(data, meta_len_pos, 2))
+    meta_len = np.where(flexible, varint, be_ints(data, meta_len_pos, 2))
     meta_pos = meta_len_pos + np.where(flexible, np.where(two_byte, 2, 1), 2)
     commit_pos = meta_pos + meta_len
     after_commit = commit_pos + 8
     has_expire = version == 1
     end_fixed = after_commit + np.where(has_expire, 8, 0)
-    tag_count = _u8(data, after_commit)
-    tag_id = _u8(data, after_commit + 1)
-    tag_size = _u8(data, after_commit + 2)
+    tag_count = u8(data, after_commit)
+    tag_id = u8(data, after_commit + 1)
+    tag_size = u8(data, after_commit + 2)
     has_topic_id = flexible & (tag_count == 1) & (tag_id == 0) & (tag_size == 16)
     flexible_end = after_commit + 1 + np.where(has_topic_id, 18, 0)
     end = np.where(flexible, flexible_end, end_fixed)
@@ -180,11 +182,11 @@ def _decode_values(values: pa.Array) -> tuple[np.ndarray, np.ndarray, dict[str, 
     fields = {
         "data": data,
         "version": version,
-        "offset": _be(data, start + 2, 8),
-        "leader_epoch": np.where(has_epoch, _be(data, start + 10, 4), -1),
+        "offset": be_ints(data, start + 2, 8),
+        "leader_epoch": np.where(has_epoch, be_ints(data, start + 10, 4), -1),
         "metadata": (meta_pos, meta_len),
-        "commit_ts": _be(data, commit_pos, 8),
-        "expire_ts": np.where(has_expire, _be(data, after_commit, 8), -1),
+        "commit_ts": be_ints(data, commit_pos, 8),
+        "expire_ts": np.where(has_expire, be_ints(data, after_commit, 8), -1),
         "topic_id_pos": after_commit + 3,
         "has_topic_id": has_topic_id,
     }
@@ -211,9 +213,9 @@ def decode_offset_commits(batch: pa.RecordBatch) -> FastResult:
     every = np.ones(m, dtype=bool)
     has_value = ~tombstone[rows]
     try:
-        group = _strings(key["data"], key["group"][0][rows], key["group"][1][rows], every)
-        topic = _strings(key["data"], key["topic"][0][rows], key["topic"][1][rows], every)
-        metadata = _strings(
+        group = cut_strings(key["data"], key["group"][0][rows], key["group"][1][rows], every)
+        topic = cut_strings(key["data"], key["topic"][0][rows], key["topic"][1][rows], every)
+        metadata = cut_strings(
             value["data"], value["metadata"][0][rows], value["metadata"][1][rows], has_value
         )
     except (pa.ArrowInvalid, ValueError):

@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib import dedupe, state
-from offsets_lib.batch_decode import decode_batches_with_values
+from offsets_lib.batch_decode import TaskRecords, decode_task_records
 from offsets_lib.compact import ABORTED, COMMITTED, NOT_TRANSACTIONAL, PENDING
 from offsets_lib.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COUNTS
 from offsets_lib.schemas import DECODED_ARROW, POSITIONED_ARROW
@@ -164,7 +164,8 @@ def audit_records(
     """
     if not batches:
         return {}
-    decoded, values, source = decode_batches_with_values(batches)  # rows reordered: source
+    records = decode_task_records(batches, every_value_of=state.EVERY_VALUE_TYPES)
+    decoded, values, source = records.table, records.values, records.source  # rows reordered
     history = pa.chunked_array(
         [b.column("is_history") for b in batches], type=pa.bool_()
     ).combine_chunks()
@@ -176,7 +177,7 @@ def audit_records(
 
     out = {
         REJECT: _rejects(decoded, ~ok & ~is_history),
-        METRIC: _metrics(decoded, values, ok & ~is_control & (record_type >= 0) & ~is_history),
+        METRIC: _metrics(records, ok & ~is_control & (record_type >= 0) & ~is_history),
     }
     keys = _offset_keys(decoded, ok, is_control, record_type, tombstone)
     summary = _group_summary(keys)
@@ -424,10 +425,10 @@ def _live_offsets(keys: pa.Table, groups: pa.Table) -> tuple[pa.Table, int]:
     return flagged, orphaned
 
 
-def _metrics(decoded: pa.Table, values: dict[int, Any], counted: np.ndarray) -> pa.Table:
+def _metrics(task: TaskRecords, counted: np.ndarray) -> pa.Table:
     """Partial KIP-496 meters per (UTC hour, offsets partition): see metrics.py for the meaning."""
     rows = np.flatnonzero(counted)
-    records = decoded.select(
+    records = task.table.select(
         [
             "log_partition",
             "group_id",
@@ -465,8 +466,8 @@ def _metrics(decoded: pa.Table, values: dict[int, Any], counted: np.ndarray) -> 
     created = np.empty(n, dtype=bool)
     created[order] = created_sorted
     has_members = np.zeros(n, dtype=bool)
-    for i in np.flatnonzero((record_type == 2) & ~tombstone).tolist():
-        has_members[i] = bool((values.get(int(rows[i])) or {}).get("members"))
+    written = np.flatnonzero((record_type == 2) & ~tombstone)
+    has_members[written] = task.list_is_nonempty("members", rows[written])
     is_commit = (record_type == 0) | (record_type == 1)
     timestamps = records.column("log_timestamp_ms")
     hour = pc.multiply(pc.floor(pc.divide(pc.cast(timestamps, pa.float64()), HOUR_MS)), HOUR_MS)

@@ -33,6 +33,11 @@ _MEMBER_STATES = {
     STREAMS: {1: "STABLE", 2: "UNREVOKED_TASKS", 3: "UNRELEASED_TASKS", 127: "UNKNOWN"},
 }
 _STABLE_MEMBER_STATE = {CONSUMER: 0, SHARE: 0, STREAMS: 1}
+EVERY_VALUE_TYPES = frozenset({4, 9})
+"""Record types whose every value the replay reads (their topic names accumulate). Of any
+other type it reads only the newest value of each key: an older value of the same key is
+replaced, or its group dropped, before the group's row is built, so a caller may pass
+`value=None` for those (batch_decode.decode_task_records does)."""
 
 PARTITION = pa.struct(
     [
