@@ -89,7 +89,7 @@ def _check(pairs: list[tuple[bytes | None, bytes | None]]) -> layout_scan.Scanne
             assert column[j].as_py() == row.get(name), (name, pairs[i])
         fields = row.get("fields") or {}
         for name, counts in scanned.counts.items():
-            listed = fields.get(name, None) if name in fields else None
+            listed = fields.get(name)
             expected = -1 if listed is None else len(listed)
             assert counts[j] == expected, (name, pairs[i])
     return scanned
