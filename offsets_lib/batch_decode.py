@@ -65,13 +65,10 @@ class TaskRecords:
     def list_is_nonempty(self, name: str, rows: np.ndarray) -> np.ndarray:
         """Whether the value of each row has a non-empty top-level array `name`."""
         walked = self.counts.get(name)
-        out = np.zeros(len(rows), dtype=bool)
-        for i, row in enumerate(rows.tolist()):
-            value = self.values.get(row)
-            if value is not None:
-                out[i] = bool(value.get(name))
-            elif walked is not None:
-                out[i] = walked[row] > 0
+        out = walked[rows] > 0 if walked is not None else np.zeros(len(rows), dtype=bool)
+        with_value = np.isin(rows, np.fromiter(self.values, dtype=np.int64, count=len(self.values)))
+        for i in np.flatnonzero(with_value).tolist():  # the few rows the codec decoded
+            out[i] = bool(self.values[int(rows[i])].get(name))
         return out
 
 
