@@ -221,12 +221,10 @@ def _write_pieces(
     fs, root = pafs.FileSystem.from_uri(pieces_uri)
     fs.create_dir(root, recursive=True)
     name = f"{uuid.uuid4().hex}.arrow"
-    is_local = isinstance(fs, pafs.LocalFileSystem)
-    options = _LOCAL_PIECE_OPTIONS if is_local else _REMOTE_PIECE_OPTIONS
     out: dict[str, list] = {name: [] for name in MAP_ARROW.names}
     with (
         fs.open_output_stream(f"{root}/{name}") as stream,
-        pa.ipc.new_file(stream, partition_audit.RAW_ARROW, options=options) as writer,
+        pa.ipc.new_file(stream, partition_audit.RAW_ARROW, options=piece_options(fs)) as writer,
     ):
         for batch in units:
             for path, groups in zip(
@@ -245,6 +243,11 @@ def _write_pieces(
                         )
                         writer.write_batch(piece)
     yield pa.RecordBatch.from_pydict(out, schema=MAP_ARROW)  # after the file is complete
+
+
+def piece_options(fs: pafs.FileSystem) -> pa.ipc.IpcWriteOptions:
+    """How pieces are written on `fs`: LZ4 unless it is the local file system."""
+    return _LOCAL_PIECE_OPTIONS if isinstance(fs, pafs.LocalFileSystem) else _REMOTE_PIECE_OPTIONS
 
 
 def _read_unit(uri: str, row_groups: list[int] | None) -> Iterator[pa.Table]:

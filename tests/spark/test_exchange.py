@@ -12,6 +12,7 @@ import glob
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
@@ -172,6 +173,14 @@ def test_plan_declines_what_pyarrow_cannot_read(tmp_path) -> None:
         exchange.plan(["nosuchscheme://bucket/dump/part-0.parquet"], staging, map_tasks=2) is None
     )
     assert exchange.plan([str(tmp_path / "missing.parquet")], staging, map_tasks=2) is None
+
+
+def test_pieces_are_compressed_only_off_the_local_disk(tmp_path) -> None:
+    local = pafs.LocalFileSystem()
+    assert exchange.piece_options(local).compression is None
+    assert exchange.piece_options(pafs.SubTreeFileSystem(str(tmp_path), local)).compression == (
+        "lz4"
+    )
 
 
 def test_arrow_uri_names_hadoop_schemes_as_pyarrow_does() -> None:
