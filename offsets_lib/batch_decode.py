@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib import fastpath, layout_scan, wire
-from offsets_lib.schemas import DECODED_ARROW
+from offsets_lib.schemas import DECODED_ARROW, KEY_COLUMNS
 
 _PASS_THROUGH = (
     "log_partition",
@@ -29,15 +29,6 @@ _PASS_THROUGH = (
     "is_control",
 )
 _ZERO_UUID = uuid.UUID(int=0)
-# Key fields of every record type, by their Kafka names, mapped to decoded columns.
-_KEY_COLUMNS = {
-    "group": "group_id",
-    "GroupId": "group_id",
-    "topic": "topic",
-    "partition": "partition",
-    "MemberId": "member_id",
-    "RegularExpression": "regular_expression",
-}
 _ROW_COLUMNS = [f.name for f in DECODED_ARROW if f.name not in _PASS_THROUGH]
 
 
@@ -277,7 +268,7 @@ def decode_record_row(
     row: dict[str, Any] = {"error": record.error, "record_type": record.record_type}
     if record.record_type is not None and record.record_type in wire.RECORD_TYPES:
         row["record_name"] = wire.RECORD_TYPES[record.record_type].name
-    for name, column in _KEY_COLUMNS.items():
+    for name, column in KEY_COLUMNS.items():
         if name in (record.key or {}):
             row[column] = record.key[name]
     row["is_tombstone"] = value is None

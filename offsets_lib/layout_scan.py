@@ -20,19 +20,20 @@ import numpy as np
 import pyarrow as pa
 
 from offsets_lib import fastpath
+from offsets_lib.schemas import DECODED_ARROW, KEY_COLUMNS
 from offsets_lib.wire.codec import plan
-from offsets_lib.wire.layouts import FIXED_WIDTH, RECORD_TYPES, Field, Message
+from offsets_lib.wire.layouts import FIXED_WIDTH, RECORD_TYPES, Field, current_value
 
 _MAX_UVARINT = 0xFFFFFFFF
 _MAX_LOOP = 4096
 """Array elements and tagged fields walked one position at a time across all cursors; a
 record with more goes to the codec."""
-_KEY_COLUMNS = {
-    "group": "group_id",
-    "GroupId": "group_id",
-    "MemberId": "member_id",
-    "RegularExpression": "regular_expression",
-}  # the codec's key fields of group-level records, by decoded column
+# the codec's string key fields, by decoded column (a group-level key has no `topic`: null)
+_KEY_STRINGS = {
+    name: column
+    for name, column in KEY_COLUMNS.items()
+    if DECODED_ARROW.field(column).type == pa.string()
+}
 
 
 class _Walker:
@@ -211,12 +212,6 @@ def fits(fields: tuple[Field, ...], version: int, flexible: bool, raw: pa.Array,
     return ok & (pos == end)
 
 
-def value_message(record_type: int) -> Message:
-    """The current value layout of a record type (the codec's `_value_message`)."""
-    rt = RECORD_TYPES[record_type]
-    return RECORD_TYPES[rt.value_from].value if rt.value_from is not None else rt.value
-
-
 @dataclass
 class Scanned:
     """Rows of the input the walk vouches for, with their decoded columns (DECODED_ARROW names).
@@ -243,7 +238,7 @@ def scan_records(keys: pa.Array, values: pa.Array) -> Scanned:
     key_walker = _Walker(key_data)
     string_ranges: dict[str, tuple[np.ndarray, np.ndarray]] = {
         column: (np.zeros(n, np.int64), np.full(n, -1, np.int64))
-        for column in _KEY_COLUMNS.values()
+        for column in _KEY_STRINGS.values()
     }
     for rt in sorted(set(record_type[key_valid & (key_len >= 2)].tolist())):
         if rt < 2 or rt not in RECORD_TYPES:
@@ -254,8 +249,8 @@ def scan_records(keys: pa.Array, values: pa.Array) -> Scanned:
         for f in RECORD_TYPES[rt].key.fields:  # keys: version 0, never flexible
             at = pos
             pos, ok = key_walker.field(f, 0, False, False, pos, end, ok)
-            if f.name in _KEY_COLUMNS:  # a classic string: int16 length, then the bytes
-                starts, lengths = string_ranges[_KEY_COLUMNS[f.name]]
+            if f.name in _KEY_STRINGS:  # a classic string: int16 length, then the bytes
+                starts, lengths = string_ranges[_KEY_STRINGS[f.name]]
                 starts[rows] = at + 2
                 lengths[rows] = pos - at - 2
         accepted[rows] = ok & (pos == end)
@@ -271,7 +266,7 @@ def scan_records(keys: pa.Array, values: pa.Array) -> Scanned:
     candidates = accepted & has_value & (value_len >= 2)
     pairs = zip(record_type[candidates].tolist(), version[candidates].tolist(), strict=True)
     for rt, v in sorted(set(pairs)):
-        message = value_message(rt)
+        message = current_value(RECORD_TYPES[rt])
         if not message.accepts(v):
             continue
         rows = np.flatnonzero(candidates & (record_type == rt) & (version == v))

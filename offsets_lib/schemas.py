@@ -44,6 +44,15 @@ _DECODED_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 ]
 
 DECODED_ARROW = pa.schema([pa.field(n, t) for n, t, _ in _DECODED_COLUMNS])
+# Key fields of every record type, by their Kafka names, mapped to decoded columns.
+KEY_COLUMNS = {
+    "group": "group_id",
+    "GroupId": "group_id",
+    "topic": "topic",
+    "partition": "partition",
+    "MemberId": "member_id",
+    "RegularExpression": "regular_expression",
+}
 # Raw records with their log position and batch metadata: the decoders' input (decode.positioned).
 POSITIONED_ARROW = pa.schema(
     [

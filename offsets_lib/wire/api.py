@@ -22,6 +22,7 @@ from offsets_lib.wire.layouts import (
     SUBSCRIPTION,
     Message,
     RecordType,
+    current_value,
 )
 
 
@@ -81,10 +82,6 @@ def _describe(exc: Exception) -> str:
     if isinstance(exc, DecodeError):
         return str(exc)
     return f"internal error: {type(exc).__name__}: {exc}"
-
-
-def _value_message(rt: RecordType) -> Message:
-    return RECORD_TYPES[rt.value_from].value if rt.value_from is not None else rt.value
 
 
 _COMPILED = True
@@ -190,7 +187,7 @@ def _value_parts(rt: RecordType, value: bytes) -> _ValueParts:
         version = _I16(value, 0)[0]
         candidates = _VALUE_READERS.get((rt.type, version))
         if candidates is None:
-            current = _value_message(rt)
+            current = current_value(rt)
             if not current.accepts(version):
                 valid = current.valid_text()
                 msg = f"unknown value version {version} for {rt.name} (valid {valid})"
@@ -239,7 +236,7 @@ def _decode_value_generic(record_type: int, value: bytes | None) -> DecodedValue
             version = Reader(value).fixed("int16", "value version")
         except DecodeError as exc:
             return DecodedValue(None, None, "current", str(exc))
-        current = _value_message(rt)
+        current = current_value(rt)
         if not current.accepts(version):
             msg = f"unknown value version {version} for {rt.name} (valid {current.valid_text()})"
             return DecodedValue(version, None, "current", msg)
@@ -391,7 +388,7 @@ def encode_key(record_type: int, fields: dict) -> bytes:
 def encode_value(record_type: int, version: int, fields: dict, *, layout: str = "current") -> bytes:
     """int16 version + value fields with the named layout ("current" or a historical label)."""
     rt = _record_type(record_type)
-    candidates = (_value_message(rt), *rt.historical)
+    candidates = (current_value(rt), *rt.historical)
     message = next((m for m in candidates if m.label == layout), None)
     if message is None:
         labels = [m.label for m in candidates]

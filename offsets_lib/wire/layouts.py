@@ -34,6 +34,7 @@ __all__ = [
     "Field",
     "Message",
     "RecordType",
+    "current_value",
     "in_range",
     "parse_range",
 ]
@@ -46,6 +47,13 @@ RECORD_TYPES: dict[int, RecordType] = {
 """Record type (int16 at the start of every key) -> layouts; types 0..23."""
 
 assert sorted(RECORD_TYPES) == list(range(24)), "record type table must cover 0..23"
+
+
+def current_value(rt: RecordType) -> Message:
+    """The value layout a record type's values are decoded with first (`value_from` for type 0,
+    whose keys carry OffsetCommitValue of any version)."""
+    return RECORD_TYPES[rt.value_from].value if rt.value_from is not None else rt.value
+
 
 # Embedded in GroupMetadataValue.members[].subscription / .assignment when protocolType is
 # "consumer" (records.md section 6). Never flexible; newer versions parse as version 3.
