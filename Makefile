@@ -35,7 +35,7 @@ test: setup ## run the whole test suite
 	$(BIN)/pytest -q
 
 bench: setup ## benchmark the job against the raw read-and-dedupe baseline
-	$(BIN)/python -m offsets_lib.bench
+	$(BIN)/python -m offsets_lib.tools.bench
 
 lint: setup ## ruff check and format check
 	$(BIN)/ruff check .

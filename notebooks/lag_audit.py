@@ -22,7 +22,7 @@
 # 3. which offsets are stale because their topic is no longer subscribed;
 #
 # with plots of lag by group, the expiry timeline and the commit rate. All queries live in
-# `offsets_lib.notebook_queries`; this notebook only presents them. Times are UTC and relative
+# `offsets_lib.tools.notebook_queries`; this notebook only presents them. Times are UTC and relative
 # to the run's `as_of` (the instant the run evaluated the coordinator at), not to "now".
 #
 # Run it headless with papermill, e.g.
@@ -46,7 +46,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Image, Markdown, display
 
-from offsets_lib import notebook_queries as q
+from offsets_lib.tools import notebook_queries as q
 
 pd.set_option("display.width", 160)
 pd.set_option("display.max_colwidth", 60)

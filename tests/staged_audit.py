@@ -9,9 +9,9 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
-from offsets_lib import pipeline
-from offsets_lib.rules import Params, Regime
-from offsets_lib.staging import Staging
+from offsets_lib.audit.rules import Params, Regime
+from offsets_lib.engine import pipeline
+from offsets_lib.engine.staging import Staging
 
 
 def _tables(frames: pipeline.AuditFrames, as_of_ms: int) -> dict[str, DataFrame]:

@@ -202,9 +202,9 @@ def test_job_accepts_the_dag_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     """The arguments the DAG passes parse in the job (profile found via OFFSETS_CONF_DIR)."""
     from click.testing import CliRunner
 
-    from offsets_lib import cli_run
     from offsets_lib.cli import main
-    from offsets_lib.run import UsageError
+    from offsets_lib.cli import run as cli_run
+    from offsets_lib.job.run import UsageError
 
     seen = []
 

@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 from deltalake import DeltaTable
 
-from offsets_lib import incremental, scenario, sink
 from offsets_lib.cli import main
+from offsets_lib.io import incremental, sink
 from tests.kafka.conftest import free_port
 from tests.kafka.test_kafka_job import (
     create_topic,
@@ -27,6 +27,7 @@ from tests.kafka.test_kafka_job import (
     scenario_specs,
     table_rows,
 )
+from tests.reference import scenario
 
 PARTITIONS = 6
 AS_OF = "1700000000000"
@@ -113,9 +114,9 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark):
     """Scenarios with producer ids and markers (pending, committed, aborted transactions) plus
     group deletions and consumer groups, each on its own partition: a chain of compacted states
     followed by the remaining records audits like the whole log."""
-    from offsets_lib import pipeline
-    from offsets_lib.decode import decode_records
-    from offsets_lib.rules import Params, Regime
+    from offsets_lib.audit.rules import Params, Regime
+    from offsets_lib.engine import pipeline
+    from offsets_lib.engine.decode import decode_records
 
     rows = []
     for i, spec in enumerate(scenario_specs([20, 21, 22, 23, 18, 24, 5])):

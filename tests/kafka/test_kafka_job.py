@@ -14,9 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from offsets_lib import scenario, sink
 from offsets_lib.cli import main
+from offsets_lib.io import sink
 from tests.kafka.conftest import free_port
+from tests.reference import scenario
 from tests.spec_data import scenario_dir
 
 pytestmark = pytest.mark.kafka

@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from offsets_lib.sources import InputNotReadable, SourceConfigError, unwrap_input_not_readable
-from offsets_lib.sources import kafka as ks
+from offsets_lib.io.sources import InputNotReadable, SourceConfigError, unwrap_input_not_readable
+from offsets_lib.io.sources import kafka as ks
 from tests.kafka.conftest import free_port
 
 SECRET = "s3cr3t-Pa55word-never-shown"

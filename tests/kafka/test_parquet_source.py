@@ -8,8 +8,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offsets_lib.sources import InputNotReadable
-from offsets_lib.sources.parquet import read_parquet_dump
+from offsets_lib.io.sources import InputNotReadable
+from offsets_lib.io.sources.parquet import read_parquet_dump
 
 UTC = dt.UTC
 

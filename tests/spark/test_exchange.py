@@ -17,12 +17,14 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from offsets_lib import exchange, pipeline, run, sink
-from offsets_lib.decode import decode_records
-from offsets_lib.generate import generate_dump
-from offsets_lib.rules import Params, Regime
-from offsets_lib.sources.parquet import read_parquet_dump
-from offsets_lib.staging import Staging
+from offsets_lib.audit.rules import Params, Regime
+from offsets_lib.engine import exchange, pipeline
+from offsets_lib.engine.decode import decode_records
+from offsets_lib.engine.staging import Staging
+from offsets_lib.io import sink
+from offsets_lib.io.sources.parquet import read_parquet_dump
+from offsets_lib.job import run
+from offsets_lib.tools.generate import generate_dump
 from tests.staged_audit import assert_staged_equals_reference
 
 pytestmark = pytest.mark.spark

@@ -21,10 +21,11 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from offsets_lib import scenario, sink
+from offsets_lib.audit.tables import TABLES
 from offsets_lib.cli import main
-from offsets_lib.fetch import fetch_offsets
-from offsets_lib.tables import TABLES
+from offsets_lib.io import sink
+from offsets_lib.tools.fetch import fetch_offsets
+from tests.reference import scenario
 from tests.spec_data import scenario_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ ORDERS_ID = "3f1c9a2e-5b7d-4e10-9a3b-0c2d4e6f8a01"
 BEGIN, END = "<!-- BEGIN GENERATED COLUMNS -->", "<!-- END GENERATED COLUMNS -->"
 
 
-# ---- TABLES.md column reference (generated from offsets_lib/tables.py) -------------------------
+# ---- TABLES.md column reference (generated from offsets_lib/audit/tables.py) ----------------
 
 
 def render_columns() -> str:

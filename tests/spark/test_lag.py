@@ -11,8 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from offsets_lib import cli_lag, lag, scenario, sink
+from offsets_lib.audit import lag
+from offsets_lib.cli import lag as cli_lag
 from offsets_lib.cli import main
+from offsets_lib.io import sink, watermarks
+from tests.reference import scenario
 from tests.spec_data import scenario_dir
 
 pytestmark = pytest.mark.spark
@@ -36,7 +39,7 @@ def test_lag_frame_joins_clamps_and_measures_time(spark):
     )
     ends = spark.createDataFrame(
         [("t", 0, 25), ("t", 1, 40), ("other", 0, 9), ("t", 0, 20)],  # t-0 twice: the max
-        lag.END_OFFSETS_SCHEMA,
+        watermarks.END_OFFSETS_SCHEMA,
     )
     rows = sorted(
         lag.lag_frame(offsets, ends, as_of_ms=11_500).collect(),

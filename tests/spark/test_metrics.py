@@ -7,11 +7,12 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from offsets_lib import pipeline, scenario
-from offsets_lib.decode import decode_records
-from offsets_lib.metrics import metrics_frame
-from offsets_lib.sources.parquet import read_parquet_dump
-from offsets_lib.tables import TABLES
+from offsets_lib.audit.metrics import metrics_frame
+from offsets_lib.audit.tables import TABLES
+from offsets_lib.engine import pipeline
+from offsets_lib.engine.decode import decode_records
+from offsets_lib.io.sources.parquet import read_parquet_dump
+from tests.reference import scenario
 
 pytestmark = pytest.mark.spark
 

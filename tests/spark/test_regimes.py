@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 import pytest
 
 from offsets_lib import wire
-from offsets_lib.decode import decode_records
-from offsets_lib.pipeline import audit
-from offsets_lib.rules import Params, Regime
+from offsets_lib.audit.rules import Params, Regime
+from offsets_lib.engine.decode import decode_records
+from offsets_lib.engine.pipeline import audit
 
 pytestmark = pytest.mark.spark
 DAY = 86_400_000

@@ -30,10 +30,12 @@ from deltalake import DeltaTable
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from offsets_lib import scenario, sink, wire
+from offsets_lib import wire
 from offsets_lib.cli import main
-from offsets_lib.lock import LOCK_NAME, OutputLocked, output_lock
-from offsets_lib.staging import STAGING_DIR
+from offsets_lib.engine.staging import STAGING_DIR
+from offsets_lib.io import sink
+from offsets_lib.io.lock import LOCK_NAME, OutputLocked, output_lock
+from tests.reference import scenario
 from tests.spec_data import scenario_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -456,8 +458,8 @@ def _pid_of_dead(pid: int) -> int:
 @pytest.mark.spark
 @pytest.mark.slow
 def test_concurrent_runs_one_wins_the_other_fails_cleanly(spark, base, tmp_path):
-    from offsets_lib import run as run_module
-    from offsets_lib.sources.parquet import read_parquet_dump
+    from offsets_lib.io.sources.parquet import read_parquet_dump
+    from offsets_lib.job import run as run_module
 
     output = copy_of(base, tmp_path)
     options = run_module.RunOptions(
@@ -541,7 +543,7 @@ def test_inconsistent_log_is_loaded_as_the_broker_loads_it(base):
 _HOLDER = textwrap.dedent(
     """
     import os, sys, time
-    from offsets_lib.lock import output_lock
+    from offsets_lib.io.lock import output_lock
     with output_lock(sys.argv[1], sys.argv[2]):
         print("locked", flush=True)
         if sys.argv[3] == "die":
@@ -611,7 +613,7 @@ def test_lock_in_the_same_process_is_exclusive_too(tmp_path):
 _RACER = textwrap.dedent(
     """
     import os, sys, time
-    from offsets_lib.lock import OutputLocked, output_lock
+    from offsets_lib.io.lock import OutputLocked, output_lock
     output, log, start = sys.argv[1], sys.argv[2], float(sys.argv[3])
     while time.time() < start:
         pass

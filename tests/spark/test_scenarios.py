@@ -24,8 +24,9 @@ import pytest
 from chispa import assert_df_equality
 from click.testing import CliRunner
 
-from offsets_lib import scenario, sink
 from offsets_lib.cli import main
+from offsets_lib.io import sink
+from tests.reference import scenario
 from tests.spec_data import scenario_dir
 
 SCENARIO_DIR = scenario_dir()

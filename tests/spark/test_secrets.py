@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from offsets_lib.cli import main
-from offsets_lib.sources import kafka as ks
+from offsets_lib.io.sources import kafka as ks
 
 SECRET = "S3cr3t-XYZ"
 JAAS = (
@@ -127,8 +127,9 @@ def test_spark_conf_and_plans_of_a_kafka_read_hold_no_secret(spark, monkeypatch,
 @pytest.mark.spark
 def test_failed_run_error_in_runs_row_is_scrubbed(spark, tmp_path, monkeypatch):
     """An exception quoting a secret option (e.g. from a Kafka client) is scrubbed in `runs`."""
-    from offsets_lib import pipeline, sink
-    from offsets_lib import run as run_module
+    from offsets_lib.engine import pipeline
+    from offsets_lib.io import sink
+    from offsets_lib.job import run as run_module
 
     def fail(*_args, **_kwargs):
         raise RuntimeError(f"client failed with sasl.jaas.config={JAAS} and {SECRET}\ntrace")

@@ -17,8 +17,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from offsets_lib import sink
-from offsets_lib.tables import TABLES, TableSpec
+from offsets_lib.audit.tables import TABLES, TableSpec
+from offsets_lib.io import sink
 
 pytestmark = pytest.mark.spark
 

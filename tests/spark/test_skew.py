@@ -11,12 +11,12 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from offsets_lib import pipeline
-from offsets_lib.decode import decode_records, positioned
-from offsets_lib.generate import generate_dump
-from offsets_lib.rules import Params, Regime
-from offsets_lib.sources.parquet import read_parquet_dump
-from offsets_lib.staging import Staging
+from offsets_lib.audit.rules import Params, Regime
+from offsets_lib.engine import pipeline
+from offsets_lib.engine.decode import decode_records, positioned
+from offsets_lib.engine.staging import Staging
+from offsets_lib.io.sources.parquet import read_parquet_dump
+from offsets_lib.tools.generate import generate_dump
 
 pytestmark = pytest.mark.spark
 

@@ -6,8 +6,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offsets_lib.partition_audit import KIND_ARROW
-from offsets_lib.staging import STAGING_DIR, Staging
+from offsets_lib.audit.task_audit import KIND_ARROW
+from offsets_lib.engine.staging import STAGING_DIR, Staging
 
 pytestmark = pytest.mark.spark
 

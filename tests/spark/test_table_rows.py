@@ -6,11 +6,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from offsets_lib import lag, pipeline, sink
-from offsets_lib.partition_audit import GROUP, KIND_ARROW, OFFSET, REJECT
-from offsets_lib.projections import MAX_TIMESTAMP_MS
-from offsets_lib.table_rows import DIRECT_TABLES, table_rows, timestamps
-from offsets_lib.tables import table_spec
+from offsets_lib.audit import lag
+from offsets_lib.audit.projections import MAX_TIMESTAMP_MS
+from offsets_lib.audit.table_rows import DIRECT_TABLES, table_rows, timestamps
+from offsets_lib.audit.tables import table_spec
+from offsets_lib.audit.task_audit import GROUP, KIND_ARROW, OFFSET, REJECT
+from offsets_lib.engine import pipeline
+from offsets_lib.io import sink
 
 pytestmark = pytest.mark.spark
 

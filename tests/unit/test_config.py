@@ -1,4 +1,4 @@
-"""TOML profiles (offsets_lib.config): loading, validation, secrets, and `--conf` on click commands.
+"""TOML profiles (offsets_lib.job.config): loading, validation, secrets, `--conf` on commands.
 
 No Spark: the real `offsets run` is stopped right after it has built its RunOptions.
 """
@@ -12,10 +12,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from offsets_lib import cli_run, config
 from offsets_lib.cli import main
-from offsets_lib.config import ProfileError, conf_option, load_profile, parse_profile
-from offsets_lib.run import UsageError
+from offsets_lib.cli import run as cli_run
+from offsets_lib.job import config
+from offsets_lib.job.config import ProfileError, conf_option, load_profile, parse_profile
+from offsets_lib.job.run import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cr3t-Value-42"

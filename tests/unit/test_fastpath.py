@@ -9,9 +9,10 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsets_lib import fastpath, wire
-from offsets_lib.batch_decode import decode_batch, decode_record_row
-from offsets_lib.schemas import DECODED_ARROW, POSITIONED_ARROW
+from offsets_lib import wire
+from offsets_lib.wire import fastpath
+from offsets_lib.wire.batch_decode import decode_batch, decode_record_row
+from offsets_lib.wire.decoded import DECODED_ARROW, POSITIONED_ARROW
 
 RAW = POSITIONED_ARROW
 TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)

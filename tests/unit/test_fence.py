@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from offsets_lib import fence
-from offsets_lib.fence import (
+from offsets_lib.tools import fence
+from offsets_lib.tools.fence import (
     ACCEPTED,
     UNDECIDED,
     CommitRequest,

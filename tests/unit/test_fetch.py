@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from offsets_lib import fetch
-from offsets_lib.cli_fetch import format_fetch
-from offsets_lib.fetch import (
+from offsets_lib.cli.fetch import format_fetch
+from offsets_lib.tools import fetch
+from offsets_lib.tools.fetch import (
     FetchRequest,
     GroupResult,
     GroupSnapshot,

@@ -1,4 +1,4 @@
-"""`offsets generate` (offsets_lib/generate.py): determinism, content, layout, CLI. No Spark.
+"""`offsets generate` (offsets_lib/tools/generate.py): determinism, content, layout, CLI. No Spark.
 
 Dumps here stay small (<= 50k records); speed is measured by `make bench`, never asserted.
 """
@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from offsets_lib import wire
-from offsets_lib.generate import (
+from offsets_lib.tools.generate import (
     END_MS,
     SCHEMA,
     GenerateError,

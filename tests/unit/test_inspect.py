@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from offsets_lib import scenario as sc
 from offsets_lib import wire
 from offsets_lib.cli import main
-from offsets_lib.inspect import read_records
+from offsets_lib.tools.inspect_dump import read_records
+from tests.reference import scenario as sc
 from tests.unit.conftest import SHARED, shared_path
 
 SCENARIOS = sorted((SHARED / "spec" / "scenarios").glob("*.json"))

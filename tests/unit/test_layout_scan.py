@@ -18,10 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offsets_lib import batch_decode, layout_scan, partition_audit, state, wire
-from offsets_lib.batch_decode import decode_record_row
-from offsets_lib.generate import generate_dump
-from offsets_lib.task_split import positioned_table
+from offsets_lib import wire
+from offsets_lib.audit import replay, task_audit
+from offsets_lib.engine.routing import positioned_table
+from offsets_lib.tools.generate import generate_dump
+from offsets_lib.wire import batch_decode, layout_scan
+from offsets_lib.wire.batch_decode import decode_record_row
 from offsets_lib.wire.codec import DecodeError, Reader, Writer
 from tests.unit.strategies import message_values, struct_values, value_cases
 from tests.unit.test_wire_compiled import SYNTHETIC
@@ -187,11 +189,11 @@ def _audit(monkeypatch, batches: list[pa.RecordBatch], every_value_of) -> dict[s
     real = batch_decode.decode_task_records
     with monkeypatch.context() as patch:
         patch.setattr(
-            partition_audit,
+            task_audit,
             "decode_task_records",
             lambda b, **_: real(b, every_value_of=every_value_of),
         )
-        return partition_audit.audit_records(batches)
+        return task_audit.audit_records(batches)
 
 
 def _sorted(table: pa.Table) -> pa.Table:
@@ -205,7 +207,7 @@ def _sorted(table: pa.Table) -> pa.Table:
 
 def _assert_same_audit(monkeypatch, batches: list[pa.RecordBatch]) -> None:
     every = _audit(monkeypatch, batches, None)
-    needed = _audit(monkeypatch, batches, state.EVERY_VALUE_TYPES)
+    needed = _audit(monkeypatch, batches, replay.EVERY_VALUE_TYPES)
     assert every.keys() == needed.keys()
     for kind in every:
         assert _sorted(needed[kind]).equals(_sorted(every[kind])), kind
@@ -228,7 +230,7 @@ def _raw_batch(rows: list[tuple[int, bytes, bytes | None]]) -> pa.RecordBatch:
              "key": key, "value": value, "is_history": False}
             for offset, key, value in rows
         ],
-        schema=partition_audit.RAW_ARROW,
+        schema=task_audit.RAW_ARROW,
     )  # fmt: skip
 
 
@@ -251,9 +253,9 @@ def test_an_undecodable_newest_record_keeps_the_older_value(monkeypatch) -> None
     ]
     batch = _raw_batch(rows)
     _assert_same_audit(monkeypatch, [batch])
-    tables = partition_audit.audit_records([batch])
-    assert tables[partition_audit.REJECT].column("log_offset").to_pylist() == [3, 4]
-    group = tables[partition_audit.GROUP].to_pylist()[0]
+    tables = task_audit.audit_records([batch])
+    assert tables[task_audit.REJECT].column("log_offset").to_pylist() == [3, 4]
+    group = tables[task_audit.GROUP].to_pylist()[0]
     assert (group["generation"], group["subscribed_topics"]) == (4, ["orders"])
     assert group["members"][0]["rack_id"] == "r1"
 
@@ -274,5 +276,5 @@ def test_metrics_count_group_metadata_writes_without_their_values(monkeypatch) -
 
     batch = _raw_batch([(0, key, metadata(2)), (1, key, metadata(0)), (2, key, metadata(1))])
     _assert_same_audit(monkeypatch, [batch])
-    metrics = partition_audit.audit_records([batch])[partition_audit.METRIC]
+    metrics = task_audit.audit_records([batch])[task_audit.METRIC]
     assert metrics.column("group_metadata_writes").to_pylist() == [2]

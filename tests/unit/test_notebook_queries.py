@@ -1,4 +1,4 @@
-"""offsets_lib.notebook_queries on hand-built frames (and one tiny Delta folder); no Spark."""
+"""offsets_lib.tools.notebook_queries on hand-built frames (and one tiny Delta folder); no Spark."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from offsets_lib import notebook_queries as q
+from offsets_lib.tools import notebook_queries as q
 
 AS_OF = pd.Timestamp("2026-11-21 10:00", tz="UTC")
 

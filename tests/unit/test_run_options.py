@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from offsets_lib import run
+from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.cli import main
-from offsets_lib.pipeline import DECIDED_TABLES
-from offsets_lib.run import UsageError, parse_as_of, parse_retention
-from offsets_lib.table_rows import DIRECT_TABLES
+from offsets_lib.engine.pipeline import DECIDED_TABLES
+from offsets_lib.job import run
+from offsets_lib.job.run import UsageError, parse_as_of, parse_retention
 
 WEEK_MS = 604_800_000
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from offsets_lib import scenario as sc
 from offsets_lib import wire
+from tests.reference import scenario as sc
 from tests.unit.conftest import SHARED, shared_path
 
 SCENARIOS = sorted((SHARED / "spec" / "scenarios").glob("*.json"))

@@ -2,7 +2,7 @@
 
 A dump of a compacted topic may hold member records whose group record was compacted away,
 offsets of a deleted group, epochs that go backwards, tombstones for keys never written... The
-broker's loader (semantics.md sections 1-2) copes with each; `state.replay_group` must return
+broker's loader (semantics.md sections 1-2) copes with each; `replay.replay_group` must return
 the same group, and never raise. Events are built the way the pipeline builds them: real record
 bytes from the codec, decoded, value fields through `wire.to_jsonable` and JSON.
 """
@@ -16,8 +16,14 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from offsets_lib import state, wire
-from offsets_lib.state import GROUP_STATE_ARROW, OFFSET_SUMMARY, Event, replay_group
+from offsets_lib import wire
+from offsets_lib.audit.replay import (
+    GROUP_STATE_ARROW,
+    OFFSET_SUMMARY,
+    Event,
+    replay_batches,
+    replay_group,
+)
 from tests.unit.strategies import message_values
 
 TOPIC_ID = uuid.UUID(int=0xA1)
@@ -330,7 +336,7 @@ def test_replay_batches_handles_many_groups_and_partitions():
                 }
             )
     batch = pa.RecordBatch.from_pylist(records)
-    rows = [r for b in state.replay_batches(iter([batch])) for r in b.to_pylist()]
+    rows = [r for b in replay_batches(iter([batch])) for r in b.to_pylist()]
     assert [(r["log_partition"], r["group_id"], r["generation"]) for r in rows] == [
         (0, "a", 5),
         (0, "b", 5),

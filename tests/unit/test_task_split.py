@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offsets_lib.partition_audit import RAW_ARROW
-from offsets_lib.task_split import MARKERS, group_id_bytes, positioned_table, task_buckets
+from offsets_lib.audit.task_audit import RAW_ARROW
+from offsets_lib.engine.routing import MARKERS, group_id_bytes, positioned_table, task_buckets
 
 
 def _key(record_type: int, group: bytes, rest: bytes = b"") -> bytes:

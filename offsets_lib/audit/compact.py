@@ -1,0 +1,169 @@
+"""Compaction as the coordinator's loader sees it (semantics.md LOG and TXN rows).
+
+The log cleaner compacts raw key bytes, but the loader maps offset-commit keys of record types 0
+and 1 to the same (group, topic, partition); we follow the loader. Keys never interact across
+partitions of the offsets topic (LOG-3), so every key includes `log_partition`.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
+
+OFFSET_KEY = ("log_partition", "group_id", "topic", "partition")
+# Outcome of an offset commit's transaction (TXN rows).
+NOT_TRANSACTIONAL, COMMITTED, ABORTED, PENDING = "none", "committed", "aborted", "pending"
+_OFFSET_FIELDS = (
+    "log_offset",
+    "log_timestamp_ms",
+    "is_tombstone",
+    "record_type",
+    "value_version",
+    "committed_offset",
+    "leader_epoch",
+    "metadata",
+    "commit_timestamp_ms",
+    "expire_timestamp_ms",
+    "topic_id",
+)
+
+
+def is_decoded() -> Column:
+    return F.col("error").isNull()
+
+
+def is_offset_commit() -> Column:
+    return F.col("record_type").isin(*OFFSET_COMMIT_TYPES) & ~F.coalesce(
+        F.col("is_control"), F.lit(False)
+    )
+
+
+def is_transactional_commit() -> Column:
+    """TXN-1: an offset value written by a producer (transactional batch, producer id set).
+
+    Tombstones are never written transactionally by the coordinator; one that is found in a
+    transactional batch is treated as a plain tombstone (TXN-4 applies to it).
+    """
+    return (
+        F.coalesce(F.col("is_transactional"), F.lit(False))
+        & (F.coalesce(F.col("producer_id"), F.lit(-1)) >= 0)
+        & ~F.col("is_tombstone")
+    )
+
+
+def with_transaction_status(decoded: DataFrame) -> DataFrame:
+    """Offset commits with `txn_status`: none, committed, aborted or pending (TXN-1..TXN-3, TXN-5).
+
+    A transactional record's outcome is the first COMMIT/ABORT marker of the same producer after
+    it in the same offsets-topic partition; without one it is still pending. Only transactional
+    records and markers are windowed (per producer), so plain commits take no extra shuffle.
+    """
+    commits = decoded.filter(is_decoded() & is_offset_commit())
+    plain = commits.filter(~is_transactional_commit()).withColumn(
+        "txn_status", F.lit(NOT_TRANSACTIONAL)
+    )
+    transactional = commits.filter(is_transactional_commit()).withColumn(
+        "marker", F.lit(None).cast("string")
+    )
+    markers = decoded.filter(
+        is_decoded()
+        & F.coalesce(F.col("is_control"), F.lit(False))
+        & F.col("control_type").isin("COMMIT", "ABORT")
+    ).select(
+        *[
+            F.col(c)
+            if c in ("log_partition", "log_offset", "producer_id")
+            else F.lit(None).cast(t).alias(c)
+            for c, t in transactional.dtypes
+            if c != "marker"
+        ],
+        F.col("control_type").alias("marker"),
+    )
+    following = (
+        Window.partitionBy("log_partition", "producer_id")
+        .orderBy("log_offset")
+        .rowsBetween(1, Window.unboundedFollowing)
+    )
+    resolved = (
+        transactional.unionByName(markers)
+        .withColumn("outcome", F.first("marker", ignorenulls=True).over(following))
+        .filter(F.col("marker").isNull())
+        .withColumn(
+            "txn_status",
+            F.when(F.col("outcome") == "COMMIT", F.lit(COMMITTED))
+            .when(F.col("outcome") == "ABORT", F.lit(ABORTED))
+            .otherwise(F.lit(PENDING)),
+        )
+        .drop("marker", "outcome")
+    )
+    return plain.unionByName(resolved)
+
+
+def offset_keys(commits: DataFrame, *, tasks: int) -> DataFrame:
+    """One row per offset key: the surviving record (LOG-1, LOG-2, TXN-2..TXN-4) and pending state.
+
+    The committed value is the newest record among plain records (tombstones included) and
+    records of committed transactions; a tombstone also wipes older pending records (TXN-4).
+    Records are hash-partitioned by their whole key (so one busy group cannot make one task
+    hold a whole offsets-topic partition) and deduplicated with numpy in each task; `tasks`
+    should grow with the input (about a million records per task).
+    """
+    from offsets_lib.audit import compaction
+
+    columns = [*OFFSET_KEY, "txn_status", *_OFFSET_FIELDS]
+    schema = offset_keys_sql(commits.limit(0)).schema
+    arrow_schema = _arrow_schema(schema)
+
+    def latest(batches):
+        return compaction.latest_per_key_batches(batches, arrow_schema)
+
+    return commits.select(*columns).repartition(tasks, *OFFSET_KEY).mapInArrow(latest, schema)
+
+
+def _arrow_schema(schema):
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(schema)
+
+
+def offset_keys_sql(commits: DataFrame) -> DataFrame:
+    """Reference implementation of `offset_keys` with Spark's own aggregation (max_by)."""
+    counts = F.col("txn_status").isin(NOT_TRANSACTIONAL, COMMITTED)
+    newest = F.struct(*[F.col(c) for c in _OFFSET_FIELDS])
+    tombstone_offset = F.max(F.when(F.col("is_tombstone"), F.col("log_offset")))
+    pending_offset = F.max(F.when(F.col("txn_status") == PENDING, F.col("log_offset")))
+    return (
+        commits.groupBy(*OFFSET_KEY)
+        .agg(
+            F.max_by(newest, F.when(counts, F.col("log_offset"))).alias("newest"),
+            tombstone_offset.alias("last_tombstone_offset"),
+            pending_offset.alias("last_pending_offset"),
+            F.max(F.when(~F.col("is_tombstone"), F.col("log_offset"))).alias("last_value_offset"),
+        )
+        .select(
+            *OFFSET_KEY,
+            "newest.*",
+            (F.col("newest").isNotNull() & ~F.col("newest.is_tombstone")).alias(
+                "has_committed_offset"
+            ),
+            F.coalesce(
+                F.col("last_pending_offset")
+                > F.coalesce(F.col("last_tombstone_offset"), F.lit(-1)),
+                F.lit(False),
+            ).alias("has_pending_transaction"),
+            "last_value_offset",
+        )
+    )
+
+
+def group_offset_summary(keys: DataFrame) -> DataFrame:
+    """Per group: newest offset-commit value position (for G-S1) and offset/pending counts."""
+    return keys.groupBy("log_partition", "group_id").agg(
+        F.max("last_value_offset").alias("last_value_offset"),
+        F.count(F.when(F.col("has_committed_offset"), 1)).cast("int").alias("offset_count"),
+        F.max(F.col("has_pending_transaction").cast("int"))
+        .cast("boolean")
+        .alias("has_pending_transactions"),
+    )

@@ -1,0 +1,73 @@
+"""Which column of the audit tasks' results each table column is (pure; no Spark).
+
+The tables `offsets`, `groups`, `members` and `rejects` are plain projections of the tasks'
+result tables (partition_audit.KIND_ARROW): renamed columns, epoch milliseconds shown as UTC
+timestamps, members unnested. The projections are defined here once: `pipeline` applies them to
+Spark frames, `table_rows` to Arrow tables, so that an audit task can write those tables' files
+itself when the evaluation time is known before it runs (`--shuffle files`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from offsets_lib.audit.task_audit import GROUP, OFFSET, REJECT
+
+# Spark timestamps are microseconds in an int64: milliseconds beyond this cannot be represented
+# (such a decodable but absurd value becomes null instead of failing the run).
+MAX_TIMESTAMP_MS = 9_223_372_036_854_775
+
+
+@dataclass(frozen=True)
+class Column:
+    """Table column `name` <- result column `source`, as a timestamp if `is_epoch_ms`."""
+
+    name: str
+    source: str
+    is_epoch_ms: bool = False
+
+
+def _same(*names: str) -> tuple[Column, ...]:
+    return tuple(Column(n, n) for n in names)
+
+
+_OFFSETS_PARTITION = Column("offsets_partition", "log_partition")
+
+# table -> (result kind, columns)
+PROJECTIONS: dict[str, tuple[str, tuple[Column, ...]]] = {
+    "offsets": (
+        OFFSET,
+        (
+            *_same("group_id", "topic", "partition", "committed_offset", "leader_epoch"),
+            *_same("metadata"),
+            Column("commit_timestamp", "commit_timestamp_ms", is_epoch_ms=True),
+            Column("expire_timestamp", "expire_timestamp_ms", is_epoch_ms=True),
+            _OFFSETS_PARTITION,
+            *_same("log_offset", "topic_id", "value_version", "has_pending_transaction"),
+        ),
+    ),
+    "groups": (
+        GROUP,
+        (
+            *_same("group_id", "group_type", "protocol_type", "state", "generation"),
+            *_same("subscribed_topics"),
+            Column("current_state_timestamp", "current_state_timestamp_ms", is_epoch_ms=True),
+            _OFFSETS_PARTITION,
+            *_same("protocol", "leader", "member_count", "target_assignment_epoch"),
+            *_same("offset_count", "has_pending_transactions", "state_notes"),
+        ),
+    ),
+    "rejects": (
+        REJECT,
+        (
+            _OFFSETS_PARTITION,
+            Column("offsets_offset", "log_offset"),
+            *_same("key", "value", "error"),
+            Column("offsets_timestamp", "log_timestamp_ms", is_epoch_ms=True),
+            Column("record_type", "record_type"),
+        ),
+    ),
+    # one row per element of the group's `members` list: these columns, then the member's fields
+    "members": (GROUP, (Column("group_id", "group_id"), _OFFSETS_PARTITION)),
+}
+MEMBERS_LIST = "members"

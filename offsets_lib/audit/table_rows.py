@@ -1,0 +1,94 @@
+"""Table rows from one audit task's results, in Arrow (pure; runs in the executors).
+
+The Arrow twin of the plain projections in pipeline.py (`projections.PROJECTIONS`) and of
+`lag.lag_frame` without log-end offsets: same columns, same values, same types as the Spark
+frames after `pipeline.conform`, so a task can write these tables' files itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from offsets_lib.audit.projections import MAX_TIMESTAMP_MS, MEMBERS_LIST, PROJECTIONS, Column
+
+DIRECT_TABLES = ("offsets", "groups", "members", "rejects", "lag")
+_TIMESTAMP = pa.timestamp("us", tz="UTC")
+
+
+def timestamps(epoch_ms: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Epoch milliseconds -> UTC timestamps; null beyond what a Spark timestamp can hold."""
+    ms = pc.cast(epoch_ms, pa.int64())
+    if isinstance(ms, pa.ChunkedArray):
+        ms = ms.combine_chunks()
+    values = np.asarray(pc.fill_null(ms, 0), dtype=np.int64)
+    in_range = (values >= -MAX_TIMESTAMP_MS) & (values <= MAX_TIMESTAMP_MS)
+    valid = np.asarray(ms.is_valid(), dtype=bool) & in_range
+    micros = np.where(valid, values, 0) * 1000
+    return pa.array(micros, type=pa.int64(), mask=~valid).cast(_TIMESTAMP)
+
+
+def _column(table: pa.Table, column: Column) -> pa.Array | pa.ChunkedArray:
+    values = table.column(column.source)
+    return timestamps(values) if column.is_epoch_ms else values
+
+
+def _projected(table: pa.Table, name: str) -> pa.Table:
+    columns = PROJECTIONS[name][1]
+    return pa.table({c.name: _column(table, c) for c in columns})
+
+
+def _members(groups: pa.Table) -> pa.Table:
+    """One row per member: the group's key columns, then the member's fields (explode)."""
+    members = groups.column(MEMBERS_LIST).combine_chunks()
+    lengths = np.asarray(pc.fill_null(pc.list_value_length(members), 0), dtype=np.int64)
+    parents = pa.array(np.repeat(np.arange(groups.num_rows), lengths))
+    keys = _projected(groups, "members")
+    flat = pc.list_flatten(members)
+    columns = {name: keys.column(name).take(parents) for name in keys.column_names}
+    for i, field in enumerate(flat.type):
+        columns[field.name] = flat.field(i)
+    return pa.table(columns)
+
+
+def lag_rows(offsets: pa.Table, *, as_of_ms: int) -> pa.Table:
+    """`lag.lag_frame` for rows of the offsets table when no log-end offset is known."""
+    n = offsets.num_rows
+    commit = offsets.column("commit_timestamp")
+    micros = np.asarray(pc.fill_null(pc.cast(commit, pa.int64()), 0), dtype=np.int64)
+    since = (as_of_ms / 1000.0) - micros / 1e6  # the same double arithmetic as Spark's
+    unknown = pa.nulls(n, pa.int64())
+    return pa.table(
+        {
+            "group_id": offsets.column("group_id"),
+            "topic": offsets.column("topic"),
+            "partition": offsets.column("partition"),
+            "committed_offset": offsets.column("committed_offset"),
+            "log_end_offset": unknown,
+            "lag": unknown,
+            "last_commit_at": commit,
+            "seconds_since_commit": pa.array(since, mask=~np.asarray(pc.is_valid(commit))),
+        }
+    )
+
+
+def table_rows(
+    name: str, results: Mapping[str, pa.Table], *, run_id: str, as_of_ms: int, schema: pa.Schema
+) -> pa.Table:
+    """Rows of table `name` (one of DIRECT_TABLES) from a task's results, in `schema` (the
+    table's Arrow schema, run_id and as_of included)."""
+    if name == "lag":
+        table = lag_rows(
+            _projected(results[PROJECTIONS["offsets"][0]], "offsets"), as_of_ms=as_of_ms
+        )
+    elif name == "members":
+        table = _members(results[PROJECTIONS["members"][0]])
+    else:
+        table = _projected(results[PROJECTIONS[name][0]], name)
+    n = table.num_rows
+    table = table.append_column("run_id", pa.repeat(pa.scalar(run_id, pa.string()), n))
+    table = table.append_column("as_of", timestamps(pa.repeat(pa.scalar(as_of_ms, pa.int64()), n)))
+    return table.select(schema.names).cast(schema)

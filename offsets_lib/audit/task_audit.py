@@ -1,0 +1,515 @@
+"""The audit of one task's records, in one pass with numpy and Arrow (no Spark; runs in executors).
+
+`pipeline.audit_raw` shuffles the raw records once so that every record of a group, and every
+transaction marker of the group's offsets-topic partition, reach the same task; this module does
+the rest of the work there: decode (numpy fast path for offset commits, codec for the rest),
+resolve transactions (TXN rows), keep the newest record per offset key (LOG rows), replay every
+group (G rows), join live offsets with their groups and count the metrics. The decisions (EXP,
+ODEL, DEL rows) stay Spark column predicates in rules.py, applied to these rows afterwards.
+
+`pipeline.audit` is the reference implementation of the same audit in plain Spark frames; the
+tests check that both give the same tables.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from offsets_lib.audit import compaction, replay
+from offsets_lib.audit.compact import ABORTED, COMMITTED, NOT_TRANSACTIONAL, PENDING
+from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COUNTS
+from offsets_lib.wire.batch_decode import TaskRecords, decode_task_records
+from offsets_lib.wire.decoded import DECODED_ARROW, POSITIONED_ARROW
+
+# stored state of an incremental run (is_history) is audited, not counted
+RAW_ARROW = POSITIONED_ARROW.append(pa.field("is_history", pa.bool_()))
+END_OF_LOG = 2**63 - 1
+
+# What the task emits, by kind of row: each kind is one table of these columns.
+OFFSET, GROUP, REJECT, METRIC, STATS = "offset", "group", "reject", "metric", "stats"
+_GROUP_FACTS = [
+    ("group_type", pa.string()),
+    ("protocol_type", pa.string()),
+    ("state", pa.string()),
+    ("generation", pa.int32()),
+    ("current_state_timestamp_ms", pa.int64()),
+]
+_GROUP_KEY = [("log_partition", pa.int32()), ("group_id", pa.string())]
+_REJECT_COLUMNS = (
+    "log_partition", "log_offset", "key", "value", "error", "log_timestamp_ms", "record_type",
+)  # fmt: skip
+KIND_ARROW: dict[str, pa.Schema] = {
+    # the surviving record of each live offset key and the facts of its group
+    OFFSET: pa.schema(
+        [
+            *_GROUP_KEY,
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("log_offset", pa.int64()),
+            ("value_version", pa.int16()),
+            ("committed_offset", pa.int64()),
+            ("leader_epoch", pa.int32()),
+            ("metadata", pa.string()),
+            ("commit_timestamp_ms", pa.int64()),
+            ("expire_timestamp_ms", pa.int64()),
+            ("topic_id", pa.string()),
+            ("has_pending_transaction", pa.bool_()),
+            *_GROUP_FACTS,
+            ("has_known_subscriptions", pa.bool_()),
+            ("is_topic_subscribed", pa.bool_()),
+        ]
+    ),
+    # the replayed state of every group (replay.GROUP_STATE_ARROW) and its offset counts
+    GROUP: pa.schema(
+        [
+            *replay.GROUP_STATE_ARROW,
+            ("offset_count", pa.int32()),
+            ("has_pending_transactions", pa.bool_()),
+        ]
+    ),
+    # the undecodable records, as they came (decoded columns)
+    REJECT: pa.schema([DECODED_ARROW.field(name) for name in _REJECT_COLUMNS]),
+    # partial counts per task; summed per hour and partition afterwards
+    METRIC: pa.schema(
+        [
+            ("hour_ms", pa.int64()),
+            ("log_partition", pa.int32()),
+            *[(name, pa.int64()) for name in METRIC_COUNTS],
+        ]
+    ),
+    # one row per task
+    STATS: pa.schema(
+        [
+            ("records_read", pa.int64()),
+            ("records_rejected", pa.int64()),
+            ("orphaned_offsets", pa.int64()),
+            ("max_timestamp_ms", pa.int64()),
+            # groups by "group_type/state", as a JSON object (for the run's summary line)
+            ("group_counts", pa.string()),
+        ]
+    ),
+}
+
+
+def _bools(array: pa.Array | pa.ChunkedArray, default: bool = False) -> np.ndarray:
+    return np.asarray(pc.fill_null(array, default), dtype=bool)
+
+
+def _ints(array: pa.Array | pa.ChunkedArray, fill: int) -> np.ndarray:
+    return np.asarray(pc.fill_null(array, fill), dtype=np.int64)
+
+
+_STATUS_NAMES = pa.array([NOT_TRANSACTIONAL, COMMITTED, ABORTED, PENDING], pa.string())
+
+
+def transaction_status(
+    log_partition: np.ndarray,
+    producer_id: np.ndarray,
+    log_offset: np.ndarray,
+    is_transactional: np.ndarray,
+    marker: np.ndarray,
+) -> pa.Array:
+    """TXN-1..TXN-3, TXN-5 for every row: none, committed, aborted or pending (strings).
+
+    `marker` is 1 for a COMMIT marker, 2 for ABORT, 0 otherwise. A transactional record's outcome
+    is the first marker of the same producer after it in the same offsets-topic partition.
+    """
+    n = len(log_offset)
+    status = np.zeros(n, dtype=np.int8)  # indexes into _STATUS_NAMES
+    if is_transactional.any():
+        involved = np.flatnonzero(is_transactional | (marker > 0))
+        order = involved[
+            np.lexsort((log_offset[involved], producer_id[involved], log_partition[involved]))
+        ]
+        m = len(order)
+        is_marker = marker[order] > 0
+        at_or_after = np.where(is_marker, np.arange(m), m)
+        next_marker = np.minimum.accumulate(at_or_after[::-1])[::-1]
+        found = next_marker < m
+        nxt = np.minimum(next_marker, m - 1)
+        same = (
+            found
+            & (log_partition[order][nxt] == log_partition[order])
+            & (producer_id[order][nxt] == producer_id[order])
+        )
+        outcome = np.where(same, marker[order][nxt], 0)
+        txn_rows = is_transactional[order]
+        resolved = np.select([outcome == 1, outcome == 2], [1, 2], 3).astype(np.int8)
+        status[order[txn_rows]] = resolved[txn_rows]
+    return _STATUS_NAMES.take(pa.array(status))
+
+
+def _group_codes(partition: pa.Array, group: pa.Array) -> np.ndarray:
+    """Dense codes of (log_partition, group_id); null group ids get their own code."""
+    joined = _key_strings(partition, group)
+    if isinstance(joined, pa.ChunkedArray):
+        joined = joined.combine_chunks()
+    return np.asarray(pc.dictionary_encode(joined).indices, dtype=np.int64)
+
+
+def audit_records(
+    batches: list[pa.RecordBatch], *, modern_types_known: bool = True
+) -> dict[str, pa.Table]:
+    """Everything the decisions need from one task's records (see the module docstring).
+
+    Returns tables by kind: offset (live keys with their group's facts), group, reject, metric
+    and stats (one row). Records of a group and the markers of its partition must all be here.
+    """
+    if not batches:
+        return {}
+    records = decode_task_records(batches, every_value_of=replay.EVERY_VALUE_TYPES)
+    decoded, values, source = records.table, records.values, records.source  # rows reordered
+    history = pa.chunked_array(
+        [b.column("is_history") for b in batches], type=pa.bool_()
+    ).combine_chunks()
+    is_history = _bools(history)[source]
+    ok = ~_bools(pc.is_valid(decoded.column("error")))
+    is_control = _bools(decoded.column("is_control"))
+    record_type = _ints(decoded.column("record_type"), -1)
+    tombstone = _bools(decoded.column("is_tombstone"))
+
+    out = {
+        REJECT: _rejects(decoded, ~ok & ~is_history),
+        METRIC: _metrics(records, ok & ~is_control & (record_type >= 0) & ~is_history),
+    }
+    keys = _offset_keys(decoded, ok, is_control, record_type, tombstone)
+    summary = _group_summary(keys)
+    groups = _replay(decoded, values, ok, is_control, record_type, summary, modern_types_known)
+    out[GROUP] = groups
+    out[OFFSET], orphaned = _live_offsets(keys, groups)
+    timestamps = decoded.column("log_timestamp_ms")
+    out[STATS] = pa.table(
+        {
+            "records_read": pa.array([int((~is_history).sum())], pa.int64()),
+            "records_rejected": pa.array([int((~ok & ~is_history).sum())], pa.int64()),
+            "orphaned_offsets": pa.array([orphaned], pa.int64()),
+            "max_timestamp_ms": pa.array([pc.max(timestamps).as_py()], pa.int64()),
+            "group_counts": pa.array([_group_counts(groups)], pa.string()),
+        }
+    )
+    return out
+
+
+def _group_counts(groups: pa.Table) -> str:
+    """{"group_type/state": count} of the task's groups, as JSON."""
+    names = pc.binary_join_element_wise(
+        pc.fill_null(groups.column("group_type"), ""), pc.fill_null(groups.column("state"), ""), "/"
+    )
+    counts = pc.value_counts(names)
+    pairs = zip(counts.field(0).to_pylist(), counts.field(1).to_pylist(), strict=True)
+    return json.dumps(dict(sorted(pairs)))
+
+
+def _take(rows_of: pa.Table | pa.Array, rows: np.ndarray) -> pa.Table | pa.Array:
+    """`rows_of.take(rows)`, as a zero-copy slice when the rows are one ascending run (the
+    decoded table starts with the fast path's offset commits, so they usually are)."""
+    if len(rows) and rows[-1] - rows[0] == len(rows) - 1:
+        return rows_of.slice(int(rows[0]), len(rows))
+    return rows_of.take(pa.array(rows))
+
+
+def _rejects(decoded: pa.Table, rejected: np.ndarray) -> pa.Table:
+    return decoded.filter(pa.array(rejected)).select(list(_REJECT_COLUMNS))
+
+
+def _offset_keys(
+    decoded: pa.Table,
+    ok: np.ndarray,
+    is_control: np.ndarray,
+    record_type: np.ndarray,
+    tombstone: np.ndarray,
+) -> pa.Table:
+    """Newest record per offset key, transactions resolved first (compaction.latest_per_key)."""
+    control_type = decoded.column("control_type")
+    marker = np.select(
+        [_bools(pc.equal(control_type, "COMMIT")), _bools(pc.equal(control_type, "ABORT"))],
+        [1, 2],
+        0,
+    )
+    marker = np.where(ok & is_control, marker, 0)
+    commit = ok & ~is_control & ((record_type == 0) | (record_type == 1))
+    producer = _ints(decoded.column("producer_id"), -1)
+    is_txn = commit & _bools(decoded.column("is_transactional")) & (producer >= 0) & ~tombstone
+    status = transaction_status(
+        _ints(decoded.column("log_partition"), -1),
+        producer,
+        _ints(decoded.column("log_offset"), -1),
+        is_txn,
+        marker,
+    )
+    rows = np.flatnonzero(commit)
+    commits = _take(decoded.select([*compaction.KEY_COLUMNS, *compaction.RECORD_COLUMNS]), rows)
+    commits = commits.append_column("txn_status", _take(status, rows))
+    return compaction.latest_per_key(commits)
+
+
+def _group_summary(keys: pa.Table) -> pa.Table:
+    """Per group: newest offset-value position (G-S1) and offset / pending counts."""
+    facts = pa.table(
+        {
+            "log_partition": keys.column("log_partition"),
+            "group_id": keys.column("group_id"),
+            "last_value_offset": keys.column("last_value_offset"),
+            "committed": pc.cast(keys.column("has_committed_offset"), pa.int32()),
+            "pending": pc.cast(keys.column("has_pending_transaction"), pa.int32()),
+        }
+    )
+    summary = facts.group_by(["log_partition", "group_id"], use_threads=False).aggregate(
+        [("last_value_offset", "max"), ("committed", "sum"), ("pending", "max")]
+    )
+    return pa.table(
+        {
+            "log_partition": summary.column("log_partition"),
+            "group_id": summary.column("group_id"),
+            "last_value_offset": summary.column("last_value_offset_max"),
+            "offset_count": pc.cast(summary.column("committed_sum"), pa.int32()),
+            "has_pending_transactions": pc.greater(summary.column("pending_max"), 0),
+        }
+    )
+
+
+def _replay(
+    decoded: pa.Table,
+    values: dict[int, Any],
+    ok: np.ndarray,
+    is_control: np.ndarray,
+    record_type: np.ndarray,
+    summary: pa.Table,
+    modern_types_known: bool,
+) -> pa.Table:
+    """Replay every group's records in log order (replay.replay_group), offsets as one event."""
+    group_ids = decoded.column("group_id")
+    is_event = ok & ~is_control & (record_type >= 2) & _bools(pc.is_valid(group_ids))
+    rows = np.flatnonzero(is_event)
+    records = decoded.select(
+        [
+            "log_partition",
+            "group_id",
+            "log_offset",
+            "is_tombstone",
+            "member_id",
+            "regular_expression",
+        ]
+    )
+    records = _take(records, rows)
+    if modern_types_known:
+        position = summary.column("last_value_offset")
+    else:  # G-S2: at the end of the load, only for group ids that still have offsets
+        still = pc.or_(
+            pc.greater(summary.column("offset_count"), 0),
+            summary.column("has_pending_transactions"),
+        )
+        position = pc.if_else(still, END_OF_LOG, pa.scalar(None, pa.int64()))
+    partitions = pa.concat_arrays(
+        [
+            records.column("log_partition").combine_chunks(),
+            summary.column("log_partition").combine_chunks(),
+        ]
+    )
+    groups = pa.concat_arrays(
+        [records.column("group_id").combine_chunks(), summary.column("group_id").combine_chunks()]
+    )
+    offsets = np.concatenate(
+        [_ints(records.column("log_offset"), -(2**63)), _ints(position, -(2**63))]
+    )
+    has_offset = np.concatenate(
+        [_bools(pc.is_valid(records.column("log_offset"))), _bools(pc.is_valid(position))]
+    )
+    n_records = len(rows)
+    codes = _group_codes(partitions, groups)
+    order = np.lexsort((offsets, codes))
+    starts = (
+        np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]]) if len(order) else []
+    )
+    types = record_type[rows].tolist()
+    tombstones = _bools(records.column("is_tombstone")).tolist()
+    members = records.column("member_id").to_pylist()
+    regexes = records.column("regular_expression").to_pylist()
+    event_values = [values.get(int(i)) for i in rows]
+    offset_list = offsets.tolist()
+    present = has_offset.tolist()
+    partition_list = partitions.to_pylist()
+    group_list = groups.to_pylist()
+    order_list = order.tolist()
+    bounds = [*np.asarray(starts).tolist(), len(order_list)]
+    out: list[dict[str, Any]] = []
+    for b in range(len(bounds) - 1):
+        events = []
+        for i in order_list[bounds[b] : bounds[b + 1]]:
+            at = offset_list[i] if present[i] else None
+            if i >= n_records:
+                events.append(replay.Event(log_offset=at, record_type=replay.OFFSET_SUMMARY))
+            else:
+                events.append(
+                    replay.Event(
+                        log_offset=at,
+                        record_type=types[i],
+                        is_tombstone=tombstones[i],
+                        member_id=members[i],
+                        regular_expression=regexes[i],
+                        value=event_values[i],
+                    )
+                )
+        first = order_list[bounds[b]]
+        out.append(
+            replay.replay_group(
+                partition_list[first],
+                group_list[first],
+                events,
+                modern_types_known=modern_types_known,
+            )
+        )
+    groups_table = pa.Table.from_pylist(out, schema=replay.GROUP_STATE_ARROW)
+    # offset facts of each group (Arrow joins take no nested payload such as `members`)
+    at = pc.index_in(
+        _key_strings(groups_table.column("log_partition"), groups_table.column("group_id")),
+        value_set=_key_strings(summary.column("log_partition"), summary.column("group_id")),
+    )
+    return groups_table.append_column(
+        "offset_count", pc.fill_null(summary.column("offset_count").take(at), 0)
+    ).append_column(
+        "has_pending_transactions",
+        pc.fill_null(summary.column("has_pending_transactions").take(at), False),
+    )
+
+
+def _key_strings(partition: pa.Array | pa.ChunkedArray, group: pa.Array | pa.ChunkedArray):
+    return pc.binary_join_element_wise(
+        pc.cast(partition, pa.string()), pc.fill_null(group, "\x01<null>"), "\x00"
+    )
+
+
+def _live_offsets(keys: pa.Table, groups: pa.Table) -> tuple[pa.Table, int]:
+    """Live offsets joined with their existing group (G-S3: the rest are orphaned)."""
+    live = keys.filter(keys.column("has_committed_offset")).drop_columns(
+        ["has_committed_offset", "last_value_offset", "log_timestamp_ms", "is_tombstone"]
+    )
+    existing = groups.filter(pc.not_equal(groups.column("state"), "Dead"))
+    facts = existing.select(["log_partition", "group_id", *[n for n, _ in _GROUP_FACTS]])
+    facts = facts.append_column(
+        "has_known_subscriptions", pc.is_valid(existing.column("subscribed_topics"))
+    )
+    joined = live.join(facts, ["log_partition", "group_id"], join_type="inner", use_threads=False)
+    orphaned = live.num_rows - joined.num_rows
+    # (group, topic) pairs a group is subscribed to, to flag each offset's topic
+    subscribed = existing.select(["log_partition", "group_id", "subscribed_topics"]).filter(
+        pc.is_valid(existing.column("subscribed_topics"))
+    )
+    lengths = pc.list_value_length(subscribed.column("subscribed_topics")).to_numpy(
+        zero_copy_only=False
+    )
+    parents = np.repeat(np.arange(subscribed.num_rows), lengths.astype(np.int64))
+    pairs = pa.table(
+        {
+            "log_partition": subscribed.column("log_partition").take(pa.array(parents)),
+            "group_id": subscribed.column("group_id").take(pa.array(parents)),
+            "topic": pc.list_flatten(subscribed.column("subscribed_topics")),
+            "is_topic_subscribed": pa.array(np.ones(len(parents), dtype=bool)),
+        }
+    )
+    flagged = joined.join(
+        pairs, ["log_partition", "group_id", "topic"], join_type="left outer", use_threads=False
+    )
+    flagged = flagged.set_column(
+        flagged.schema.get_field_index("is_topic_subscribed"),
+        "is_topic_subscribed",
+        pc.fill_null(flagged.column("is_topic_subscribed"), False),
+    )
+    return flagged, orphaned
+
+
+def _metrics(task: TaskRecords, counted: np.ndarray) -> pa.Table:
+    """Partial KIP-496 meters per (UTC hour, offsets partition): see metrics.py for the meaning."""
+    rows = np.flatnonzero(counted)
+    records = task.table.select(
+        [
+            "log_partition",
+            "group_id",
+            "log_offset",
+            "log_timestamp_ms",
+            "record_type",
+            "is_tombstone",
+        ]
+    )
+    records = _take(records, rows)
+    n = len(rows)
+    record_type = _ints(records.column("record_type"), -1)
+    tombstone = _bools(records.column("is_tombstone"))
+    has_group = _bools(pc.is_valid(records.column("group_id")))
+    offsets = _ints(records.column("log_offset"), -(2**63))
+    codes = _group_codes(records.column("log_partition"), records.column("group_id"))
+    order = np.lexsort((offsets, codes))
+    sorted_codes = codes[order]
+    is_start = np.r_[True, sorted_codes[1:] != sorted_codes[:-1]] if n else np.zeros(0, bool)
+    group_start = np.maximum.accumulate(np.where(is_start, np.arange(n), 0)) if n else is_start
+    position = np.arange(n)
+
+    def last_before(flag: np.ndarray) -> np.ndarray:
+        """Sorted position of the newest earlier row of the same group with `flag`, or -1."""
+        upto = np.maximum.accumulate(np.where(flag, position, -1)) if n else position
+        before = np.r_[-1, upto[:-1]] if n else upto
+        return np.where(before >= group_start, before, -1)
+
+    group_tombstone = tombstone & np.isin(record_type, GROUP_TOMBSTONE_TYPES)
+    last_value = last_before(~tombstone[order])
+    last_deletion = last_before(group_tombstone[order])
+    created_sorted = (
+        has_group[order] & ~tombstone[order] & ((last_value < 0) | (last_deletion > last_value))
+    )
+    created = np.empty(n, dtype=bool)
+    created[order] = created_sorted
+    has_members = np.zeros(n, dtype=bool)
+    written = np.flatnonzero((record_type == 2) & ~tombstone)
+    has_members[written] = task.list_is_nonempty("members", rows[written])
+    is_commit = (record_type == 0) | (record_type == 1)
+    timestamps = records.column("log_timestamp_ms")
+    hour = pc.multiply(pc.floor(pc.divide(pc.cast(timestamps, pa.float64()), HOUR_MS)), HOUR_MS)
+    flags = pa.table(
+        {
+            "hour_ms": pc.cast(hour, pa.int64()),
+            "log_partition": records.column("log_partition"),
+            "offset_commits": pa.array((is_commit & ~tombstone).astype(np.int64)),
+            "offset_tombstones": pa.array((is_commit & tombstone).astype(np.int64)),
+            "group_metadata_writes": pa.array(has_members.astype(np.int64)),
+            "groups_created": pa.array(created.astype(np.int64)),
+            "groups_deleted": pa.array(group_tombstone.astype(np.int64)),
+        }
+    )
+    summed = flags.group_by(["hour_ms", "log_partition"], use_threads=False).aggregate(
+        [(c, "sum") for c in METRIC_COUNTS]
+    )
+    return summed.rename_columns([c.removesuffix("_sum") for c in summed.column_names])
+
+
+def task_tables(
+    batches: Iterator[pa.RecordBatch], *, modern_types_known: bool
+) -> dict[str, pa.Table]:
+    """mapInArrow body's core: all of the task's records at once -> one table per KIND_ARROW.
+
+    Python's cycle collector is paused for the task: the decoded values are hundreds of
+    thousands of small acyclic dicts and lists, which reference counting frees anyway, and
+    re-scanning them on every collection took a third of the task's time.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        collected = [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
+        tables = audit_records(collected, modern_types_known=modern_types_known)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return {
+        kind: (
+            tables[kind].select(schema.names).cast(schema)
+            if kind in tables
+            else schema.empty_table()
+        )
+        for kind, schema in KIND_ARROW.items()
+    }

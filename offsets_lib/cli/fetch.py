@@ -1,0 +1,319 @@
+"""`offsets fetch` and `offsets fence-check`: operator questions answered from the written tables.
+
+Both read one run (the latest successful one, or --run-id) with delta-rs and pyarrow; no Spark
+session is started. Exit 3 with one line on stderr when the output has no tables or no such run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+
+from offsets_lib.cli.app import EXIT_INPUT, EXIT_USAGE, fail
+
+FETCH_COLUMNS = [
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "LAST-COMMIT",
+    "EXPIRES-AT",
+]
+
+
+def _iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, datetime):
+        return _iso(obj)
+    return obj
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, datetime):
+        return (_iso(value) or "-").replace(".000000", "")
+    return str(value)
+
+
+def render_table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    lines = [header, *rows]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
+def format_fetch(results) -> str:
+    """kafka-consumer-groups --describe style table; ERROR column only when some row has one."""
+    rows: list[list[str]] = []
+    errors: list[str] = []
+    for g in results:
+        group = "<null>" if g.group_id is None else (g.group_id or '""')
+        if g.error is not None or not g.partitions:
+            rows.append([group, "-", "-", "-", "-", "-", "-", "-"])
+            errors.append(g.error or "")
+            continue
+        for p in g.partitions:
+            current = "-" if p.committed_offset < 0 else str(p.committed_offset)
+            rows.append(
+                [
+                    group,
+                    p.topic,
+                    str(p.partition),
+                    current,
+                    _cell(p.log_end_offset),
+                    _cell(p.lag),
+                    _cell(p.last_commit),
+                    _cell(p.expires_at),
+                ]
+            )
+            errors.append(p.error or "")
+    header = list(FETCH_COLUMNS)
+    if any(errors):
+        header.append("ERROR")
+        rows = [[*r, e or "-"] for r, e in zip(rows, errors, strict=True)]
+    return render_table(rows, header)
+
+
+def _notes(results) -> list[str]:
+    notes = []
+    for g in results:
+        if g.note:
+            notes.append(f"note: group {g.group_id!r}: {g.note}")
+        for p in g.partitions:
+            if p.note:
+                notes.append(f"note: {g.group_id} {p.topic}-{p.partition}: {p.note}")
+    return notes
+
+
+@click.command("fetch")
+@click.option("--output", required=True, help="Root folder (or URI) of the Delta tables.")
+@click.option(
+    "--group",
+    "groups",
+    multiple=True,
+    metavar="G[:TOPIC[:P,P..]]",
+    help="Group, optionally one topic and its partitions (repeatable).",
+)
+@click.option("--all-groups", is_flag=True, help="Every group of the run that exists.")
+@click.option(
+    "--require-stable",
+    is_flag=True,
+    help="Partitions with a pending transactional offset get UNSTABLE_OFFSET_COMMIT.",
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document for scripts.")
+@click.option("--run-id", help="Run to read (default: the latest successful run).")
+def fetch_command(
+    output: str,
+    groups: tuple[str, ...],
+    all_groups: bool,
+    require_stable: bool,
+    as_json: bool,
+    run_id: str | None,
+) -> None:
+    """Committed offsets of groups, as a batched OffsetFetch (KIP-709) would return them."""
+    from offsets_lib.tools.fetch import NoRunError, fetch_offsets
+
+    if bool(groups) == all_groups:
+        fail(EXIT_USAGE, "fetch needs --group G[:TOPIC[:P,P..]] ... or --all-groups (not both)")
+    try:
+        results = fetch_offsets(
+            output,
+            None if all_groups else list(groups),
+            require_stable=require_stable,
+            run_id=run_id,
+        )
+    except NoRunError as exc:
+        fail(EXIT_INPUT, str(exc))
+    except ValueError as exc:
+        fail(EXIT_USAGE, str(exc))
+    if as_json:
+        run = results[0] if results else None
+        doc = {
+            "run_id": run.run_id if run else run_id,
+            "as_of": _iso(run.as_of) if run else None,
+            "require_stable": require_stable,
+            "groups": [
+                {k: v for k, v in _jsonable(asdict(g)).items() if k not in ("run_id", "as_of")}
+                for g in results
+            ],
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
+    if results:
+        click.echo(f"run {results[0].run_id} (as of {_iso(results[0].as_of)})", err=True)
+    click.echo(format_fetch(results))
+    for line in _notes(results):
+        click.echo(line, err=True)
+
+
+# ---- fence-check -----------------------------------------------------------------------------
+
+
+def load_fencing_group(run, group_id: str):
+    """The FencingGroup of ``group_id`` in ``run`` (None when absent or Dead)."""
+    from offsets_lib.tools.fence import FencingGroup, FencingMember, PartitionEpoch
+    from offsets_lib.tools.fetch import choose_group_rows, read_run_rows
+
+    rows = read_run_rows(
+        run,
+        "groups",
+        ["group_id", "group_type", "state", "generation", "offsets_partition"],
+        [group_id],
+    )
+    row, _ = choose_group_rows(rows)
+    if row is None or row["state"] == "Dead":
+        return None
+
+    def parts(values) -> tuple[PartitionEpoch, ...]:
+        return tuple(
+            PartitionEpoch(v["topic"], v["topic_id"], v["partition"], v["assignment_epoch"])
+            for v in values or ()
+        )
+
+    members = tuple(
+        FencingMember(
+            member_id=m["member_id"],
+            member_epoch=m["member_epoch"],
+            instance_id=m["group_instance_id"],
+            # ClassicMemberMetadata (session timeout) marks a classic-protocol member
+            uses_classic_protocol=row["group_type"] == "consumer"
+            and m["session_timeout_ms"] is not None,
+            assigned=None if m["assigned_partitions"] is None else parts(m["assigned_partitions"]),
+            pending_revocation=parts(m["partitions_pending_revocation"]),
+        )
+        for m in read_run_rows(
+            run,
+            "members",
+            [
+                "group_id",
+                "member_id",
+                "group_instance_id",
+                "member_epoch",
+                "session_timeout_ms",
+                "assigned_partitions",
+                "partitions_pending_revocation",
+                "offsets_partition",
+            ],
+            [group_id],
+        )
+        if m["offsets_partition"] == row["offsets_partition"]
+    )
+    return FencingGroup(
+        group_id=group_id,
+        group_type=row["group_type"],
+        state=row["state"],
+        generation=row["generation"],
+        members=members,
+    )
+
+
+def topic_ids_for(run, topic: str) -> frozenset[str]:
+    """Topic ids the run's offsets table knows for a topic name (OffsetCommit v4+ values)."""
+    import pyarrow.compute as pc
+
+    from offsets_lib.tools.fetch import _delta_dataset
+
+    dataset = _delta_dataset(run.output, "offsets")
+    if dataset is None:
+        return frozenset()
+    condition = (
+        (pc.field("run_id") == run.run_id)
+        & (pc.field("topic") == topic)
+        & pc.field("topic_id").is_valid()
+    )
+    ids = dataset.to_table(columns=["topic_id"], filter=condition).column("topic_id")
+    return frozenset(ids.unique().to_pylist())
+
+
+def _java_length(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+@click.command("fence-check")
+@click.option("--output", required=True, help="Root folder (or URI) of the Delta tables.")
+@click.option("--group", required=True, help="Group id.")
+@click.option("--member", required=True, help="Member id ('' for none).")
+@click.option(
+    "--member-epoch",
+    type=int,
+    required=True,
+    help="Member epoch the client sends (the generation for classic groups; -1 for none).",
+)
+@click.option("--topic", required=True, help="Topic of the committed partition (name or id).")
+@click.option("--partition", type=int, required=True)
+@click.option("--transactional", is_flag=True, help="A TxnOffsetCommit (from a producer).")
+@click.option("--instance-id", help="group.instance.id of a static member.")
+@click.option(
+    "--api-version",
+    type=int,
+    default=9,
+    show_default=True,
+    help="OffsetCommit request version (FEN-G2/G3, FEN-M4).",
+)
+@click.option("--metadata", default="", help="Offset metadata to commit (FEN-G5 size check).")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--run-id", help="Run to read (default: the latest successful run).")
+def fence_check_command(**kw: Any) -> None:
+    """Would this offset commit be fenced? Strict (== epoch) and relaxed (KIP-1251) rules."""
+    from offsets_lib.tools.fence import CommitRequest, decide_relaxed, decide_strict
+    from offsets_lib.tools.fetch import NoRunError, load_run
+
+    try:
+        run = load_run(kw["output"], kw["run_id"])
+    except NoRunError as exc:
+        fail(EXIT_INPUT, str(exc))
+    group = load_fencing_group(run, kw["group"])
+    if group is not None and group.group_type == "consumer":
+        ids = topic_ids_for(run, kw["topic"])
+        if ids:
+            group = type(group)(**{**group.__dict__, "topic_ids": {kw["topic"]: ids}})
+    request = CommitRequest(
+        group_id=kw["group"],
+        member_id=kw["member"],
+        member_epoch=kw["member_epoch"],
+        topic=kw["topic"],
+        partition=kw["partition"],
+        transactional=kw["transactional"],
+        instance_id=kw["instance_id"],
+        api_version=kw["api_version"],
+        metadata_length=_java_length(kw["metadata"]),
+    )
+    decisions = {"strict": decide_strict(group, request), "relaxed": decide_relaxed(group, request)}
+    if kw["as_json"]:
+        doc = {
+            "run_id": run.run_id,
+            "as_of": _iso(run.as_of),
+            "group_type": group.group_type if group else None,
+            "group_state": group.state if group else None,
+            "request": asdict(request),
+            **{
+                name: {"outcome": d.outcome, "rule": d.rule, "reason": d.reason}
+                for name, d in decisions.items()
+            },
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
+    click.echo(f"run {run.run_id} (as of {_iso(run.as_of)})", err=True)
+    for name, d in decisions.items():
+        click.echo(f"{name}: {d.outcome} ({d.rule})")
+    for name, d in decisions.items():
+        click.echo(f"  {name + ':':<8} {d.reason}")

@@ -1,0 +1,51 @@
+"""`offsets generate`: write a synthetic raw dump (offsets_lib/tools/generate.py)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from offsets_lib.cli.app import EXIT_USAGE
+
+
+@click.command("generate")
+@click.option("--out", required=True, help="Folder for the Parquet files (created if missing).")
+@click.option("--groups", type=int, default=2000, show_default=True, help="Groups in the model.")
+@click.option(
+    "--records", type=int, default=200_000, show_default=True, help="Rows to write (exact)."
+)
+@click.option("--seed", type=int, default=1, show_default=True, help="Same seed, same bytes.")
+@click.option(
+    "--partitions",
+    type=int,
+    default=50,
+    show_default=True,
+    help="Partitions of __consumer_offsets (offsets.topic.num.partitions).",
+)
+@click.option(
+    "--profile",
+    type=click.Choice(["realistic", "bench"]),
+    default="realistic",
+    show_default=True,
+    help="realistic: every group and record type; bench: the benchmark's mix (issue 7).",
+)
+def generate_command(
+    out: str, groups: int, records: int, seed: int, partitions: int, profile: str
+) -> None:
+    """Write a realistic synthetic __consumer_offsets dump, deterministic by seed."""
+    from offsets_lib.tools.generate import GenerateError, generate_dump
+
+    try:
+        report = generate_dump(
+            out,
+            groups=groups,
+            records=records,
+            seed=seed,
+            partitions=partitions,
+            profile=profile,
+        )
+    except GenerateError as exc:
+        click.echo(f"offsets: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    click.echo(report.summary())

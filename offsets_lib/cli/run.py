@@ -1,0 +1,218 @@
+"""`offsets run`: the audit job from the command line (and from jobs/offsets_job.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import click
+
+from offsets_lib.audit.rules import Regime
+from offsets_lib.cli.app import EXIT_INPUT, EXIT_LOCKED, EXIT_REJECTS, EXIT_USAGE, fail
+from offsets_lib.job.config import conf_option
+from offsets_lib.job.run import (
+    RejectRatioExceeded,
+    RunOptions,
+    RunReport,
+    UsageError,
+    parse_as_of,
+    parse_retention,
+)
+
+
+@click.command("run")
+@conf_option()
+@click.option(
+    "--source", type=click.Choice(["parquet", "kafka"]), default="parquet", show_default=True
+)
+@click.option(
+    "--input", "inputs", multiple=True, help="Parquet dump: file, folder or glob (repeatable)."
+)
+@click.option("--bootstrap-servers", help="Kafka: HOST:PORT[,HOST:PORT].")
+@click.option("--topic", default="__consumer_offsets", show_default=True)
+@click.option(
+    "--kafka-option", "kafka_options", multiple=True, help="Kafka client setting k=v (repeatable)."
+)
+@click.option("--output", required=True, help="Root folder (or URI) of the Delta tables.")
+@click.option(
+    "--retention", default="7d", show_default=True, help="offsets.retention.minutes of the cluster."
+)
+@click.option(
+    "--as-of",
+    "as_of",
+    help="now | latest | ISO-8601 | epoch ms (default: now for kafka, latest for parquet).",
+)
+@click.option(
+    "--coordinator", type=click.Choice([r.value for r in Regime]), default="new", show_default=True
+)
+@click.option("--run-id", help="Run identifier; a rerun with the same id replaces that run's rows.")
+@click.option("--max-reject-ratio", type=float, default=0.01, show_default=True)
+@click.option(
+    "--delta-writer",
+    type=click.Choice(["delta-rs", "spark"]),
+    default="delta-rs",
+    show_default=True,
+)
+@click.option(
+    "--shuffle",
+    type=click.Choice(["auto", "files", "spark"]),
+    default="auto",
+    show_default=True,
+    help="How records reach their audit task: files = Python tasks read the Parquet dump and"
+    " stage Arrow files (fastest; needs pyarrow access to input and output), spark = Spark's"
+    " shuffle, auto = files when possible.",
+)
+@click.option(
+    "--full",
+    is_flag=True,
+    default=False,
+    help="Kafka: re-read the whole topic instead of continuing from the stored checkpoint.",
+)
+@click.option(
+    "--end-offsets",
+    "end_offsets",
+    help="CSV/Parquet of log-end offsets (topic, partition, log_end_offset) for the lag table; "
+    "--source kafka fetches the consumed topics' watermarks itself.",
+)
+def run_command(**kw: object) -> None:
+    """Audit __consumer_offsets and write the Delta tables under --output."""
+    from offsets_lib.io.lock import OutputLocked
+    from offsets_lib.io.sources import (
+        InputNotReadable,
+        SourceConfigError,
+        unwrap_input_not_readable,
+    )
+    from offsets_lib.job import run as run_module
+    from offsets_lib.job import session
+
+    now_ms = int(datetime.now(UTC).timestamp() * 1000)
+    try:
+        options = _options(kw, now_ms=now_ms)
+    except UsageError as exc:
+        fail(EXIT_USAGE, str(exc))
+    spark = session.get_or_create()
+    try:
+        raw, increment = _read_source(spark, options, full=bool(kw.get("full")))
+        report = run_module.execute(
+            spark,
+            raw,
+            options,
+            echo=lambda line: click.echo(line, err=True),
+            increment=increment,
+            end_offsets=_end_offsets_source(spark, options, kw.get("end_offsets")),
+        )
+    except InputNotReadable as exc:
+        fail(EXIT_INPUT, str(exc))
+    except UsageError as exc:
+        fail(EXIT_USAGE, str(exc))
+    except SourceConfigError as exc:
+        fail(EXIT_USAGE, str(exc))
+    except RejectRatioExceeded as exc:
+        fail(EXIT_REJECTS, str(exc))
+    except OutputLocked as exc:
+        fail(EXIT_LOCKED, str(exc))
+    except Exception as exc:  # a Spark action wrapping an executor's InputNotReadable
+        inner = unwrap_input_not_readable(exc)
+        if inner is None:
+            raise
+        fail(EXIT_INPUT, str(inner))
+    print_summary(report, options)
+
+
+def _options(kw: dict, *, now_ms: int) -> RunOptions:
+    source = kw["source"]
+    if source == "parquet" and not kw["inputs"]:
+        raise UsageError("--source parquet needs --input PATH")
+    if source == "kafka" and not kw["bootstrap_servers"]:
+        raise UsageError("--source kafka needs --bootstrap-servers HOST:PORT")
+    if source == "kafka" and kw["shuffle"] == "files":
+        raise UsageError("--shuffle files reads Parquet dumps; --source kafka uses --shuffle spark")
+    as_of = kw["as_of"] or ("now" if source == "kafka" else "latest")
+    kafka_options = {}
+    for item in kw["kafka_options"]:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--kafka-option {item.split('=')[0]!r}: expected key=value")
+        kafka_options[key.removeprefix("kafka.")] = value
+    if kw["bootstrap_servers"]:
+        kafka_options["bootstrap.servers"] = kw["bootstrap_servers"]
+    ratio = kw["max_reject_ratio"]
+    if not 0 <= ratio <= 1:
+        raise UsageError("--max-reject-ratio must be between 0 and 1")
+    run_id = kw["run_id"] or datetime.fromtimestamp(now_ms / 1000, UTC).strftime(
+        "run-%Y%m%dT%H%M%SZ"
+    )
+    return RunOptions(
+        output=kw["output"],
+        run_id=run_id,
+        source=source,
+        inputs=tuple(kw["inputs"]),
+        retention_ms=parse_retention(kw["retention"]),
+        as_of=parse_as_of(as_of, now_ms=now_ms),
+        regime=Regime(kw["coordinator"]),
+        max_reject_ratio=ratio,
+        delta_writer=kw["delta_writer"],
+        shuffle=kw["shuffle"],
+        kafka_options=kafka_options,
+        topic=kw["topic"],
+    )
+
+
+def _read_source(spark, options: RunOptions, *, full: bool = False):
+    """(raw records, increment): kafka reads from the stored checkpoint unless --full."""
+    if options.source == "parquet":  # a dump is a snapshot: always a full run
+        from offsets_lib.io.sources.parquet import read_parquet_dump
+
+        return read_parquet_dump(spark, list(options.inputs)), None
+    from offsets_lib.io import incremental
+    from offsets_lib.io.sources import kafka
+
+    ends = kafka.resolve_end_offsets(options.kafka_options, options.topic)
+    increment = incremental.begin(spark, options.output, options.topic, ends, full=full)
+    raw = kafka.read_kafka(
+        spark,
+        kafka_options=options.kafka_options,
+        topic=options.topic,
+        start_offsets=increment.start_offsets,
+        end_offsets=ends,
+    )
+    return raw, increment
+
+
+def _end_offsets_source(spark, options: RunOptions, path: str | None):
+    """How the run gets log-end offsets for the lag table: a file, the cluster, or none."""
+    from offsets_lib.io import watermarks
+
+    if path:
+        return lambda _offsets: watermarks.end_offsets_from_file(spark, path)
+    if options.source == "kafka":
+
+        def from_cluster(offsets):
+            topics = [r["topic"] for r in offsets.select("topic").distinct().collect()]
+            return watermarks.end_offsets_from_cluster(spark, options.kafka_options, topics)
+
+        return from_cluster
+    return None
+
+
+def print_summary(report: RunReport, options: RunOptions) -> None:
+    """The few lines an operator wants after a run."""
+    as_of = (
+        datetime.fromtimestamp(report.as_of_ms / 1000, UTC).isoformat() if report.as_of_ms else "-"
+    )
+    click.echo(
+        f"run {report.run_id}: {report.status} (as of {as_of}, coordinator {options.regime})"
+    )
+    click.echo(
+        f"records: {report.records_read} read, {report.records_decoded} decoded,"
+        f" {report.records_rejected} rejected"
+    )
+    groups = ", ".join(f"{k} {v}" for k, v in sorted(report.groups_by_type_state.items())) or "none"
+    click.echo(f"groups: {groups}")
+    click.echo(
+        f"offsets: {report.offsets_total} live, {report.offsets_expired} expired now,"
+        f" {report.offsets_expiring_24h} expiring within 24 h;"
+        f" groups deleted now: {report.groups_deleted}"
+    )
+    if report.orphaned_offsets:
+        click.echo(f"orphaned offsets (group tombstoned, G-S3): {report.orphaned_offsets}")
+    click.echo(f"tables under {options.output}: {', '.join(sorted(report.tables))}")

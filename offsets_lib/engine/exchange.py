@@ -1,0 +1,313 @@
+"""`--shuffle files`: a Parquet dump's records reach their audit tasks through staged Arrow files.
+
+The Spark shuffle (pipeline.audit_raw) hands every raw record from the JVM to Python after the
+exchange: at 10M records that conversion and the shuffle cost ~14 s of the run's ~28 s audit.
+Here Python tasks read the dump with pyarrow (no JVM rows), cut each chunk of records by audit
+task (routing.task_buckets) and write the pieces to one Arrow IPC file per map task under the
+run's staging folder. The pieces' manifest (a few rows per chunk, with the newest record time of
+each piece) comes back to the driver, so the evaluation time is known before the audit stage;
+the manifest rows go to the audit tasks, which read their pieces and run the same audit as the
+Spark path (task_audit.task_tables). Spark still schedules and retries both stages: a
+retried or speculative map attempt writes new files, and only the manifest rows of the attempt
+Spark kept are read.
+
+It needs the input files and the output folder reachable by pyarrow from every executor (local
+paths, file://, s3://, gs://, hdfs:// with libhdfs); `plan` returns None otherwise and the run
+uses the Spark shuffle (I/O module: shell side).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from offsets_lib.audit import task_audit
+from offsets_lib.audit.rules import Regime
+from offsets_lib.audit.schemas import spark_schema
+from offsets_lib.engine import routing
+from offsets_lib.engine.pipeline import TaskEmitter
+
+log = logging.getLogger(__name__)
+
+BATCH_ROWS = 262_144  # records read, cut by task and written at a time by a map task
+TARGET_SPLIT_BYTES = 128 * 1024 * 1024  # like spark.sql.files.maxPartitionBytes
+_READ_COLUMNS = (
+    "key", "value", "partition", "offset", "timestamp",
+    "producer_id", "producer_epoch", "is_transactional", "is_control",
+)  # fmt: skip
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
+
+MAP_ARROW = pa.schema(
+    [
+        ("path", pa.string()),
+        ("batch", pa.int32()),
+        ("bucket", pa.int32()),  # routing.MARKERS for transaction markers
+        ("num_rows", pa.int64()),
+        ("max_timestamp_ms", pa.int64()),  # newest record of the piece (as_of "latest")
+    ]
+)
+# Pieces on a remote file system are LZ4 frames: the pieces of 10M records are ~570 MB instead
+# of ~1.6 GB to send and fetch. On a local disk they stay uncompressed: compressing and
+# decompressing cost ~0.15 CPU-s per million records, which the page cache does not pay back.
+_REMOTE_PIECE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
+_LOCAL_PIECE_OPTIONS = pa.ipc.IpcWriteOptions()
+_UNIT_SCHEMA = "map_task int, path string, row_groups array<int>"
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A whole dump file (row_groups None) or some of its row groups, read by one map task."""
+
+    path: str
+    size: int
+    row_groups: tuple[int, ...] | None = None
+
+
+def arrow_uri(uri: str) -> str:
+    """A Spark/Hadoop file URI as pyarrow names it (s3a:// and s3n:// are s3://)."""
+    scheme, sep, rest = uri.partition("://")
+    if sep and scheme in _SCHEME_ALIASES:
+        return f"{_SCHEME_ALIASES[scheme]}://{rest}"
+    if uri.startswith("file:") and not uri.startswith("file://"):
+        return "file://" + uri[len("file:") :]  # Spark's file:/a/b
+    return uri
+
+
+def plan(files: list[str], staging_uri: str, *, map_tasks: int) -> list[list[Unit]] | None:
+    """The dump's files (URIs, as Spark lists them) split into map tasks of similar size, or
+    None when pyarrow cannot reach a file or the staging folder (then the Spark shuffle runs)."""
+    if not files:
+        return None
+    try:
+        pafs.FileSystem.from_uri(arrow_uri(staging_uri))
+        located = [(uri, *pafs.FileSystem.from_uri(arrow_uri(uri))) for uri in files]
+        fs = located[0][1]
+        if all(other.equals(fs) for _uri, other, _path in located):  # one listing call
+            infos = fs.get_file_info([path for _uri, _fs, path in located])
+        else:
+            infos = [other.get_file_info(path) for _uri, other, path in located]
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        log.info("pyarrow cannot read the input or the staging folder (%s)", exc)
+        return None
+    if any(i.type != pafs.FileType.File for i in infos):
+        return None
+    total = sum(i.size for i in infos)
+    tasks = max(map_tasks, math.ceil(total / TARGET_SPLIT_BYTES), 1)
+    target = total / tasks
+    units: list[Unit] = []
+    for (uri, file_fs, path), info in zip(located, infos, strict=True):
+        if info.size > 1.5 * target:  # a big file is split by row groups
+            units.extend(_row_group_units(uri, file_fs, path, target))
+        else:
+            units.append(Unit(uri, info.size))
+    # largest first onto the least loaded task
+    loads = [0] * min(tasks, len(units))
+    assigned: list[list[Unit]] = [[] for _ in loads]
+    for unit in sorted(units, key=lambda u: -u.size):
+        i = loads.index(min(loads))
+        assigned[i].append(unit)
+        loads[i] += unit.size
+    return [units_of_task for units_of_task in assigned if units_of_task]
+
+
+def _row_group_units(uri: str, fs: pafs.FileSystem, path: str, target: float) -> list[Unit]:
+    with fs.open_input_file(path) as handle:
+        meta = pq.ParquetFile(handle).metadata
+    units, current, size = [], [], 0
+    for i in range(meta.num_row_groups):
+        current.append(i)
+        group = meta.row_group(i)
+        size += sum(group.column(j).total_compressed_size for j in range(group.num_columns))
+        if size >= target:
+            units.append(Unit(uri, size, tuple(current)))
+            current, size = [], 0
+    if current:
+        units.append(Unit(uri, size, tuple(current)))
+    return units
+
+
+def audit_files(
+    spark: SparkSession,
+    assigned: list[list[Unit]],
+    *,
+    staging_uri: str,
+    regime: Regime,
+    tasks: int,
+    emit: TaskEmitter,
+) -> DataFrame:
+    """The audit of the dump files `assigned` to map tasks -> `emit`'s rows (like audit_raw)."""
+    pieces = map_pieces(spark, assigned, staging_uri=staging_uri, tasks=tasks)
+    return audit_pieces(spark, pieces, regime=regime, tasks=tasks, emit=emit)
+
+
+def map_pieces(
+    spark: SparkSession, assigned: list[list[Unit]], *, staging_uri: str, tasks: int
+) -> list[dict[str, Any]]:
+    """The map stage (one Spark job): the dump files `assigned` to map tasks, cut into pieces
+    per audit task; returns the pieces' manifest (MAP_ARROW rows, a few per 262k records)."""
+    from offsets_lib.engine.spark_hash import bucket_labels
+
+    pieces_uri = arrow_uri(f"{staging_uri}/pieces")
+    rows = [
+        (m, unit.path, list(unit.row_groups) if unit.row_groups is not None else None)
+        for m, units in enumerate(assigned)
+        for unit in units
+    ]
+    map_labels = bucket_labels(len(assigned))
+    units = spark.createDataFrame(rows, _UNIT_SCHEMA)
+    units = units.repartition(
+        len(assigned), F.element_at(F.array(*[F.lit(v) for v in map_labels]), F.col("map_task") + 1)
+    )
+
+    def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return _write_pieces(batches, pieces_uri, tasks)
+
+    return [r.asDict() for r in units.mapInArrow(write_pieces, spark_schema(MAP_ARROW)).collect()]
+
+
+def latest_timestamp_ms(pieces: list[dict[str, Any]]) -> int | None:
+    """The newest record timestamp of the mapped records (as_of "latest"), None if none."""
+    stamps = [p["max_timestamp_ms"] for p in pieces if p["max_timestamp_ms"] is not None]
+    return max(stamps) if stamps else None
+
+
+def audit_pieces(
+    spark: SparkSession,
+    pieces: list[dict[str, Any]],
+    *,
+    regime: Regime,
+    tasks: int,
+    emit: TaskEmitter,
+) -> DataFrame:
+    """The audit stage over `map_pieces`' manifest -> `emit`'s rows."""
+    from offsets_lib.engine.spark_hash import bucket_labels
+
+    modern_types_known = not regime.is_scala
+    listed = spark.createDataFrame(
+        [(p["path"], p["batch"], p["bucket"]) for p in pieces], "path string, batch int, bucket int"
+    )
+    # each piece to its task; marker pieces to every task, copies 1.. flagged (not counted)
+    labels = F.array(*[F.lit(v) for v in bucket_labels(tasks)])
+    is_markers = F.col("bucket") == F.lit(routing.MARKERS)
+    routed = listed.select(
+        "path",
+        "batch",
+        F.posexplode(
+            F.when(is_markers, labels).otherwise(F.array(F.element_at(labels, F.col("bucket") + 1)))
+        ).alias("copy", "label"),
+    ).repartition(tasks, "label")
+
+    def audit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return _audit_pieces(batches, emit, modern_types_known)
+
+    return routed.mapInArrow(audit, spark_schema(emit.schema))
+
+
+def _write_pieces(
+    units: Iterator[pa.RecordBatch], pieces_uri: str, tasks: int
+) -> Iterator[pa.RecordBatch]:
+    """Map task: read its units batch by batch; each batch's records, sorted by audit task,
+    become one IPC record batch per task (a piece) in the map task's file."""
+    fs, root = pafs.FileSystem.from_uri(pieces_uri)
+    fs.create_dir(root, recursive=True)
+    name = f"{uuid.uuid4().hex}.arrow"
+    out: dict[str, list] = {name: [] for name in MAP_ARROW.names}
+    with (
+        fs.open_output_stream(f"{root}/{name}") as stream,
+        pa.ipc.new_file(stream, task_audit.RAW_ARROW, options=piece_options(fs)) as writer,
+    ):
+        for batch in units:
+            for path, groups in zip(
+                batch.column("path").to_pylist(),
+                batch.column("row_groups").to_pylist(),
+                strict=True,
+            ):
+                for table in _read_unit(path, groups):
+                    for bucket, piece in _pieces(routing.positioned_table(table), tasks):
+                        out["path"].append(f"{pieces_uri}/{name}")
+                        out["batch"].append(len(out["batch"]))
+                        out["bucket"].append(bucket)
+                        out["num_rows"].append(piece.num_rows)
+                        out["max_timestamp_ms"].append(
+                            pc.max(piece.column("log_timestamp_ms")).as_py()
+                        )
+                        writer.write_batch(piece)
+    yield pa.RecordBatch.from_pydict(out, schema=MAP_ARROW)  # after the file is complete
+
+
+def piece_options(fs: pafs.FileSystem) -> pa.ipc.IpcWriteOptions:
+    """How pieces are written on `fs`: LZ4 unless it is the local file system."""
+    return _LOCAL_PIECE_OPTIONS if isinstance(fs, pafs.LocalFileSystem) else _REMOTE_PIECE_OPTIONS
+
+
+def _read_unit(uri: str, row_groups: list[int] | None) -> Iterator[pa.Table]:
+    fs, path = pafs.FileSystem.from_uri(arrow_uri(uri))
+    with fs.open_input_file(path) as handle:
+        parquet = pq.ParquetFile(handle)
+        present = [c for c in _READ_COLUMNS if c in parquet.schema_arrow.names]
+        groups = row_groups if row_groups is not None else range(parquet.num_row_groups)
+        for batch in parquet.iter_batches(
+            batch_size=BATCH_ROWS, row_groups=list(groups), columns=present
+        ):
+            yield pa.Table.from_batches([batch])
+
+
+def _pieces(records: pa.Table, tasks: int) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """(task, its records) for every task with records in this table."""
+    buckets = routing.task_buckets(records, tasks)
+    order = np.argsort(buckets, kind="stable")
+    ordered = records.take(pa.array(order)).combine_chunks()
+    buckets = buckets[order]
+    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]]) if len(buckets) else []
+    ends = [*np.asarray(starts)[1:].tolist(), len(buckets)]
+    for start, end in zip(np.asarray(starts).tolist(), ends, strict=True):
+        for piece in ordered.slice(start, end - start).to_batches():
+            yield int(buckets[start]), piece
+
+
+def _audit_pieces(
+    pieces: Iterator[pa.RecordBatch], emit: TaskEmitter, modern_types_known: bool
+) -> Iterator[pa.RecordBatch]:
+    """Audit task: read its pieces (marker copies flagged as history) and audit them at once."""
+    batches = list(pieces)
+    if not batches:  # a task no piece went to (fewer groups than tasks)
+        return
+    listed = pa.Table.from_batches(batches)
+    by_label: dict[int, list[tuple[str, int, int]]] = {}
+    for path, batch, copy, label in zip(
+        *(listed.column(c).to_pylist() for c in ("path", "batch", "copy", "label")), strict=True
+    ):
+        by_label.setdefault(label, []).append((path, batch, copy))
+    readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
+    handles = []
+    for label in sorted(by_label):  # one label per task, unless Spark was told otherwise
+        records = []
+        for path, batch, copy in by_label[label]:
+            if path not in readers:
+                fs, local = pafs.FileSystem.from_uri(path)
+                handles.append(fs.open_input_file(local))
+                readers[path] = pa.ipc.open_file(handles[-1])
+            piece = readers[path].get_batch(batch)
+            if copy:
+                piece = piece.set_column(
+                    piece.schema.get_field_index("is_history"),
+                    "is_history",
+                    pa.array(np.ones(piece.num_rows, dtype=bool)),
+                )
+            records.append(piece)
+        tables = task_audit.task_tables(iter(records), modern_types_known=modern_types_known)
+        yield from emit(tables)
+    for handle in handles:
+        handle.close()

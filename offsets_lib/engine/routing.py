@@ -1,0 +1,125 @@
+"""Raw dump rows as audit rows, and the audit task of each record, on Arrow data (pure).
+
+`--shuffle files` (exchange.py) reads the dump with pyarrow instead of Spark, so the renaming
+that decode.positioned does in Spark and the task hash of pipeline._task_bucket are done here on
+Arrow tables. The task of a record is a hash of (offsets partition, group id bytes of its key):
+every key starts with its int16 type and the group id as an int16-length string, so all records
+of a group meet in one task without decoding. Transaction markers belong to no group and resolve
+records of every group of their partition: they get MARKERS, and every task receives them.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from offsets_lib.audit.task_audit import RAW_ARROW
+
+MARKERS = -1
+_BATCH_METADATA = ("producer_id", "producer_epoch", "is_transactional", "is_control")
+_MS_PER_UNIT = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}
+
+
+def positioned_table(table: pa.Table) -> pa.Table:
+    """Raw records (Spark's Kafka-source columns, optional batch metadata) -> RAW_ARROW rows.
+
+    The same renaming as decode.positioned: log position and timestamp in epoch ms (floored,
+    like Spark's unix_millis), batch metadata null when the file has none, no history rows.
+    Integer columns of another width are cast, as the Spark reader does.
+    """
+    n = table.num_rows
+    columns = {
+        "log_partition": _column(table, "partition", pa.int32()),
+        "log_offset": _column(table, "offset", pa.int64()),
+        "log_timestamp_ms": _epoch_ms(table, "timestamp"),
+        "key": _column(table, "key", pa.binary()),
+        "value": _column(table, "value", pa.binary()),
+    }
+    for name in _BATCH_METADATA:
+        columns[name] = _column(table, name, RAW_ARROW.field(name).type)
+    columns["is_history"] = pa.chunked_array([pa.array(np.zeros(n, dtype=bool))])
+    return pa.table([columns[f.name] for f in RAW_ARROW], schema=RAW_ARROW)
+
+
+def _column(table: pa.Table, name: str, arrow_type: pa.DataType) -> pa.ChunkedArray:
+    if name not in table.column_names:  # e.g. a dump without batch metadata
+        return pa.chunked_array([pa.nulls(table.num_rows, arrow_type)])
+    column = table.column(name)
+    return column if column.type == arrow_type else column.cast(arrow_type)
+
+
+def _epoch_ms(table: pa.Table, name: str) -> pa.ChunkedArray:
+    """Timestamps (any unit) as epoch milliseconds, floored (timestamps before 1970 too)."""
+    if name not in table.column_names:
+        return pa.chunked_array([pa.nulls(table.num_rows, pa.int64())])
+    column = table.column(name).combine_chunks()
+    if not pa.types.is_timestamp(column.type):
+        raise TypeError(f"column {name!r} is {column.type}, expected a timestamp")
+    raw = pc.fill_null(column.cast(pa.int64()), 0).to_numpy()
+    unit = column.type.unit
+    ms = raw * 1000 if unit == "s" else raw // _MS_PER_UNIT[unit]
+    valid = np.asarray(column.is_valid()) if column.null_count else None
+    return pa.chunked_array([pa.array(ms, type=pa.int64(), mask=None if valid is None else ~valid)])
+
+
+def group_id_bytes(keys: pa.Array) -> pa.Array:
+    """Each key's group id bytes (binary): bytes 4 .. 4 + int16 at byte 2, cut to the key.
+
+    Short, null or malformed keys give whatever bytes they have there (possibly empty): they
+    still land in one task, whose decoding rejects them.
+    """
+    keys = keys.cast(pa.binary()) if keys.type != pa.binary() else keys
+    n = len(keys)
+    if n == 0:
+        return pa.array([], pa.binary())
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset : keys.offset + n + 1]
+    data_buffer = keys.buffers()[2]
+    data = (
+        np.frombuffer(data_buffer, dtype=np.uint8)
+        if data_buffer is not None
+        else np.zeros(0, np.uint8)
+    )
+    start = offsets[:-1].astype(np.int64)
+    length = np.diff(offsets).astype(np.int64)
+    if len(data) < 4:  # no key long enough to hold a group id
+        return pa.array([b""] * n, pa.binary())
+    at = np.clip(start + 2, 0, len(data) - 2)
+    declared = (data[at].astype(np.int64) << 8) | data[at + 1]
+    group_start = np.minimum(start + 4, start + length)
+    group_end = np.minimum(group_start + declared, start + length)
+    # the group ranges as the odd slots of a 2n+1-slot binary array over the keys' own buffer
+    slots = np.empty(2 * n + 2, dtype=np.int64)
+    slots[0] = 0
+    slots[1 : 2 * n + 1 : 2] = group_start
+    slots[2 : 2 * n + 2 : 2] = group_end
+    slots[-1] = len(data)
+    slots = np.maximum.accumulate(slots)  # empty ranges of null/short keys stay monotone
+    ranges = pa.Array.from_buffers(
+        pa.binary(), 2 * n + 1, [None, pa.py_buffer(slots.astype(np.int32)), data_buffer]
+    )
+    return ranges.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int64)))
+
+
+def task_buckets(table: pa.Table, tasks: int) -> np.ndarray:
+    """Task (0..tasks-1) of every RAW_ARROW row; MARKERS for transaction markers.
+
+    A stable hash (CRC-32 of the group id bytes, mixed with the offsets partition): the same
+    record goes to the same task in every process and on every run.
+    """
+    if table.num_rows == 0:
+        return np.zeros(0, dtype=np.int32)
+    groups = group_id_bytes(table.column("key").combine_chunks())
+    encoded = pc.dictionary_encode(groups)
+    per_group = np.array([zlib.crc32(g) for g in encoded.dictionary.to_pylist()], dtype=np.uint64)
+    indices = np.asarray(pc.fill_null(encoded.indices, 0), dtype=np.int64)
+    group_hash = per_group[indices] if len(per_group) else np.zeros(len(indices), np.uint64)
+    partition = np.asarray(pc.fill_null(table.column("log_partition"), 0), dtype=np.int64)
+    mixed = (group_hash * np.uint64(0x9E3779B1) + partition.astype(np.uint64)) & np.uint64(
+        0xFFFFFFFF
+    )
+    buckets = (mixed % np.uint64(tasks)).astype(np.int32)
+    is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)
+    return np.where(is_marker, MARKERS, buckets).astype(np.int32)

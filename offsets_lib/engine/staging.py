@@ -1,0 +1,166 @@
+"""Task results of one run, staged as Parquet files next to the tables (I/O; shell side).
+
+The audit tasks (pipeline.audit_raw) produce a few tables each: live offsets with their
+groups' facts, groups, rejects, metric partials and one stats row. Handing them back to Spark as
+rows and caching them converted 1.3M wide rows Arrow -> JVM rows -> cache at 10M records; a task
+writing them as Parquet itself and Spark reading them back with its vectorized reader is ~5 s
+faster there, and nothing is cached. Each task returns a manifest (one row per file it wrote,
+plus its stats row); the driver reads exactly the listed files, so the files of a failed or
+speculative task attempt, which no manifest names, are never read.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+
+from offsets_lib.audit.schemas import spark_schema
+from offsets_lib.audit.task_audit import KIND_ARROW, STATS
+
+if TYPE_CHECKING:
+    from deltalake.transaction import AddAction
+
+TABLE_FILE = "table_file"  # manifest kind of a table file written by the task (TableFiles)
+MANIFEST_ARROW = pa.schema(
+    [
+        ("kind", pa.string()),
+        ("path", pa.string()),  # null on the stats row; a table file's path in its table
+        ("num_rows", pa.int64()),
+        *KIND_ARROW[STATS],
+        # table files only: what the Delta add action needs
+        ("table", pa.string()),
+        ("size", pa.int64()),
+        ("modification_time", pa.int64()),
+        ("stats", pa.string()),
+    ]
+)
+STAGING_DIR = "_staging"
+
+
+@dataclass(frozen=True)
+class Staging:
+    """One run's staging folder (`uri`); `emit` runs in the executors, the rest in the driver."""
+
+    uri: str
+
+    @classmethod
+    def fresh(cls, output: str, run_id: str) -> Staging:
+        """A new folder below the output root (shared storage on a cluster, like the tables).
+
+        Whatever an earlier run left there (it was killed before cleaning up) is removed first;
+        the caller holds the output's lock, so no other run is using it.
+        """
+        from offsets_lib.io.sink import table_uri
+
+        root = table_uri(output, STAGING_DIR)
+        _remove(root)
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
+        return cls(f"{root}/{safe}-{uuid.uuid4().hex[:12]}")
+
+    @property
+    def schema(self) -> pa.Schema:
+        return MANIFEST_ARROW
+
+    def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]:
+        """Write each non-empty result table as one Parquet file; yield the manifest rows."""
+        fs, root = pafs.FileSystem.from_uri(self.uri)
+        rows: list[dict[str, Any]] = []
+        for kind, table in tables.items():
+            if kind == STATS:
+                rows.extend({"kind": STATS, **row} for row in table.to_pylist())
+            elif table.num_rows:
+                fs.create_dir(f"{root}/{kind}", recursive=True)
+                name = f"{kind}/part-{uuid.uuid4().hex}.parquet"
+                pq.write_table(table, f"{root}/{name}", filesystem=fs, compression="snappy")
+                rows.append(
+                    {"kind": kind, "path": f"{self.uri}/{name}", "num_rows": table.num_rows}
+                )
+        yield pa.RecordBatch.from_pylist(rows, schema=MANIFEST_ARROW)
+
+    def read(
+        self, spark: SparkSession, manifest: Sequence[Mapping[str, Any]]
+    ) -> dict[str, DataFrame]:
+        """The staged tables by kind, as DataFrames over exactly the files of the manifest."""
+        frames = {}
+        for kind, schema in KIND_ARROW.items():
+            if kind == STATS:
+                continue
+            paths = [row["path"] for row in manifest if row["kind"] == kind]
+            frame_schema = spark_schema(schema)
+            frames[kind] = (
+                spark.read.schema(frame_schema).parquet(*paths)
+                if paths
+                else spark.createDataFrame([], frame_schema)
+            )
+        return frames
+
+    def remove(self) -> None:
+        """Delete the folder (after the tables are written, or when the run failed)."""
+        _remove(self.uri)
+
+
+@dataclass(frozen=True)
+class TableFiles:
+    """Stages a task's results like `staging`, and also writes the files of `tables` (some of
+    table_rows.DIRECT_TABLES) into the run's partition of those tables, for the driver to commit
+    (`written_files`). Needs the evaluation time before the audit runs (`--shuffle files`)."""
+
+    staging: Staging
+    output: str
+    run_id: str
+    as_of_ms: int
+    tables: tuple[str, ...]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return MANIFEST_ARROW
+
+    def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]:
+        from offsets_lib.audit.table_rows import table_rows
+        from offsets_lib.audit.tables import table_spec
+        from offsets_lib.io import sink
+
+        yield from self.staging(tables)
+        rows: list[dict[str, Any]] = []
+        for name in self.tables:
+            spec = table_spec(name)
+            table = table_rows(
+                name,
+                tables,
+                run_id=self.run_id,
+                as_of_ms=self.as_of_ms,
+                schema=sink.arrow_schema(spec, with_comments=False),
+            )
+            for written in sink.write_task_files(
+                table, spec, output=self.output, run_id=self.run_id
+            ):
+                rows.append({"kind": TABLE_FILE, "table": name, **written})
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, schema=MANIFEST_ARROW)
+
+
+def written_files(
+    manifest: Sequence[Mapping[str, Any]], tables: Sequence[str], run_id: str
+) -> dict[str, list[AddAction]]:
+    """Add actions of the table files the tasks wrote (TableFiles), by table (every one of
+    `tables`, with no file when no task had rows for it)."""
+    from offsets_lib.io.sink import add_action
+
+    files: dict[str, list[AddAction]] = {name: [] for name in tables}
+    for row in manifest:
+        if row["kind"] == TABLE_FILE:
+            files[row["table"]].append(add_action(row, run_id))
+    return files
+
+
+def _remove(uri: str) -> None:
+    fs, root = pafs.FileSystem.from_uri(uri)
+    if fs.get_file_info(root).type != pafs.FileType.NotFound:
+        fs.delete_dir(root)

@@ -1,0 +1,342 @@
+"""Incremental `--source kafka` runs: a compacted record state and a per-partition checkpoint.
+
+A run reads only the offsets at or after the checkpoint, unions them with the stored state (a
+subset of earlier decoded records) and audits the union. The state is chosen so that auditing
+``state ∪ new records`` gives exactly the tables a full re-read of the log gives, for ANY
+records that may follow (full and incremental runs agree; tests/kafka/test_incremental.py).
+
+What the audit needs from history (``compact_state``, pure, DataFrame in/out):
+
+* offset commits, per (log_partition, group, topic, partition):
+  - the newest *counting* record (plain, committed transactional, or a tombstone: LOG-1, LOG-2,
+    TXN-2), which later records can only override;
+  - the newest value record of any transaction status (``last_value_offset``, the position of
+    the group's offset-summary event for G-S1);
+  - the newest tombstone (``has_pending_transaction`` compares pending records with it, TXN-4);
+  - every still-pending transactional record, with its producer id (its marker may come in a
+    later increment);
+  - for every kept record of a resolved transaction, the COMMIT/ABORT marker that resolved it,
+    so its status is the same when the state is audited again (``compact.with_transaction_status``
+    takes the first marker of the producer after the record; no kept marker lies between).
+* group-level records (type >= 2): for a group that has only classic (type 2) records, the
+  newest type-2 record and the newest type-2 tombstone (the replay's classic state depends on
+  the last type-2 record, ``removed_at`` on the last tombstone). Groups with any modern-family
+  record keep all their group-level records: ``state.replay_group`` is history-dependent there
+  (``state_notes`` accumulate, partition-metadata topic names accumulate, a group tombstone
+  resets members that have no tombstone of their own), so newest-per-key is replay-equivalent
+  only for logs the coordinator wrote by the book (semantics.md LOG-4), not for every log.
+
+Tombstones are kept for as long as their key is in the state (no delete.retention.ms expiry):
+dropping a tombstone changes results (a Dead group row disappears; a classic group tombstone
+that made offsets unreachable, G-S3, would let them re-create a simple group; a simple group
+whose offsets were all deleted would vanish), so expiring them in the state only would make
+incremental and full runs disagree, and expiring them in both would make the Kafka path
+disagree with the Parquet path on the same records. The broker's cleaner does expire them, but
+when it first processed a tombstone is not visible in the log.
+
+Rejected records are not kept: the ``rejects`` table of an incremental run lists the rejects of
+the records read by that run.
+
+Stored under the output root as Delta tables (names start with ``_``, not contract tables):
+
+* ``_state``: DECODED columns with every record's raw key and value (the next run audits them
+  again with the new records), partitioned by ``run_id`` = the state id ``<run_id>@<sequence>``;
+* ``_checkpoint``: (topic, partition, next_offset, sequence, state_id, committed_at, run_id).
+
+Commit order (``store``, called after every audit table has committed): the new ``_state``
+partition, then the ``_checkpoint`` rows (one commit), then older ``_state`` partitions are
+dropped. A crash before the checkpoint commit leaves the old checkpoint and its state partition
+intact: the next run simply redoes the increment.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from offsets_lib.audit import compact
+from offsets_lib.audit.schemas import DECODED
+from offsets_lib.audit.tables import RUN_ID, TableSpec
+from offsets_lib.io import sink
+from offsets_lib.wire.decoded import POSITIONED_ARROW
+
+log = logging.getLogger(__name__)
+
+STATE_TABLE, CHECKPOINT_TABLE = "_state", "_checkpoint"
+
+
+class StateFormatError(RuntimeError):
+    """The stored state cannot be used by this version (rerun with --full)."""
+
+
+_COLUMNS = [f.name for f in DECODED.fields]
+
+
+def _col(name, dtype, comment: str, *, nullable: bool = True) -> StructField:
+    return StructField(name, dtype, nullable, metadata={"comment": comment})
+
+
+STATE_SPEC = TableSpec(
+    name=STATE_TABLE,
+    comment="Internal: decoded records an incremental run needs from history (incremental.py).",
+    schema=StructType(
+        [
+            *DECODED.fields,
+            _col(
+                RUN_ID,
+                StringType(),
+                "State id <run_id>@<sequence>; partition column.",
+                nullable=False,
+            ),
+        ]
+    ),
+)
+
+CHECKPOINT_SPEC = TableSpec(
+    name=CHECKPOINT_TABLE,
+    comment="Internal: one row per topic partition read by an incremental run (incremental.py).",
+    schema=StructType(
+        [
+            _col("topic", StringType(), "Topic read (normally __consumer_offsets)."),
+            _col("partition", IntegerType(), "Partition of that topic."),
+            _col("next_offset", LongType(), "First offset the next incremental run reads."),
+            _col("sequence", LongType(), "Checkpoint number; the highest one is current."),
+            _col("state_id", StringType(), "The _state partition that goes with this checkpoint."),
+            _col("committed_at", TimestampType(), "UTC instant the checkpoint was written."),
+            _col(RUN_ID, StringType(), "Run that wrote the checkpoint; partition.", nullable=False),
+        ]
+    ),
+)
+
+
+# ---- the pure part ---------------------------------------------------------------------------
+
+
+def compact_state(decoded: DataFrame) -> DataFrame:
+    """The records of ``decoded`` (DECODED schema) a later audit needs; DECODED schema out."""
+    ok = decoded.filter(compact.is_decoded())
+    log_offset = F.col("log_offset")
+
+    commits = compact.with_transaction_status(ok)
+    per_key = Window.partitionBy(*compact.OFFSET_KEY)
+    counts = F.col("txn_status").isin(compact.NOT_TRANSACTIONAL, compact.COMMITTED)
+    tombstone = F.col("is_tombstone")
+    kept_commits = commits.withColumns(
+        {
+            "_counting": F.max(F.when(counts, log_offset)).over(per_key),
+            "_value": F.max(F.when(~tombstone, log_offset)).over(per_key),
+            "_tombstone": F.max(F.when(tombstone, log_offset)).over(per_key),
+        }
+    ).filter(
+        (log_offset == F.col("_counting"))
+        | (log_offset == F.col("_value"))
+        | (log_offset == F.col("_tombstone"))
+        | (F.col("txn_status") == compact.PENDING)
+    )
+
+    is_marker = F.coalesce(F.col("is_control"), F.lit(False)) & F.col("control_type").isin(
+        "COMMIT", "ABORT"
+    )
+    markers = ok.filter(is_marker)
+    positions = ok.filter(
+        (compact.is_offset_commit() & compact.is_transactional_commit()) | is_marker
+    ).select(
+        "log_partition",
+        "producer_id",
+        "log_offset",
+        F.when(is_marker, log_offset).alias("_marker"),
+    )
+    following = (
+        Window.partitionBy("log_partition", "producer_id")
+        .orderBy("log_offset")
+        .rowsBetween(1, Window.unboundedFollowing)
+    )
+    resolved_by = (
+        positions.withColumn("_by", F.first("_marker", ignorenulls=True).over(following))
+        .filter(F.col("_marker").isNull())
+        .select("log_partition", "log_offset", "_by")
+    )
+    needed_markers = (
+        kept_commits.filter(F.col("txn_status").isin(compact.COMMITTED, compact.ABORTED))
+        .select("log_partition", "log_offset")
+        .join(resolved_by, ["log_partition", "log_offset"])
+        .select("log_partition", F.col("_by").alias("log_offset"))
+        .distinct()
+    )
+    kept_markers = markers.join(needed_markers, ["log_partition", "log_offset"], "left_semi")
+
+    per_group = Window.partitionBy("log_partition", "group_id")
+    classic = F.col("record_type") == 2
+    kept_groups = (
+        ok.filter(
+            (F.col("record_type") >= 2)
+            & ~F.coalesce(F.col("is_control"), F.lit(False))
+            & F.col("group_id").isNotNull()
+        )
+        .withColumns(
+            {
+                "_modern": F.max((~classic).cast("int")).over(per_group),
+                "_newest": F.max(F.when(classic, log_offset)).over(per_group),
+                "_removed": F.max(F.when(classic & tombstone, log_offset)).over(per_group),
+            }
+        )
+        .filter(
+            (F.col("_modern") == 1)
+            | (log_offset == F.col("_newest"))
+            | (log_offset == F.col("_removed"))
+        )
+    )
+    return (
+        kept_commits.select(*_COLUMNS)
+        .unionByName(kept_markers.select(*_COLUMNS))
+        .unionByName(kept_groups.select(*_COLUMNS))
+    )
+
+
+def state_records(state: DataFrame) -> DataFrame:
+    """Stored state rows as raw records to audit again (the positioned columns + is_history)."""
+    return state.select(*POSITIONED_ARROW.names, F.lit(True).alias("is_history"))
+
+
+def with_state(decoded: DataFrame, state: DataFrame | None) -> DataFrame:
+    """The records to audit: the stored state (earlier records) followed by this run's."""
+    if state is None:
+        return decoded
+    return state.select(*_COLUMNS).unionByName(decoded.select(*_COLUMNS))
+
+
+# ---- the shell: _state and _checkpoint under the output root ---------------------------------
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """The current checkpoint of one topic: where to read next and which state goes with it."""
+
+    topic: str
+    next_offsets: dict[int, int]
+    sequence: int
+    state_id: str
+
+
+@dataclass(frozen=True)
+class Increment:
+    """What an incremental run read: its range and the stored state it builds on."""
+
+    topic: str
+    end_offsets: dict[int, int]
+    previous: Checkpoint | None = None  # None: a full read (first run or --full)
+    state: DataFrame | None = None
+    sequence: int = 0  # of the newest stored checkpoint (also after --full), 0 = none
+
+    @property
+    def start_offsets(self) -> dict[int, int] | None:
+        """Where to start reading per partition (None: from the log start)."""
+        return dict(self.previous.next_offsets) if self.previous is not None else None
+
+
+def read_checkpoint(output: str, topic: str) -> Checkpoint | None:
+    """The newest checkpoint of ``topic`` under ``output``, or None (never run, or no table)."""
+    from deltalake import DeltaTable
+
+    uri = sink.table_uri(output, CHECKPOINT_TABLE)
+    if not DeltaTable.is_deltatable(uri):
+        return None
+    rows = [r for r in DeltaTable(uri).to_pyarrow_table().to_pylist() if r["topic"] == topic]
+    if not rows:
+        return None
+    newest = max(r["sequence"] for r in rows)
+    current = [r for r in rows if r["sequence"] == newest]
+    return Checkpoint(
+        topic=topic,
+        next_offsets={int(r["partition"]): int(r["next_offset"]) for r in current},
+        sequence=int(newest),
+        state_id=current[0]["state_id"],
+    )
+
+
+def read_state(spark: SparkSession, output: str, checkpoint: Checkpoint) -> DataFrame:
+    """The stored records of ``checkpoint`` (DECODED schema)."""
+    from deltalake import DeltaTable
+
+    dt = DeltaTable(sink.table_uri(output, STATE_TABLE))
+    files = dt.file_uris(file_pruning_predicate=[(RUN_ID, "=", checkpoint.state_id)])
+    if not files:
+        return spark.createDataFrame([], DECODED)
+    state = spark.read.schema(DECODED).parquet(*files).select(*_COLUMNS)
+    if state.filter(F.col("key").isNull()).limit(1).count():
+        raise StateFormatError(
+            f"the stored state {checkpoint.state_id} under {output} holds decoded records"
+            " without their raw bytes (written by an older version); rerun with --full once"
+        )
+    return state
+
+
+def begin(
+    spark: SparkSession, output: str, topic: str, end_offsets: dict[int, int], *, full: bool
+) -> Increment:
+    """The increment to read: from the stored checkpoint (none, or ``full``: from the start)."""
+    newest = read_checkpoint(output, topic)
+    previous = None if full else newest
+    state = read_state(spark, output, previous) if previous is not None else None
+    return Increment(
+        topic=topic,
+        end_offsets=dict(end_offsets),
+        previous=previous,
+        state=state,
+        sequence=newest.sequence if newest is not None else 0,
+    )
+
+
+def store(history: DataFrame, increment: Increment, *, output: str, run_id: str) -> str:
+    """Write the new state, then advance the checkpoint; returns the new state id.
+
+    `history` is the run's records (stored state included) decoded with their raw key and value
+    (`engine.decode.decode_positioned(records, keep_raw=True)`); state rows keep their key and
+    value bytes, so the next run audits them like new records. Call only after every table of
+    the run has committed.
+    """
+    sequence = increment.sequence + 1  # --full continues the numbering: the newest one wins
+    state_id = f"{run_id}@{sequence}"
+    state = compact_state(history).withColumn(RUN_ID, F.lit(state_id))
+    sink.write_frame(state, STATE_SPEC, output=output, run_id=state_id)
+    now = datetime.now(UTC)
+    rows = [
+        {
+            "topic": increment.topic,
+            "partition": int(p),
+            "next_offset": int(o),
+            "sequence": sequence,
+            "state_id": state_id,
+            "committed_at": now,
+            RUN_ID: run_id,
+        }
+        for p, o in sorted(increment.end_offsets.items())
+    ]
+    sink.write_rows(rows, CHECKPOINT_SPEC, output=output, run_id=run_id)
+    _drop_old_states(output, keep=state_id)
+    return state_id
+
+
+def _drop_old_states(output: str, *, keep: str) -> None:
+    """Best effort: remove state partitions no checkpoint needs any more (files stay until
+    ``DeltaTable.vacuum``)."""
+    from deltalake import DeltaTable
+
+    try:
+        dt = DeltaTable(sink.table_uri(output, STATE_TABLE))
+        quoted = keep.replace("'", "''")
+        dt.delete(predicate=f"{RUN_ID} != '{quoted}'")
+    except Exception as exc:  # the checkpoint is committed; an old partition is only space
+        log.warning("could not drop old _state partitions: %s", exc)

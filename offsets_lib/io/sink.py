@@ -1,0 +1,664 @@
+"""Delta sink: executors write Parquet, the driver commits one delta-rs transaction per table.
+
+No Delta JVM classes are needed (see shared/notes/feasibility.md section 2). For every table:
+
+1. driver: the DataFrame's columns and types must equal the
+   :class:`~offsets_lib.audit.tables.TableSpec`
+   (extra columns are dropped, a missing column or another type fails), and an existing table's
+   schema must equal the spec too; delta-rs itself does not check schemas on commit;
+2. executors: Spark's own Parquet writer appends the spec's columns (partition column dropped,
+   timestamps as INT64 micros) to ``<output>/<table>/run_id=<quoted run_id>/``; a row of another
+   run or a null in a non-nullable column fails the write (``raise_error``), before any commit;
+3. driver: reads the footers of the files that write added (Delta stats: numRecords, min/max,
+   null counts) and commits ONE transaction: a new table is created with the files; an existing
+   one gets an ``overwrite`` restricted to ``run_id = <run_id>``, so a rerun replaces that run's
+   rows and adds none, and other runs stay untouched. (``write_rows``, for a few driver-side
+   rows, writes its file with pyarrow.)
+
+Column comments travel as Arrow field metadata ``{"comment": ...}`` into the Delta schema (they
+round-trip through delta-rs 1.6); the table comment (row grain) is the Delta table description.
+Every commit carries ``run_id``, ``table``, ``num_records`` and ``num_files`` (and
+``userMetadata`` = run id, shown by Spark's ``DESCRIBE HISTORY``) in its commitInfo.
+
+Public API::
+
+    versions = write_run_tables({"offsets": df, ...}, output="/data/audit", run_id="2024-06-01")
+    publish_run({"run_id": "2024-06-01", "status": "succeeded", ...}, output="/data/audit")
+    read_table("/data/audit", "offsets", run_id="2024-06-01")          # -> pyarrow.Table
+    write_frame(df, spec, output=..., run_id=...)  # any TableSpec (e.g. internal _state)
+
+``write_run_tables`` refuses ``runs``: that row is committed last with :func:`publish_run`, so a
+``runs`` row means the run's tables are complete. Files of failed or speculative task attempts
+are never referenced by the log; ``DeltaTable.vacuum`` removes them.
+
+``write_with_spark_delta(spark, df, name, output=..., run_id=...)`` is the optional cluster path
+(``--delta-writer spark``, one table per call) for sessions configured with Delta Lake's
+``DeltaSparkSessionExtension``; ``delta_spark_available(spark)`` tells whether it can run.
+
+Limits: the output must be a path both the driver and the executors can reach (local, or any
+URI that Spark's Hadoop file systems, ``pyarrow.fs.FileSystem.from_uri`` and delta-rs all
+understand; only local is tested).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import urllib.parse
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+from deltalake import CommitProperties, DeltaTable, Schema
+from deltalake.transaction import AddAction, create_table_with_add_actions
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from offsets_lib.audit.tables import RUN_ID, TableSpec, table_spec
+
+__all__ = [
+    "SchemaMismatchError",
+    "add_action",
+    "arrow_schema",
+    "check_frame_schema",
+    "check_table_schema",
+    "commit_files",
+    "create_table_sql",
+    "delta_spark_available",
+    "publish_run",
+    "read_table",
+    "replace_where",
+    "table_uri",
+    "write_files",
+    "write_frame",
+    "write_rows",
+    "write_run_tables",
+    "write_task_files",
+    "write_with_spark_delta",
+]
+
+log = logging.getLogger(__name__)
+
+MAX_ROWS_PER_FILE = 2_097_152  # larger table writes split into several files
+MAX_STATS_STRING = 32  # longer strings get no min/max (a truncated max would be wrong)
+DELTA_EXTENSION = "DeltaSparkSessionExtension"
+
+
+class SchemaMismatchError(ValueError):
+    """A DataFrame or an existing Delta table does not have the table's declared schema."""
+
+
+# ---- schemas ---------------------------------------------------------------------------------
+
+_ARROW_ATOMIC: dict[type[T.DataType], pa.DataType] = {
+    T.StringType: pa.string(),
+    T.BinaryType: pa.binary(),
+    T.BooleanType: pa.bool_(),
+    T.ShortType: pa.int16(),
+    T.IntegerType: pa.int32(),
+    T.LongType: pa.int64(),
+    T.DoubleType: pa.float64(),
+    T.TimestampType: pa.timestamp("us", tz="UTC"),
+}
+
+
+def _arrow_field(field: T.StructField, *, with_comments: bool) -> pa.Field:
+    comment = field.metadata.get("comment") if with_comments else None
+    metadata = {"comment": comment} if comment else None
+    return pa.field(
+        field.name, _arrow_type(field.dataType, with_comments), field.nullable, metadata
+    )
+
+
+def _arrow_type(dtype: T.DataType, with_comments: bool) -> pa.DataType:
+    if type(dtype) in _ARROW_ATOMIC:
+        return _ARROW_ATOMIC[type(dtype)]
+    if isinstance(dtype, T.ArrayType):
+        item = _arrow_type(dtype.elementType, with_comments)
+        return pa.list_(pa.field("element", item, dtype.containsNull))
+    if isinstance(dtype, T.StructType):
+        return pa.struct([_arrow_field(f, with_comments=with_comments) for f in dtype.fields])
+    raise TypeError(f"no Delta mapping for Spark type {dtype.simpleString()}")
+
+
+def arrow_schema(spec: TableSpec, *, with_comments: bool = True) -> pa.Schema:
+    """Arrow schema of a table, column comments as field metadata ``{"comment": ...}``."""
+    return pa.schema([_arrow_field(f, with_comments=with_comments) for f in spec.schema.fields])
+
+
+def _file_schema(spec: TableSpec) -> pa.Schema:
+    """Schema of the Parquet files: no partition columns, no comments, everything nullable."""
+    fields = [f for f in arrow_schema(spec, with_comments=False) if f.name not in spec.partition_by]
+    return pa.schema([f.with_nullable(True) for f in fields])
+
+
+def _normalise(dtype: pa.DataType) -> str:
+    """Type signature that ignores representation details readers do not care about."""
+    if pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype):
+        return "string"
+    if pa.types.is_large_binary(dtype) or pa.types.is_binary_view(dtype):
+        return "binary"
+    if pa.types.is_timestamp(dtype):
+        return "timestamp" if dtype.tz else "timestamp_ntz"
+    if pa.types.is_list(dtype) or pa.types.is_large_list(dtype) or pa.types.is_list_view(dtype):
+        return f"array<{_normalise(dtype.value_type)}>"
+    if pa.types.is_struct(dtype):
+        inner = ",".join(f"{f.name}:{_normalise(f.type)}" for f in dtype)
+        return f"struct<{inner}>"
+    return str(dtype)
+
+
+def _schema_diff(expected: list[tuple[str, str]], actual: list[tuple[str, str]]) -> list[str]:
+    want, got = dict(expected), dict(actual)
+    problems = [f"missing column {n} {t}" for n, t in expected if n not in got]
+    problems += [f"unexpected column {n} {t}" for n, t in actual if n not in want]
+    problems += [
+        f"column {n}: expected {t}, got {got[n]}" for n, t in expected if n in got and got[n] != t
+    ]
+    if not problems and [n for n, _ in expected] != [n for n, _ in actual]:
+        problems.append(f"column order differs: expected {[n for n, _ in expected]}")
+    return problems
+
+
+def check_frame_schema(df: DataFrame, spec: TableSpec) -> None:
+    """Fail unless ``df`` has every column of ``spec`` with the declared type (nullability and
+    metadata ignored; extra columns are allowed and not written)."""
+    by_name = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    expected = [(f.name, f.dataType.simpleString()) for f in spec.schema.fields]
+    actual = [(n, by_name[n]) for n, _ in expected if n in by_name]
+    problems = _schema_diff(expected, actual)
+    if problems:
+        raise SchemaMismatchError(
+            f"DataFrame for Delta table {spec.name!r} does not match its schema: "
+            + "; ".join(problems)
+        )
+
+
+def check_table_schema(dt: DeltaTable, spec: TableSpec) -> None:
+    """Fail unless the existing Delta table has the spec's columns, types and partitioning."""
+    existing = pa.schema(dt.schema().to_arrow())
+    expected = [(f.name, _normalise(f.type)) for f in arrow_schema(spec)]
+    problems = _schema_diff(expected, [(f.name, _normalise(f.type)) for f in existing])
+    partitions = list(dt.metadata().partition_columns)
+    if partitions != list(spec.partition_by):
+        problems.append(f"partitioned by {partitions}, expected {list(spec.partition_by)}")
+    if problems:
+        raise SchemaMismatchError(
+            f"existing Delta table {spec.name!r} at {dt.table_uri} has another schema than "
+            "offsets_lib.audit.tables declares (migrate or write elsewhere): " + "; ".join(problems)
+        )
+
+
+# ---- locations -------------------------------------------------------------------------------
+
+
+def table_uri(output: str, name: str) -> str:
+    """Location of table ``name`` under ``output`` (local paths become absolute)."""
+    if "://" in output:
+        return f"{output.rstrip('/')}/{name}"
+    return os.path.join(os.path.abspath(output), name)
+
+
+def _partition_dir(run_id: str) -> str:
+    # On-disk name, already escaped. delta-rs escapes AddAction.path again in the log and
+    # unescapes it on read, so the action must carry this raw relative path.
+    return f"{RUN_ID}={urllib.parse.quote(run_id, safe='')}"
+
+
+def _check_run_id(run_id: object) -> str:
+    if not isinstance(run_id, str) or not run_id:
+        raise ValueError(f"run_id must be a non-empty string (Delta stores '' as null): {run_id!r}")
+    return run_id
+
+
+def _open_table(uri: str) -> DeltaTable | None:
+    return DeltaTable(uri) if DeltaTable.is_deltatable(uri) else None
+
+
+# ---- executor side: Parquet files + file rows ------------------------------------------------
+
+
+def _stat_value(value: Any, dtype: pa.DataType, *, upper: bool) -> Any:
+    """A Parquet statistic as Delta stats JSON, or None when it must be left out."""
+    if isinstance(value, datetime):  # Delta wants ms; round the max up so it stays an upper bound
+        micros = value.microsecond % 1000
+        if upper and micros:
+            value += timedelta(microseconds=1000 - micros)
+        value = value.replace(microsecond=value.microsecond - value.microsecond % 1000)
+        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    if pa.types.is_integer(dtype):
+        return int(value)
+    if pa.types.is_floating(dtype):
+        return float(value) if math.isfinite(value) else None
+    if pa.types.is_string(dtype) and len(value) <= MAX_STATS_STRING:
+        return value
+    return None
+
+
+def _file_stats(md: pq.FileMetaData, schema: pa.Schema) -> str:
+    """Delta ``stats`` JSON (numRecords, minValues, maxValues, nullCount) from the footer."""
+    flat = {f.name: f.type for f in schema if not pa.types.is_nested(f.type)}
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
+    bad: set[str] = set()  # columns with a row group lacking min/max
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        for j in range(rg.num_columns):
+            col = rg.column(j)
+            name, s = col.path_in_schema, col.statistics
+            if name not in flat:
+                continue
+            if s is None or not s.has_null_count:
+                bad.add(name)
+                continue
+            nulls[name] = nulls.get(name, 0) + s.null_count
+            if not s.has_min_max:
+                continue  # all-null row group: no bound to add
+            try:
+                lo = _stat_value(s.min, flat[name], upper=False)
+                hi = _stat_value(s.max, flat[name], upper=True)
+            except (OverflowError, ValueError):  # e.g. a timestamp beyond Python's year 9999
+                lo = hi = None
+            if lo is None or hi is None:
+                bad.add(name)
+                continue
+            mins[name] = lo if name not in mins else min(mins[name], lo)
+            maxs[name] = hi if name not in maxs else max(maxs[name], hi)
+    stats = {
+        "numRecords": md.num_rows,
+        "minValues": {k: v for k, v in mins.items() if k not in bad},
+        "maxValues": {k: v for k, v in maxs.items() if k not in bad},
+        "nullCount": {k: v for k, v in nulls.items() if k not in bad},
+    }
+    return json.dumps(stats, separators=(",", ":"))
+
+
+def _prepare_batch(
+    batch: pa.RecordBatch | pa.Table, *, run_id: str, not_null: list[str], schema: pa.Schema
+) -> pa.RecordBatch | pa.Table:
+    """Check run_id and NOT NULL columns, drop the partition column, cast to the file schema."""
+    run_ids = batch.column(RUN_ID)
+    if run_ids.null_count or (len(run_ids) and run_ids.unique().to_pylist() != [run_id]):
+        others = [v for v in run_ids.unique().to_pylist() if v != run_id][:3]
+        raise ValueError(f"rows with run_id {others} in a write for run_id {run_id!r}")
+    nulls = [c for c in not_null if batch.column(c).null_count]
+    if nulls:
+        raise ValueError(f"null values in non-nullable columns {nulls}")
+    return batch.select(schema.names).cast(schema)
+
+
+def write_task_files(
+    table: pa.Table, spec: TableSpec, *, output: str, run_id: str
+) -> list[dict[str, Any]]:
+    """Executor side: a table's rows as Parquet files in the run's partition folder (no
+    commit), checked like every write (run_id, NOT NULL columns). Returns what the driver's add
+    actions need (`add_action`), the Delta stats read from each file's own footer."""
+    schema = _file_schema(spec)
+    not_null = [f.name for f in spec.schema.fields if not f.nullable and f.name != RUN_ID]
+    checked = _prepare_batch(table, run_id=run_id, not_null=not_null, schema=schema)
+    fs, root = _partition_folder(output, spec, run_id)
+    written = []
+    for start in range(0, checked.num_rows, MAX_ROWS_PER_FILE):
+        fs.create_dir(root, recursive=True)
+        name = f"part-{uuid.uuid4()}-c000.snappy.parquet"
+        part = checked.slice(start, MAX_ROWS_PER_FILE)
+        pq.write_table(part, f"{root}/{name}", filesystem=fs, compression="snappy")
+        info = fs.get_file_info(f"{root}/{name}")
+        written.append(
+            {
+                "path": f"{_partition_dir(run_id)}/{name}",
+                "num_rows": part.num_rows,
+                "size": info.size,
+                "modification_time": info.mtime_ns // 1_000_000,
+                "stats": _file_stats(pq.read_metadata(info.path, filesystem=fs), schema),
+            }
+        )
+    return written
+
+
+def add_action(written: Mapping[str, Any], run_id: str) -> AddAction:
+    """The Delta add action of a file from :func:`write_task_files`."""
+    return AddAction(
+        path=written["path"],
+        size=written["size"],
+        partition_values={RUN_ID: run_id},
+        modification_time=written["modification_time"],
+        data_change=True,
+        stats=written["stats"],
+    )
+
+
+# ---- driver side -----------------------------------------------------------------------------
+
+
+def _commit(spec: TableSpec, uri: str, actions: list[AddAction], *, run_id: str) -> int:
+    """One transaction: create the table, or replace the run's partition; returns its version."""
+    rows = sum(json.loads(a.stats)["numRecords"] for a in actions)
+    props = CommitProperties(
+        custom_metadata={
+            "run_id": run_id,
+            "userMetadata": run_id,
+            "table": spec.name,
+            "num_records": str(rows),
+            "num_files": str(len(actions)),
+        }
+    )
+    schema = arrow_schema(spec)
+    dt = _open_table(uri)
+    if dt is None:
+        create_table_with_add_actions(
+            uri,
+            Schema.from_arrow(schema),
+            actions,
+            mode="error",
+            partition_by=list(spec.partition_by),
+            name=spec.name,
+            description=spec.comment,
+            commit_properties=props,
+        )
+    else:
+        check_table_schema(dt, spec)  # again: the table may have been created meanwhile
+        dt.create_write_transaction(
+            actions,
+            "overwrite",
+            schema,
+            partition_by=list(spec.partition_by),
+            partition_filters=[(RUN_ID, "=", run_id)],
+            commit_properties=props,
+        )
+    version = DeltaTable(uri).version()
+    log.info(
+        "committed %s v%d: run %s, %d rows, %d files",
+        spec.name,
+        version,
+        run_id,
+        rows,
+        len(actions),
+    )
+    return version
+
+
+WRITE_JOBS = 4  # concurrent table-writing Spark jobs in write_run_tables
+
+
+def write_run_tables(
+    frames: Mapping[str, DataFrame | list[AddAction]],
+    *,
+    output: str,
+    run_id: str,
+    on_commit: Callable[[str], None] | None = None,
+) -> dict[str, int]:
+    """Write one run's DataFrames into their Delta tables, replacing that run's earlier rows.
+
+    All schemas are checked before anything is written; then each DataFrame is written by the
+    executors and committed in one delta-rs transaction per table, in the order of ``frames``.
+
+    Args:
+        frames: table name (a key of ``offsets_lib.audit.tables.TABLES``, not ``runs``) -> DataFrame
+            holding at least the table's columns, with ``run_id`` equal to ``run_id``; or the
+            add actions of the files the executors already wrote (:func:`write_task_files`).
+        output: root folder (or URI) of the tables.
+        run_id: the run's id; rows of other runs are never touched.
+        on_commit: called with the table name after each table's commit.
+
+    Returns:
+        The committed Delta version of each table.
+    """
+    _check_run_id(run_id)
+    specs = {name: table_spec(name) for name in frames}
+    if "runs" in specs:
+        raise ValueError("the runs row is committed last, with publish_run(), not here")
+    pending = {name: df for name, df in frames.items() if isinstance(df, DataFrame)}
+    for name in frames:
+        if name in pending:
+            check_frame_schema(pending[name], specs[name])
+        dt = _open_table(table_uri(output, name))
+        if dt is not None:
+            check_table_schema(dt, specs[name])
+    # The tables' Spark jobs run concurrently (small ones fill the cores while big ones finish);
+    # nothing is committed before every file of every table is written.
+    spark = next(iter(pending.values())).sparkSession if pending else None
+    with _micros_timestamps(spark), ThreadPoolExecutor(max_workers=WRITE_JOBS) as pool:
+        futures = {
+            name: pool.submit(write_files, df, specs[name], output=output, run_id=run_id)
+            for name, df in pending.items()
+        }
+        files = {name: future.result() for name, future in futures.items()}
+    versions = {}
+    for name, frame in frames.items():
+        actions = files[name] if name in pending else list(frame)
+        versions[name] = commit_files(specs[name], actions, output=output, run_id=run_id)
+        if on_commit is not None:
+            on_commit(name)  # e.g. the crash-safety test's fault injection
+    return versions
+
+
+def publish_run(runs_row: Mapping[str, Any], *, output: str) -> int:
+    """Commit the ``runs`` row of a run (replacing an earlier one with the same run_id).
+
+    Call it after :func:`write_run_tables`. Missing optional keys become null; unknown keys
+    fail. Timestamps are ``datetime`` objects (naive ones are taken as UTC). Returns the version.
+    """
+    spec = table_spec("runs")
+    unknown = sorted(set(runs_row) - set(spec.columns))
+    if unknown:
+        raise SchemaMismatchError(f"runs row has unknown columns {unknown}")
+    run_id = _check_run_id(runs_row.get(RUN_ID))
+    uri = table_uri(output, spec.name)
+    dt = _open_table(uri)
+    if dt is not None:
+        check_table_schema(dt, spec)
+    return write_rows([runs_row], spec, output=output, run_id=run_id)
+
+
+def write_files(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> list[AddAction]:
+    """Spark's own Parquet writer writes the frame into the table's run_id partition folder
+    (no commit); the driver then reads the new files' footers for the Delta stats.
+
+    No row goes through Python: at 10M records this wrote the three largest tables in 2.8-3.7 s
+    against 4.8-5.0 s for Arrow batches written by Python workers. A row with another run_id,
+    or a null in a non-nullable column, fails the write (before anything is committed).
+    """
+    fs, root = _partition_folder(output, spec, run_id)
+    before = _data_files(fs, root)
+    _checked(df, spec, run_id).write.mode("append").option(
+        "maxRecordsPerFile", MAX_ROWS_PER_FILE
+    ).parquet(f"{table_uri(output, spec.name)}/{_partition_dir(run_id)}")
+    return _add_actions(
+        fs, root, sorted(_data_files(fs, root).keys() - before.keys()), spec, run_id
+    )
+
+
+def _partition_folder(output: str, spec: TableSpec, run_id: str) -> tuple[pafs.FileSystem, str]:
+    return pafs.FileSystem.from_uri(f"{table_uri(output, spec.name)}/{_partition_dir(run_id)}")
+
+
+def _add_actions(
+    fs: pafs.FileSystem, root: str, names: list[str], spec: TableSpec, run_id: str
+) -> list[AddAction]:
+    """Delta add actions for new files of the run's partition folder, stats from their footers."""
+    schema = _file_schema(spec)
+    actions = []
+    for name in names:
+        info = fs.get_file_info(f"{root}/{name}")
+        actions.append(
+            AddAction(
+                path=f"{_partition_dir(run_id)}/{name}",
+                size=info.size,
+                partition_values={RUN_ID: run_id},
+                modification_time=info.mtime_ns // 1_000_000,
+                data_change=True,
+                stats=_file_stats(pq.read_metadata(info.path, filesystem=fs), schema),
+            )
+        )
+    return actions
+
+
+def _data_files(fs: pafs.FileSystem, root: str) -> dict[str, pafs.FileInfo]:
+    """The Parquet files directly in a partition folder (not Spark's _SUCCESS or _temporary)."""
+    if fs.get_file_info(root).type == pafs.FileType.NotFound:
+        return {}
+    found = fs.get_file_info(pafs.FileSelector(root, recursive=False))
+    return {
+        i.base_name: i
+        for i in found
+        if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
+    }
+
+
+def _checked(df: DataFrame, spec: TableSpec, run_id: str) -> DataFrame:
+    """The table's file columns (no run_id), failing on rows of another run or nulls in
+    non-nullable columns (Spark raises while writing; nothing is committed)."""
+    fields = [f for f in spec.schema.fields if f.name != RUN_ID]
+    wrong_run = F.col(RUN_ID).isNull() | (F.col(RUN_ID) != F.lit(run_id))
+    wrong_run_error = F.raise_error(
+        F.concat(
+            F.lit("rows with run_id ['"),
+            F.coalesce(F.col(RUN_ID), F.lit("None")),
+            F.lit(f"'] in a write for run_id {run_id!r}"),
+        )
+    )
+    columns = []
+    for i, f in enumerate(fields):
+        column = F.col(f.name)
+        if not f.nullable:
+            error = F.raise_error(F.lit(f"null values in non-nullable columns [{f.name!r}]"))
+            column = F.when(column.isNull(), error).otherwise(column)
+        if i == 0:
+            column = F.when(wrong_run, wrong_run_error).otherwise(column)
+        columns.append(column.cast(f.dataType).alias(f.name))
+    return df.select(*columns)
+
+
+def commit_files(spec: TableSpec, actions: list[AddAction], *, output: str, run_id: str) -> int:
+    """One Delta transaction: the files replace the run_id partition; returns the version."""
+    return _commit(spec, table_uri(output, spec.name), actions, run_id=run_id)
+
+
+def write_frame(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> int:
+    """Write and commit one frame into any table declared by a TableSpec (e.g. internal ones)."""
+    with _micros_timestamps(df.sparkSession):
+        actions = write_files(df, spec, output=output, run_id=run_id)
+    return commit_files(spec, actions, output=output, run_id=run_id)
+
+
+_TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
+
+
+@contextmanager
+def _micros_timestamps(spark: SparkSession | None) -> Iterator[None]:
+    """Spark writes timestamps as INT64 micros while the tables are written (its INT96 default
+    has no Parquet statistics, so the Delta stats would lack them); the setting is restored."""
+    if spark is None:
+        yield
+        return
+    previous = spark.conf.get(_TIMESTAMP_TYPE, None)
+    spark.conf.set(_TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(_TIMESTAMP_TYPE)
+        else:
+            spark.conf.set(_TIMESTAMP_TYPE, previous)
+
+
+def write_rows(rows: list[Mapping[str, Any]], spec: TableSpec, *, output: str, run_id: str) -> int:
+    """Write and commit a few driver-side rows (one Parquet file, written with pyarrow)."""
+    table_rows = [{c: row.get(c) for c in spec.columns} for row in rows]
+    batch = pa.RecordBatch.from_pylist(table_rows, schema=arrow_schema(spec, with_comments=False))
+    schema = _file_schema(spec)
+    not_null = [f.name for f in spec.schema.fields if not f.nullable and f.name != RUN_ID]
+    checked = _prepare_batch(batch, run_id=run_id, not_null=not_null, schema=schema)
+    fs, root = _partition_folder(output, spec, run_id)
+    names = []
+    if checked.num_rows:
+        fs.create_dir(root, recursive=True)
+        names.append(f"part-00000-{uuid.uuid4()}-c000.snappy.parquet")
+        table = pa.Table.from_batches([checked])
+        pq.write_table(table, f"{root}/{names[0]}", filesystem=fs, compression="snappy")
+    actions = _add_actions(fs, root, names, spec, run_id)
+    return commit_files(spec, actions, output=output, run_id=run_id)
+
+
+def read_table(
+    output: str, name: str, *, run_id: str | None = None, columns: list[str] | None = None
+) -> pa.Table:
+    """Read a table (one run's partition when ``run_id`` is given) with delta-rs."""
+    dt = DeltaTable(table_uri(output, name))
+    filters = [(RUN_ID, "=", run_id)] if run_id is not None else None
+    return dt.to_pyarrow_table(filters=filters, columns=columns)
+
+
+# ---- optional: Spark's own Delta writer (clusters with delta-spark) --------------------------
+
+
+def delta_spark_available(spark: SparkSession) -> bool:
+    """True when the session is configured with Delta Lake's SQL extension (no JVM access)."""
+    return DELTA_EXTENSION in (spark.conf.get("spark.sql.extensions", "") or "")
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def replace_where(run_id: str) -> str:
+    """The ``replaceWhere`` predicate selecting one run's partition."""
+    return f"{RUN_ID} = {_sql_string(run_id)}"
+
+
+def create_table_sql(spec: TableSpec, uri: str) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for the Spark Delta path, with every column comment."""
+
+    def column(f: T.StructField) -> str:
+        not_null = "" if f.nullable else " NOT NULL"
+        comment = _sql_string(f.metadata["comment"])
+        return f"`{f.name}` {f.dataType.simpleString()}{not_null} COMMENT {comment}"
+
+    columns = ",\n  ".join(column(f) for f in spec.schema.fields)
+    location = uri.replace("`", "``")
+    partitions = ", ".join(f"`{c}`" for c in spec.partition_by)
+    return (
+        f"CREATE TABLE IF NOT EXISTS delta.`{location}` (\n  {columns}\n) USING delta\n"
+        f"PARTITIONED BY ({partitions})\nCOMMENT {_sql_string(spec.comment)}"
+    )
+
+
+def write_with_spark_delta(
+    spark: SparkSession, df: DataFrame, name: str, *, output: str, run_id: str
+) -> None:
+    """``--delta-writer spark``: write one table with delta-spark's ``replaceWhere``.
+
+    Needs a session configured with Delta Lake (jars + ``DeltaSparkSessionExtension``). Same
+    contract as :func:`write_run_tables` for one table, except that ``runs`` is accepted (write
+    it last). The table is created first with every column comment (``CREATE TABLE IF NOT
+    EXISTS``), so comments and partitioning match the delta-rs path.
+    """
+    _check_run_id(run_id)
+    spec = table_spec(name)
+    check_frame_schema(df, spec)
+    if not delta_spark_available(spark):
+        raise RuntimeError(
+            "--delta-writer spark needs a session with spark.sql.extensions="
+            "io.delta.sql.DeltaSparkSessionExtension and the delta-spark jars"
+        )
+    uri = table_uri(output, name)
+    spark.sql(create_table_sql(spec, uri))
+    (
+        df.select(*spec.columns)
+        .write.format("delta")
+        .mode("overwrite")
+        .option("replaceWhere", replace_where(run_id))
+        .option("userMetadata", run_id)
+        .save(uri)
+    )

@@ -1,0 +1,479 @@
+"""The imperative shell of `offsets run` and jobs/offsets_job.py: read, audit, write, report.
+
+Reads the clock only here (`--as-of now`, run timestamps); everything between reading and
+writing is the audit per task (`pipeline.audit_raw` after Spark's shuffle, or `exchange` after
+the file shuffle) and `pipeline.decide`. With the file shuffle the audit tasks also write the
+tables that are plain projections of their results (table_rows.DIRECT_TABLES); the driver
+commits every table.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from deltalake.transaction import AddAction
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from offsets_lib.audit import lag
+from offsets_lib.audit.rules import Params, Regime
+from offsets_lib.audit.table_rows import DIRECT_TABLES
+from offsets_lib.engine import exchange, pipeline
+from offsets_lib.engine.decode import decode_positioned, positioned
+from offsets_lib.engine.staging import Staging, TableFiles, written_files
+from offsets_lib.io import incremental, sink
+from offsets_lib.io.lock import output_lock
+
+log = logging.getLogger(__name__)
+
+DAY_MS = 86_400_000
+_RETENTION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS}
+AUDIT_TABLES = ("offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects")
+
+
+class UsageError(ValueError):
+    """Bad option value (exit status 2)."""
+
+
+class RejectRatioExceeded(RuntimeError):
+    """Too many undecodable records (exit status 4); rejects and a failed runs row are written."""
+
+
+def parse_retention(text: str) -> int:
+    """`7d`, `168h`, `10080m`, `604800s`, `604800000ms` -> milliseconds."""
+    match = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h|d)\s*", text or "")
+    if not match:
+        raise UsageError(
+            f"--retention {text!r}: expected a number with a unit,"
+            " e.g. 7d, 168h, 10080m, 604800000ms"
+        )
+    value = int(match.group(1)) * _RETENTION_UNITS[match.group(2)]
+    if value <= 0:
+        raise UsageError(f"--retention {text!r}: must be positive")
+    return value
+
+
+def parse_as_of(text: str | None, *, now_ms: int) -> int | str:
+    """`now`, `latest`, ISO-8601 (naive = UTC) or epoch ms -> epoch ms, or the string "latest"."""
+    if text is None or text == "latest":
+        return "latest"
+    if text == "now":
+        return now_ms
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise UsageError(
+            f"--as-of {text!r}: expected now, latest, ISO-8601 or epoch milliseconds"
+        ) from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything one run needs; built by the CLI/job from flags and the TOML profile."""
+
+    output: str
+    run_id: str
+    source: str = "parquet"
+    inputs: tuple[str, ...] = ()
+    retention_ms: int = 7 * DAY_MS
+    as_of: int | str = "latest"  # epoch ms, or "latest" = newest record timestamp of the input
+    regime: Regime = Regime.NEW
+    max_reject_ratio: float = 0.01
+    delta_writer: str = "delta-rs"
+    shuffle: str = "auto"  # how records reach their audit task: auto, files or spark
+    kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
+    topic: str = "__consumer_offsets"
+
+
+@dataclass
+class RunReport:
+    run_id: str
+    status: str
+    as_of_ms: int | None = None
+    records_read: int = 0
+    records_decoded: int = 0
+    records_rejected: int = 0
+    orphaned_offsets: int = 0
+    groups_by_type_state: dict[str, int] = field(default_factory=dict)
+    offsets_total: int = 0
+    offsets_expired: int = 0
+    offsets_expiring_24h: int = 0
+    groups_deleted: int = 0
+    tables: dict[str, str] = field(default_factory=dict)
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# An audit task holds its records in memory at once (~1.2 GB of Python per million records).
+# At 10M records on 2 cores, 20 tasks of 500k ran ~15 % faster than 10 of 1M; 40 was no faster.
+RECORDS_PER_TASK = 500_000
+
+
+def _audit_tasks(spark: SparkSession, records: int) -> int:
+    """Enough tasks for about RECORDS_PER_TASK records each, never fewer than the shuffle
+    default."""
+    default = int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
+    return max(default, -(-records // RECORDS_PER_TASK))
+
+
+def _expected_records(raw: DataFrame, increment: incremental.Increment | None) -> int:
+    """Records the run will read: the Kafka offset ranges, or the dump's row count (footers)."""
+    if increment is None:
+        return raw.count()
+    start = increment.start_offsets or {}
+    return sum(max(end - start.get(p, 0), 0) for p, end in increment.end_offsets.items())
+
+
+class _Persisted:
+    """Frames cached for the duration of one run, released at its end (sessions are shared)."""
+
+    def __init__(self) -> None:
+        self.frames: list[DataFrame] = []
+
+    def keep(
+        self, frame: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK
+    ) -> DataFrame:
+        self.frames.append(frame.persist(level))
+        return frame
+
+    def release(self) -> None:
+        for frame in self.frames:
+            frame.unpersist()
+
+
+class _Stages:
+    """Logs one line per stage with its duration (and counts when known)."""
+
+    def __init__(self, report: RunReport, echo: Callable[[str], None]) -> None:
+        self.report, self.echo, self.started = report, echo, time.monotonic()
+
+    def done(self, stage: str, detail: str = "") -> None:
+        now = time.monotonic()
+        seconds = round(now - self.started, 2)
+        self.report.stage_seconds[stage] = seconds
+        self.started = now
+        self.echo(f"[{stage}] {detail} ({seconds:.1f} s)".replace("]  (", "] ("))
+
+
+def execute(
+    spark: SparkSession,
+    raw: DataFrame,
+    options: RunOptions,
+    *,
+    echo: Callable[[str], None] = log.info,
+    increment: incremental.Increment | None = None,
+    end_offsets: Callable[[DataFrame], DataFrame | None] | None = None,
+) -> RunReport:
+    """Decode, audit and publish one run; `runs` is written last (failed or succeeded).
+
+    `increment` (kafka): `raw` holds only the records after the stored checkpoint; they are
+    audited together with the stored state, and the state and checkpoint advance after every
+    audit table has committed (just before the runs row). `end_offsets(offsets frame)` gives the
+    log-end offsets (topic, partition, log_end_offset) for the `lag` table, or None.
+    """
+    with output_lock(options.output, options.run_id):
+        return _execute(spark, raw, options, echo, increment, end_offsets)
+
+
+def _execute(
+    spark: SparkSession,
+    raw: DataFrame,
+    options: RunOptions,
+    echo: Callable[[str], None],
+    increment: incremental.Increment | None = None,
+    end_offsets: Callable[[DataFrame], DataFrame | None] | None = None,
+) -> RunReport:
+    started_ms = _now_ms()
+    report = RunReport(run_id=options.run_id, status="running")
+    stages = _Stages(report, echo)
+    persisted = _Persisted()
+    staging: Staging | None = None
+    records = positioned(raw).withColumn("is_history", F.lit(False))
+    state = increment.state if increment is not None else None
+    if state is not None:  # earlier records an incremental run audits again (not counted)
+        records = incremental.state_records(state).unionByName(records)
+    if increment is not None:
+        persisted.keep(records)  # read once: the state is computed from the same records
+    try:
+        tasks = _audit_tasks(spark, _expected_records(raw, increment))
+        # The audit of every group in its task, the records brought there by Spark's shuffle or
+        # by staged files (--shuffle); the tasks stage their results as files and return a
+        # manifest (a few rows per task).
+        staging = Staging.fresh(options.output, options.run_id)
+        units = _dump_units(spark, raw, options, increment, staging)
+        direct: tuple[str, ...] = ()
+        if units is not None:
+            # the map stage first: its pieces tell the evaluation time, so the audit tasks can
+            # write the tables that need nothing but it themselves
+            pieces = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
+            report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
+            direct = _direct_tables(options, end_offsets)
+            emit: pipeline.TaskEmitter = staging
+            if direct:
+                emit = TableFiles(
+                    staging, options.output, options.run_id, report.as_of_ms, tables=direct
+                )
+            audited = exchange.audit_pieces(
+                spark, pieces, regime=options.regime, tasks=tasks, emit=emit
+            )
+        else:
+            audited = pipeline.audit_raw(records, regime=options.regime, tasks=tasks, emit=staging)
+        manifest = audited.collect()
+        stats = pipeline.run_stats(manifest)
+        report.records_read = stats.records_read
+        report.records_rejected = stats.records_rejected
+        report.records_decoded = report.records_read - report.records_rejected
+        stages.done(
+            "read+audit",
+            f"{report.records_read} records read, {report.records_decoded} decoded,"
+            f" {report.records_rejected} rejected, {tasks} tasks,"
+            f" {'files' if units is not None else 'spark'} shuffle"
+            + (f", {len(direct)} tables written by the audit tasks" if direct else ""),
+        )
+        if units is None:
+            report.as_of_ms = _as_of(options, stats.latest_ms, started_ms)
+        written = written_files(manifest, direct, options.run_id)
+        frames = pipeline.decide(
+            staging.read(spark, manifest),
+            regime=options.regime,
+            params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
+            orphaned_offsets=stats.orphaned_offsets,
+            tables=_frames_needed(written),
+        )
+        ratio = report.records_rejected / report.records_read if report.records_read else 0.0
+        if ratio > options.max_reject_ratio:
+            rejects = written["rejects"] if "rejects" in written else frames.frames["rejects"]
+            _write(spark, {"rejects": rejects}, options, report)
+            raise RejectRatioExceeded(
+                f"{report.records_rejected} of {report.records_read} records could not be decoded"
+                f" ({ratio:.2%} > --max-reject-ratio {options.max_reject_ratio:.2%});"
+                " see the rejects"
+                f" table under {options.output}"
+            )
+        built = dict(frames.frames)
+        if "lag" not in written:
+            ends = end_offsets(built["offsets"]) if end_offsets is not None else None
+            built["lag"] = lag.lag_frame(built["offsets"], ends, as_of_ms=report.as_of_ms)
+        # The summary counts are observed while the decision tables are written (no extra pass
+        # over the decided offsets, which are recomputed from the staged results per use).
+        observed = _observe(built, as_of_ms=report.as_of_ms)
+        # commits in the tables' usual order; the files the audit tasks wrote replace frames
+        tables: dict[str, DataFrame | list[AddAction]] = {
+            name: written[name] if name in written else built[name]
+            for name in (*pipeline.DECIDED_TABLES, "lag")
+        }
+        _write(spark, tables, options, report)
+        _summarise(report, stats, observed)
+        stages.done(
+            "decide+write",
+            f"{len(report.tables)} tables: {report.offsets_total} offsets,"
+            f" {sum(report.groups_by_type_state.values())} groups,"
+            f" {report.offsets_expired} expired now",
+        )
+        if increment is not None:  # after every audit table, before the runs row
+            history = decode_positioned(records, keep_raw=True)
+            state_id = incremental.store(
+                history, increment, output=options.output, run_id=options.run_id
+            )
+            for name in (incremental.STATE_TABLE, incremental.CHECKPOINT_TABLE):
+                report.tables[name] = sink.table_uri(options.output, name)
+            stages.done("checkpoint", f"state {state_id}, next offsets {increment.end_offsets}")
+        report.status = "succeeded"
+    except Exception as exc:
+        report.status = "failed"
+        from offsets_lib.io.sources.kafka import scrub  # no secret may reach the runs row
+
+        first_line = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        report.error = scrub(first_line, options.kafka_options)[:1000]
+        raise
+    finally:
+        _publish(report, options, started_ms)
+        persisted.release()
+        if staging is not None:
+            staging.remove()
+    return report
+
+
+def _as_of(options: RunOptions, latest_ms: int | None, started_ms: int) -> int:
+    """The evaluation time: --as-of, else the newest record's time, else (no record) now."""
+    if isinstance(options.as_of, int):
+        return options.as_of
+    return int(latest_ms) if latest_ms is not None else started_ms
+
+
+def _direct_tables(
+    options: RunOptions, end_offsets: Callable[[DataFrame], DataFrame | None] | None
+) -> tuple[str, ...]:
+    """Tables the audit tasks write themselves (delta-rs commits; `lag` only without log-end
+    offsets, which are joined in Spark)."""
+    if options.delta_writer == "spark":
+        return ()
+    return tuple(t for t in DIRECT_TABLES if t != "lag" or end_offsets is None)
+
+
+def _frames_needed(written: Mapping[str, list[AddAction]]) -> list[str]:
+    """The frames to build: tables no task wrote, and `offsets` for a lag table built in Spark."""
+    needed = [t for t in pipeline.DECIDED_TABLES if t not in written]
+    if "lag" not in written and "offsets" not in needed:
+        needed.append("offsets")
+    return needed
+
+
+def _dump_units(
+    spark: SparkSession,
+    raw: DataFrame,
+    options: RunOptions,
+    increment: incremental.Increment | None,
+    staging: Staging,
+) -> list[list[exchange.Unit]] | None:
+    """The dump's files by map task for `--shuffle files` (also `auto` when pyarrow can read
+    the dump and write the staging folder), or None for the Spark shuffle."""
+    if options.shuffle == "spark":
+        return None
+    units = None
+    if options.source == "parquet" and increment is None:
+        minimum = spark.conf.get("spark.sql.files.minPartitionNum", None)
+        map_tasks = int(minimum) if minimum else spark.sparkContext.defaultParallelism
+        units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=map_tasks)
+    if units is None and options.shuffle == "files":
+        raise UsageError(
+            "--shuffle files needs a Parquet dump that pyarrow can read and an --output that"
+            " pyarrow can write (local paths, file://, s3://, gs://, hdfs://);"
+            " use --shuffle spark or auto"
+        )
+    return units
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """Aggregates of a frame, observed during its write (no pass of their own)."""
+
+    observation: Observation
+    frame: DataFrame  # the frame before observation
+    aggregates: tuple[Column, ...]
+
+    @classmethod
+    def observe(cls, frames: dict[str, DataFrame], name: str, *aggregates: Column) -> _Counts:
+        """Replace frames[name] by the observed frame."""
+        counts = cls(Observation(name), frames[name], aggregates)
+        frames[name] = frames[name].observe(counts.observation, *aggregates)
+        return counts
+
+    def get(self) -> dict[str, Any]:
+        """The counts once the observed frame was written. Spark drops the observation of a
+        frame it knows to be empty (no staged file): those counts are then computed here."""
+        try:
+            return self.observation.get
+        except Exception:  # no observed row (a JVM assertion): aggregate directly
+            return self.frame.agg(*self.aggregates).first().asDict()
+
+
+def _observe(frames: dict[str, DataFrame], *, as_of_ms: int) -> dict[str, _Counts]:
+    """Observe the decision frames: the summary counts arrive with their writes."""
+    horizon = as_of_ms + DAY_MS
+    expired = F.col("expired")
+    return {
+        "offset_decisions": _Counts.observe(
+            frames,
+            "offset_decisions",
+            F.count(F.lit(1)).alias("total"),
+            F.count_if(expired).alias("expired"),
+            F.count_if(~expired & (F.unix_millis("expires_at") <= horizon)).alias("soon"),
+        ),
+        "group_decisions": _Counts.observe(
+            frames, "group_decisions", F.count_if(F.col("deleted")).alias("deleted")
+        ),
+    }
+
+
+def _summarise(report: RunReport, stats: pipeline.RunStats, observed: dict[str, _Counts]) -> None:
+    """The summary line's counts, after the write (from the tasks' stats and observations)."""
+    report.groups_by_type_state = dict(stats.groups_by_type_state)
+    report.groups_deleted = int(observed["group_decisions"].get()["deleted"])
+    decisions = observed["offset_decisions"].get()
+    report.offsets_total = int(decisions["total"])
+    report.offsets_expired = int(decisions["expired"])
+    report.offsets_expiring_24h = int(decisions["soon"])
+    report.orphaned_offsets = stats.orphaned_offsets
+
+
+def _write(
+    spark: SparkSession,
+    frames: Mapping[str, DataFrame | list[AddAction]],
+    options: RunOptions,
+    report: RunReport,
+) -> None:
+    """Write and commit the tables, in the order of `frames` (DataFrames, or the add actions of
+    files the audit tasks wrote)."""
+    conformed = {
+        name: pipeline.conform(df, name, run_id=options.run_id, as_of_ms=report.as_of_ms)
+        if isinstance(df, DataFrame)
+        else df
+        for name, df in frames.items()
+    }
+    if options.delta_writer == "spark":
+        for name, df in conformed.items():
+            sink.write_with_spark_delta(
+                spark, df, name, output=options.output, run_id=options.run_id
+            )
+    else:
+        sink.write_run_tables(
+            conformed, output=options.output, run_id=options.run_id, on_commit=_fault_hook()
+        )
+    for name in conformed:
+        report.tables[name] = sink.table_uri(options.output, name)
+
+
+def _fault_hook() -> Callable[[str], None] | None:
+    """Test hook: OFFSETS_FAULT_AFTER_COMMIT=<table> kills the process right after that commit.
+
+    It simulates a crash (kill -9) between two table commits deterministically.
+    """
+    target = os.environ.get("OFFSETS_FAULT_AFTER_COMMIT")
+    if not target:
+        return None
+
+    def hook(table: str) -> None:
+        if table == target:
+            os._exit(137)
+
+    return hook
+
+
+def _publish(report: RunReport, options: RunOptions, started_ms: int) -> None:
+    """Commit the `runs` row last, so a dashboard never sees a half-published run."""
+    row: dict[str, Any] = {
+        "run_id": report.run_id,
+        "status": report.status,
+        "started_at": datetime.fromtimestamp(started_ms / 1000, UTC),
+        "finished_at": datetime.now(UTC),
+        "as_of": datetime.fromtimestamp(report.as_of_ms / 1000, UTC) if report.as_of_ms else None,
+        "source": options.source,
+        "records_read": report.records_read,
+        "records_decoded": report.records_decoded,
+        "records_rejected": report.records_rejected,
+        "coordinator": str(options.regime),
+        "retention_ms": options.retention_ms,
+        "input": ",".join(options.inputs) if options.source == "parquet" else options.topic,
+        "error": report.error,
+        "tables_written": sorted(report.tables),
+    }
+    sink.publish_run(row, output=options.output)
+    report.tables["runs"] = sink.table_uri(options.output, "runs")

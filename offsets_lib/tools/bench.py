@@ -1,0 +1,247 @@
+"""`make bench`: the full audit against the raw read-and-dedupe limit, in one Spark session.
+
+For each size (1M and 10M records, `offsets generate --profile bench`, generated once under
+bench/data), after a warm-up pass on 100k records, the baseline (Spark reads the dump and keeps
+the latest record per raw key, then writes Parquet) and the full `offsets run` pipeline
+(decode, compact, group state, decisions, Delta tables) alternate A B, B A, A B; medians of the
+three repetitions go to bench/results.json. CPU seconds of this process tree (driver, JVM,
+Python workers) and of every other process on the machine are recorded for each run: the
+latter flags a noisy machine, which on 2 shared cores can double wall times.
+
+    python -m offsets_lib.tools.bench [--sizes 1000000,10000000] [--reps 3] [--out bench]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+DEFAULT_SIZES = (1_000_000, 10_000_000)
+BENCH_GROUPS = 20_000
+
+
+def _cpu_of(procs: list[psutil.Process]) -> float:
+    total = 0.0
+    for proc in procs:
+        try:
+            times = proc.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+        except psutil.Error:
+            pass
+    return total
+
+
+def _tree() -> list[psutil.Process]:
+    me = psutil.Process()
+    return [me, *me.children(recursive=True)]
+
+
+def _machine_busy_seconds() -> float:
+    times = psutil.cpu_times()
+    return times.user + times.nice + times.system + times.irq + times.softirq + times.steal
+
+
+class _RssSampler:
+    """Peak RSS of the Python driver and, apart, of the JVM, sampled every 0.2 s.
+
+    In local mode the JVM is driver and executors at once, so its size follows the configured
+    heap; the Python driver is what would grow if anything were collected to the driver.
+    """
+
+    def __init__(self) -> None:
+        self.peak_mb = 0.0
+        self.jvm_peak_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            self.peak_mb = max(self.peak_mb, me.memory_info().rss / 2**20)
+            for child in me.children():
+                try:
+                    if "java" in child.name():
+                        self.jvm_peak_mb = max(self.jvm_peak_mb, child.memory_info().rss / 2**20)
+                except psutil.Error:
+                    pass
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> _RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def measure(work: Callable[[], dict[str, float] | None]) -> dict[str, Any]:
+    """Wall seconds, own CPU seconds, other processes' CPU seconds, driver peak RSS, and the
+    seconds per stage that `work` returns (the pipeline's stage log), if any."""
+    before_tree, before_busy = _cpu_of(_tree()), _machine_busy_seconds()
+    started = time.perf_counter()
+    with _RssSampler() as sampler:
+        stages = work()
+    wall = time.perf_counter() - started
+    own = _cpu_of(_tree()) - before_tree
+    others = max(0.0, _machine_busy_seconds() - before_busy - own)
+    measured: dict[str, Any] = {
+        "wall_s": wall,
+        "cpu_s": own,
+        "other_processes_cpu_s": others,
+        "rss_mb": sampler.peak_mb,
+        "jvm_rss_mb": sampler.jvm_peak_mb,
+    }
+    if stages:
+        measured["stage_s"] = dict(stages)
+    return measured
+
+
+def baseline(spark, dump: str, out: str) -> None:
+    """The practical limit: latest record per raw key bytes (log-cleaner rule), then write."""
+    from pyspark.sql import functions as F
+
+    raw = spark.read.parquet(dump)
+    latest = raw.groupBy("partition", "key").agg(
+        F.max_by(F.struct("value", "offset", "timestamp"), "offset").alias("r")
+    )
+    latest.where(F.col("r.value").isNotNull()).select("partition", "key", "r.*").write.mode(
+        "overwrite"
+    ).parquet(out)
+
+
+def pipeline_run(spark, dump: str, out: str, run_id: str) -> dict[str, float]:
+    """The full `offsets run` on the dump; returns its seconds per stage."""
+    from offsets_lib.io.sources.parquet import read_parquet_dump
+    from offsets_lib.job.run import RunOptions, execute
+
+    options = RunOptions(output=out, run_id=run_id, inputs=(dump,), max_reject_ratio=1.0)
+    report = execute(spark, read_parquet_dump(spark, [dump]), options, echo=lambda _line: None)
+    return report.stage_seconds
+
+
+def ensure_dump(root: Path, records: int) -> str:
+    from offsets_lib.tools.generate import generate_dump
+
+    path = root / f"dump-{records}"
+    if not (path / "_generate.json").exists():
+        print(f"generating {records:,} records into {path} ...", flush=True)
+        generate_dump(
+            str(path),
+            groups=min(BENCH_GROUPS, records // 20),
+            records=records,
+            seed=42,
+            profile="bench",
+        )
+    return str(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)))
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--out", default="bench")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    root = Path(args.out)
+    data, scratch = root / "data", root / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    dumps = {n: ensure_dump(data, n) for n in [100_000, *sizes]}
+
+    from offsets_lib.job import session
+
+    spark = session.get_or_create("offsets-bench", show_progress=False)
+    print("warm-up on 100k records ...", flush=True)
+    baseline(spark, dumps[100_000], str(scratch / "warm-base"))
+    pipeline_run(spark, dumps[100_000], str(scratch / "warm-job"), "warm")
+
+    results = []
+    for n in sizes:
+        runs: dict[str, list[dict[str, float]]] = {"baseline": [], "pipeline": []}
+        for rep in range(args.reps):
+            order = ["baseline", "pipeline"] if rep % 2 == 0 else ["pipeline", "baseline"]
+            for kind in order:
+                target, dump = scratch / f"{kind}-{n}", dumps[n]
+                shutil.rmtree(target, ignore_errors=True)
+                if kind == "baseline":
+                    m = measure(lambda t=target, d=dump: baseline(spark, d, str(t)))
+                else:
+                    m = measure(
+                        lambda t=target, d=dump, r=rep: pipeline_run(spark, d, str(t), f"bench-{r}")
+                    )
+                runs[kind].append(m)
+                stages = " ".join(f"{s} {v:.1f}" for s, v in m.get("stage_s", {}).items())
+                print(
+                    f"{n:>11,} {kind:<9} rep {rep}: {m['wall_s']:7.1f} s wall,"
+                    f" {m['cpu_s']:7.1f} s cpu,"
+                    f" others {m['other_processes_cpu_s']:6.1f} s, rss {m['rss_mb']:6.0f} MB"
+                    + (f" ({stages})" if stages else ""),
+                    flush=True,
+                )
+        med = {
+            k: {f: statistics.median(r[f] for r in v) for f in v[0] if f != "stage_s"}
+            for k, v in runs.items()
+        }
+        stage_names = runs["pipeline"][0].get("stage_s", {})
+        stage_medians = {
+            s: round(statistics.median(r["stage_s"][s] for r in runs["pipeline"]), 2)
+            for s in stage_names
+        }
+        results.append(
+            {
+                "records": n,
+                "pipeline_s": round(med["pipeline"]["wall_s"], 2),
+                "baseline_s": round(med["baseline"]["wall_s"], 2),
+                "ratio_baseline_over_pipeline": round(
+                    med["baseline"]["wall_s"] / med["pipeline"]["wall_s"], 3
+                ),
+                "pipeline_records_per_s": round(n / med["pipeline"]["wall_s"]),
+                "baseline_records_per_s": round(n / med["baseline"]["wall_s"]),
+                "driver_peak_rss_mb": round(max(r["rss_mb"] for r in runs["pipeline"]), 1),
+                "jvm_peak_rss_mb": round(max(r["jvm_rss_mb"] for r in runs["pipeline"]), 1),
+                "pipeline_stage_s": stage_medians,
+                "cpu_s": round(med["pipeline"]["cpu_s"], 1),
+                "baseline_cpu_s": round(med["baseline"]["cpu_s"], 1),
+                "other_processes_cpu_s": round(
+                    max(r["other_processes_cpu_s"] for v in runs.values() for r in v), 1
+                ),
+                "reps": args.reps,
+                "raw": runs,
+            }
+        )
+    spark.stop()
+    report = {"runs": results, "cores": os.cpu_count()}
+    (root / "results.json").write_text(json.dumps(report, indent=2))
+    print()
+    print(
+        f"{'records':>11} {'pipeline s':>10} {'baseline s':>10} {'base/pipe':>9} {'pipe rec/s':>11}"
+        f" {'driver MB':>9} {'others cpu s':>12}"
+    )
+    for r in results:
+        print(
+            f"{r['records']:>11,} {r['pipeline_s']:>10.1f} {r['baseline_s']:>10.1f}"
+            f" {r['ratio_baseline_over_pipeline']:>9.2f} {r['pipeline_records_per_s']:>11,}"
+            f" {r['driver_peak_rss_mb']:>9.0f} {r['other_processes_cpu_s']:>12.1f}"
+        )
+    if len(results) >= 2:
+        a, b = results[0], results[-1]
+        print(
+            f"scaling: {b['records'] / a['records']:.0f}x records took"
+            f" {b['pipeline_s'] / a['pipeline_s']:.1f}x time"
+        )
+    print(f"results: {root / 'results.json'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

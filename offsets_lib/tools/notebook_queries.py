@@ -1,0 +1,222 @@
+"""Small pandas queries over the audit tables, for notebooks and dashboards (no Spark, no JVM).
+
+The tables are read with delta-rs (:func:`offsets_lib.io.sink.read_table`); every function below
+takes and returns pandas DataFrames, so a notebook only presents what these return::
+
+    run = load_run("sample/tables")                    # latest successful run
+    worst_lagging_groups(run.tables["lag"])            # or staleness_by_group(offsets, as_of)
+    expiring_within(run.tables["offset_decisions"], run.as_of, pd.Timedelta("24h"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from offsets_lib.io import sink
+
+__all__ = [
+    "AUDIT_TABLES",
+    "STALE_RULES",
+    "AuditRun",
+    "commit_rate",
+    "expiring_within",
+    "expiry_timeline",
+    "latest_run_id",
+    "load_run",
+    "stale_unsubscribed",
+    "staleness_by_group",
+    "table_exists",
+    "worst_lagging_groups",
+]
+
+AUDIT_TABLES = ("offsets", "groups", "offset_decisions", "lag", "metrics")
+# Rules of semantics.md section 4 that expire an offset because its topic is not subscribed.
+STALE_RULES = ("EXP-STABLE-UNSUBSCRIBED", "EXP-MODERN-COMMIT-TS")
+
+
+@dataclass
+class AuditRun:
+    """One run's tables as pandas DataFrames (``None`` for a table the run did not write)."""
+
+    output: str
+    run_id: str
+    as_of: pd.Timestamp
+    tables: dict[str, pd.DataFrame | None] = field(default_factory=dict)
+
+    def has(self, name: str) -> bool:
+        frame = self.tables.get(name)
+        return frame is not None
+
+
+def table_exists(output: str, name: str) -> bool:
+    """True when ``<output>/<name>`` is a Delta table."""
+    from deltalake import DeltaTable
+
+    return DeltaTable.is_deltatable(sink.table_uri(output, name))
+
+
+def _read(output: str, name: str, run_id: str | None = None) -> pd.DataFrame:
+    return sink.read_table(output, name, run_id=run_id).to_pandas()
+
+
+def latest_run_id(output: str) -> str:
+    """Id of the latest successful run (``runs`` is committed last, so its tables are complete)."""
+    if not table_exists(output, "runs"):
+        raise LookupError(f"no runs table under {output!r}: run `offsets run --output` first")
+    runs = _read(output, "runs")
+    done = runs[runs["status"] == "succeeded"].sort_values(["finished_at", "run_id"])
+    if done.empty:
+        raise LookupError(f"no successful run under {output!r}")
+    return str(done["run_id"].iloc[-1])
+
+
+def load_run(
+    output: str, run_id: str | None = None, tables: Iterable[str] = AUDIT_TABLES
+) -> AuditRun:
+    """Load one run's tables (the latest successful run when ``run_id`` is None)."""
+    run_id = run_id or latest_run_id(output)
+    runs = _read(output, "runs", run_id=run_id)
+    if runs.empty:
+        raise LookupError(f"run {run_id!r} not found in {output!r}/runs")
+    row = runs.iloc[0]
+    if row["status"] != "succeeded":
+        raise LookupError(f"run {run_id!r} did not succeed ({row['status']}): {row['error']}")
+    loaded = {
+        name: _read(output, name, run_id) if table_exists(output, name) else None for name in tables
+    }
+    return AuditRun(output=output, run_id=run_id, as_of=pd.Timestamp(row["as_of"]), tables=loaded)
+
+
+def worst_lagging_groups(lag: pd.DataFrame, n: int = 10) -> pd.DataFrame:
+    """Groups by total lag (sum over their partitions), largest first."""
+    known = lag.dropna(subset=["lag"])
+    out = (
+        known.groupby("group_id")
+        .agg(
+            partitions=("partition", "size"),
+            total_lag=("lag", "sum"),
+            max_lag=("lag", "max"),
+            last_commit_at=("last_commit_at", "max"),
+        )
+        .sort_values(["total_lag", "max_lag"], ascending=False)
+        .head(n)
+        .reset_index()
+    )
+    out[["total_lag", "max_lag"]] = out[["total_lag", "max_lag"]].astype("int64")
+    return out
+
+
+def staleness_by_group(offsets: pd.DataFrame, as_of: pd.Timestamp, n: int = 10) -> pd.DataFrame:
+    """Lag proxy when no ``lag`` table exists: time since each group's newest commit.
+
+    A group that stopped committing is the one falling behind (or gone); ``hours_since_commit``
+    uses the group's newest ``commit_timestamp``, ``oldest_commit_hours`` its oldest partition.
+    """
+    per_group = offsets.groupby("group_id").agg(
+        partitions=("partition", "size"),
+        last_commit_at=("commit_timestamp", "max"),
+        oldest_commit_at=("commit_timestamp", "min"),
+    )
+    hour = pd.Timedelta(hours=1)
+    per_group["hours_since_commit"] = (as_of - per_group["last_commit_at"]) / hour
+    per_group["oldest_commit_hours"] = (as_of - per_group["oldest_commit_at"]) / hour
+    return (
+        per_group.sort_values(["hours_since_commit", "oldest_commit_hours"], ascending=False)
+        .head(n)
+        .reset_index()
+    )
+
+
+def expiring_within(
+    decisions: pd.DataFrame, as_of: pd.Timestamp, window: pd.Timedelta
+) -> pd.DataFrame:
+    """Offsets not expired at ``as_of`` whose ``expires_at`` falls within ``window`` after it."""
+    live = decisions[~decisions["expired"] & decisions["expires_at"].notna()]
+    soon = live[live["expires_at"] <= as_of + window].copy()
+    soon["expires_in_hours"] = (soon["expires_at"] - as_of) / pd.Timedelta(hours=1)
+    columns = ["group_id", "topic", "partition", "expires_at", "expires_in_hours", "rule"]
+    return soon.sort_values(["expires_at", "group_id", "topic", "partition"])[columns].reset_index(
+        drop=True
+    )
+
+
+def stale_unsubscribed(
+    decisions: pd.DataFrame, groups: pd.DataFrame, offsets: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Offsets of topics the group no longer subscribes to (the STALE_RULES, topic unsubscribed).
+
+    A null ``subscribed_topics`` (no member reported one) counts as not subscribed.
+    """
+    stale = decisions[decisions["rule"].isin(STALE_RULES)]
+    cols = ["group_id", "group_type", "state", "subscribed_topics"]
+    merged = stale.merge(groups[cols], on="group_id", how="left")
+    subscribed = [
+        isinstance(subs, Iterable) and not isinstance(subs, str) and topic in list(subs)
+        for topic, subs in zip(merged["topic"], merged["subscribed_topics"], strict=True)
+    ]
+    merged = merged[[not s for s in subscribed]]
+    if offsets is not None:
+        keys = ["group_id", "topic", "partition"]
+        merged = merged.merge(offsets[[*keys, "commit_timestamp"]], on=keys, how="left")
+    columns = [
+        c
+        for c in (
+            "group_id",
+            "group_type",
+            "state",
+            "topic",
+            "partition",
+            "rule",
+            "expired",
+            "expires_at",
+            "commit_timestamp",
+        )
+        if c in merged.columns
+    ]
+    return merged.sort_values(["group_id", "topic", "partition"])[columns].reset_index(drop=True)
+
+
+def expiry_timeline(
+    decisions: pd.DataFrame,
+    as_of: pd.Timestamp,
+    horizon: pd.Timedelta = pd.Timedelta(days=7),  # noqa: B008
+    freq: str = "6h",
+) -> pd.DataFrame:
+    """Offsets expiring per ``freq`` bin within ``horizon`` after ``as_of`` (empty bins kept)."""
+    soon = expiring_within(decisions, as_of, horizon)
+    start = as_of.floor(freq)
+    bins = pd.date_range(start, as_of + horizon, freq=freq, tz=as_of.tz)
+    counts = soon.groupby(soon["expires_at"].dt.floor(freq)).size()
+    out = counts.reindex(bins, fill_value=0).rename("offsets").to_frame()
+    out.index.name = "bin_start"
+    out["cumulative"] = out["offsets"].cumsum()
+    return out.reset_index()
+
+
+def commit_rate(
+    offsets: pd.DataFrame | None = None, metrics: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, str]:
+    """Offset commits per hour, and what they count.
+
+    From ``metrics`` (every commit written to the log) when given; otherwise from
+    ``offsets.commit_timestamp``, which only holds each partition's *latest* commit, so it shows
+    when groups last committed rather than the full rate.
+    """
+    if metrics is not None and not metrics.empty:
+        per_hour = metrics.groupby("hour")["offset_commits"].sum().rename("commits")
+        label = "offset commits per hour (metrics table)"
+    elif offsets is not None:
+        stamps = offsets["commit_timestamp"].dropna()
+        per_hour = stamps.groupby(stamps.dt.floor("h")).size().rename("commits")
+        label = "latest commits per hour (offsets.commit_timestamp; metrics table absent)"
+    else:
+        raise ValueError("commit_rate needs the offsets or the metrics table")
+    per_hour.index.name = "hour"
+    if not per_hour.empty:
+        hours = pd.date_range(per_hour.index.min(), per_hour.index.max(), freq="h")
+        per_hour = per_hour.reindex(hours, fill_value=0)
+        per_hour.index.name = "hour"
+    return per_hour.astype("int64").reset_index(), label

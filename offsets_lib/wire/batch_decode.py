@@ -1,0 +1,309 @@
+"""Decode one Arrow batch of raw __consumer_offsets records (no Spark; runs inside executors).
+
+Offset commits, the bulk of every dump, go through the vectorized numpy path in fastpath.py; the
+rare other records, and any offset commit the fast path does not accept, go through the generic
+codec, which is also the oracle the fast path is tested against.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from offsets_lib import wire
+from offsets_lib.wire import fastpath, layout_scan
+from offsets_lib.wire.decoded import DECODED_ARROW, KEY_COLUMNS
+
+_PASS_THROUGH = (
+    "log_partition",
+    "log_offset",
+    "log_timestamp_ms",
+    "producer_id",
+    "producer_epoch",
+    "is_transactional",
+    "is_control",
+)
+_ZERO_UUID = uuid.UUID(int=0)
+_ROW_COLUMNS = [f.name for f in DECODED_ARROW if f.name not in _PASS_THROUGH]
+
+
+def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """Decode a batch of raw rows (log position, key, value, batch metadata) into DECODED_ARROW."""
+    return _decode(batch, as_json=True)[0]
+
+
+@dataclass
+class TaskRecords:
+    """A task's records decoded for the audit (`decode_task_records`).
+
+    `table` is DECODED_ARROW with rows reordered (`source[i]` is the input position of row i):
+    first the fast path's offset commits, then the group-level records vouched for by the
+    layout walk, then the codec's rows. `values` holds the codec's field dicts by table row
+    (value_json stays null): no JSON round trip for callers that use the values in Python.
+    `counts` gives, per top-level array field of the walked values, its element count by
+    table row (-1 where the row was not walked or has no such field)."""
+
+    table: pa.Table
+    values: dict[int, Any]
+    source: np.ndarray
+    counts: dict[str, np.ndarray]
+
+    def list_is_nonempty(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """Whether the value of each row has a non-empty top-level array `name`."""
+        walked = self.counts.get(name)
+        out = walked[rows] > 0 if walked is not None else np.zeros(len(rows), dtype=bool)
+        with_value = np.isin(rows, np.fromiter(self.values, dtype=np.int64, count=len(self.values)))
+        for i in np.flatnonzero(with_value).tolist():  # the few rows the codec decoded
+            out[i] = bool(self.values[int(rows[i])].get(name))
+        return out
+
+
+def decode_task_records(
+    batches: list[pa.RecordBatch], *, every_value_of: frozenset[int] | None = None
+) -> TaskRecords:
+    """Decode a task's batches for the audit (no full-length merge of the paths' columns: the
+    audit does not depend on row order).
+
+    With `every_value_of` (record types), the values of group-level records are decoded only
+    where a reader of the values needs them: for those types always, for other types only for
+    the newest decodable record of each key in its offsets-topic partition (older values of a
+    key are replaced by it). The other records are still checked against their layouts, so
+    errors, keys and every other column are exactly what the codec gives.
+    """
+    if not batches:
+        return TaskRecords(DECODED_ARROW.empty_table(), {}, np.zeros(0, dtype=np.int64), {})
+    fasts = [fastpath.decode_offset_commits(b) for b in batches]
+    handled = np.concatenate([f.handled for f in fasts])
+    source = pa.Table.from_batches(batches)
+    fast_rows = np.flatnonzero(handled)
+    slow_rows = np.flatnonzero(~handled)
+    walked_rows = np.zeros(0, dtype=np.int64)
+    walked: layout_scan.Scanned | None = None
+    if every_value_of is not None and len(slow_rows):
+        walked, walked_rows = _walk(source, slow_rows)
+    codec_rows = np.setdiff1d(slow_rows, walked_rows, assume_unique=True)
+    decoded, fields = _decode_rows(source, codec_rows, as_json=False)
+    if walked is not None and len(walked_rows):
+        keep = _values_needed(source, walked, walked_rows, codec_rows, decoded, every_value_of)
+        extra, extra_fields = _decode_rows(source, walked_rows[keep], as_json=False)
+        fields.update((len(decoded) + j, v) for j, v in extra_fields.items())
+        decoded += extra
+        codec_rows = np.concatenate([codec_rows, walked_rows[keep]])
+        walked = _subset(walked, ~keep)
+        walked_rows = walked_rows[~keep]
+    slow = _columns(decoded)
+    order = np.concatenate([fast_rows, walked_rows, codec_rows])
+    take = pa.array(order)
+    arrays = []
+    for field in DECODED_ARROW:
+        if field.name in _PASS_THROUGH:
+            arrays.append(source.column(field.name).take(take).combine_chunks().cast(field.type))
+            continue
+        parts = [f.columns[field.name].cast(field.type) for f in fasts]
+        if walked is not None:
+            column = walked.columns.get(field.name)
+            parts.append(
+                column.cast(field.type)
+                if column is not None
+                else pa.nulls(len(walked_rows), field.type)
+            )
+        arrays.append(pa.concat_arrays([*parts, slow[field.name]]))
+    first_codec = len(fast_rows) + len(walked_rows)
+    values = {first_codec + j: v for j, v in fields.items()}
+    counts = {}
+    if walked is not None:
+        for name, count in walked.counts.items():
+            full = np.full(len(order), -1, dtype=np.int64)
+            full[len(fast_rows) : first_codec] = count
+            counts[name] = full
+    table = pa.Table.from_arrays(arrays, schema=DECODED_ARROW)
+    return TaskRecords(table, values, order, counts)
+
+
+def _walk(source: pa.Table, slow_rows: np.ndarray) -> tuple[layout_scan.Scanned, np.ndarray]:
+    """The layout walk over the non-control slow rows: (its result, their input positions)."""
+    control = source.column("is_control").take(pa.array(slow_rows)).combine_chunks()
+    candidates = slow_rows[~np.asarray(control.fill_null(False), dtype=bool)]
+    picked = pa.array(candidates)
+    walked = layout_scan.scan_records(
+        source.column("key").take(picked).combine_chunks(),
+        source.column("value").take(picked).combine_chunks(),
+    )
+    return walked, candidates[walked.rows]
+
+
+def _values_needed(
+    source: pa.Table,
+    walked: layout_scan.Scanned,
+    walked_rows: np.ndarray,
+    codec_rows: np.ndarray,
+    decoded: list[dict[str, Any]],
+    every_value_of: frozenset[int],
+) -> np.ndarray:
+    """Which walked rows must still be decoded by the codec: non-tombstones of a type in
+    `every_value_of`, or the newest decodable group-level record of their key (ties included)."""
+    codec_ok = np.array(
+        [row.get("error") is None and (row.get("record_type") or 0) >= 2 for row in decoded],
+        dtype=bool,
+    )
+    rows = np.concatenate([walked_rows, codec_rows[codec_ok] if len(codec_rows) else codec_rows])
+    picked = pa.array(rows)
+    keys = source.column("key").take(picked).combine_chunks()
+    key_codes = np.asarray(pc.dictionary_encode(keys).indices, dtype=np.int64)
+    partition = np.asarray(source.column("log_partition").take(picked).fill_null(-1), np.int64)
+    offset = np.asarray(
+        source.column("log_offset").take(picked).fill_null(-(2**63)), dtype=np.int64
+    )
+    order = np.lexsort((offset, key_codes, partition))
+    same = (key_codes[order][1:] == key_codes[order][:-1]) & (
+        partition[order][1:] == partition[order][:-1]
+    )
+    starts = np.flatnonzero(np.r_[True, ~same])
+    newest = np.maximum.reduceat(offset[order], starts)
+    run = np.cumsum(np.r_[True, ~same]) - 1
+    is_newest = np.empty(len(rows), dtype=bool)
+    is_newest[order] = offset[order] == newest[run]
+    has_value = ~np.asarray(walked.columns["is_tombstone"], dtype=bool)
+    always = np.isin(np.asarray(walked.columns["record_type"]), list(every_value_of))
+    return has_value & (is_newest[: len(walked_rows)] | always)
+
+
+def _subset(walked: layout_scan.Scanned, mask: np.ndarray) -> layout_scan.Scanned:
+    chosen = pa.array(mask)
+    return layout_scan.Scanned(
+        walked.rows[mask],
+        {name: column.filter(chosen) for name, column in walked.columns.items()},
+        {name: count[mask] for name, count in walked.counts.items()},
+    )
+
+
+def _decode_rows(
+    source: pa.RecordBatch | pa.Table, rows: np.ndarray, *, as_json: bool
+) -> tuple[list[dict[str, Any]], dict[int, Any]]:
+    """The codec's rows for `rows` of the source, and (not as_json) their values by position."""
+    picked = pa.array(rows, type=pa.int64())
+    keys = source.column("key").take(picked).to_pylist()
+    raw_values = source.column("value").take(picked).to_pylist()
+    controls = source.column("is_control").take(picked).to_pylist()
+    decoded = [
+        _decode_row(*row, as_json=as_json) for row in zip(keys, raw_values, controls, strict=True)
+    ]
+    values = (
+        {} if as_json else {j: row["fields"] for j, row in enumerate(decoded) if "fields" in row}
+    )
+    return decoded, values
+
+
+_ROW_STRUCT = pa.struct([f for f in DECODED_ARROW if f.name in _ROW_COLUMNS])
+
+
+def _columns(rows: list[dict[str, Any]]) -> dict[str, pa.Array]:
+    """The decoded columns of the codec's rows (Arrow reads the dicts in C++: a Python list per
+    column took 6x longer)."""
+    rows_array = pa.array(rows, type=_ROW_STRUCT)
+    return {f.name: rows_array.field(i) for i, f in enumerate(_ROW_STRUCT)}
+
+
+def _decode(batch: pa.RecordBatch, *, as_json: bool) -> tuple[pa.RecordBatch, dict[int, Any]]:
+    fast = fastpath.decode_offset_commits(batch)
+    columns, values = _merge_slow_rows(batch, fast, as_json=as_json)
+    return _assemble(batch, columns, pa.RecordBatch), values
+
+
+def _merge_slow_rows(
+    source: pa.RecordBatch | pa.Table, fast: fastpath.FastResult, *, as_json: bool
+) -> tuple[dict[str, Any], dict[int, Any]]:
+    """The fast path's columns with every row it left decoded by the codec instead."""
+    slow_rows = np.flatnonzero(~fast.handled)
+    if not len(slow_rows):
+        return fast.columns, {}
+    decoded, fields = _decode_rows(source, slow_rows, as_json=as_json)
+    values = {int(slow_rows[j]): v for j, v in fields.items()}
+    return fastpath.merge(fast, slow_rows, _columns(decoded), source.num_rows), values
+
+
+def _assemble(source: pa.RecordBatch | pa.Table, columns: dict[str, Any], kind: type) -> Any:
+    arrays = [
+        source.column(name) if name in _PASS_THROUGH else columns[name]
+        for name in DECODED_ARROW.names
+    ]
+    return kind.from_arrays(
+        [
+            pa.array(a, type=f.type)
+            if not isinstance(a, pa.Array | pa.ChunkedArray)
+            else a.cast(f.type)
+            for a, f in zip(arrays, DECODED_ARROW, strict=True)
+        ],
+        schema=DECODED_ARROW,
+    )
+
+
+def _decode_row(
+    key: bytes | None, value: bytes | None, is_control: bool | None, *, as_json: bool = True
+) -> dict[str, Any]:
+    if is_control:
+        control = wire.decode_control(key, value)
+        row = {"control_type": control.type, "error": control.error}
+    else:
+        row = decode_record_row(key, value, as_json=as_json)
+    if row.get("error"):
+        row["key"], row["value"] = key, value
+    return row
+
+
+def decode_record_row(
+    key: bytes | None, value: bytes | None, *, as_json: bool = True
+) -> dict[str, Any]:
+    """One record through the generic codec, flattened into decoded columns.
+
+    Values of records other than offset commits go to `value_json`, or with `as_json=False`
+    to the non-column entry `fields` (the codec's dict).
+    """
+    record = wire.decode_record(key, value)
+    row: dict[str, Any] = {"error": record.error, "record_type": record.record_type}
+    if record.record_type is not None and record.record_type in wire.RECORD_TYPES:
+        row["record_name"] = wire.RECORD_TYPES[record.record_type].name
+    for name, column in KEY_COLUMNS.items():
+        if name in (record.key or {}):
+            row[column] = record.key[name]
+    row["is_tombstone"] = value is None
+    row["value_version"] = record.version
+    row["layout"] = record.layout
+    row["trailing_bytes"] = record.trailing_bytes
+    fields = record.value
+    if fields is None:
+        return row
+    if record.record_type in (0, 1):
+        row.update(
+            committed_offset=fields["offset"],
+            leader_epoch=_absent_if_negative(fields.get("leaderEpoch", -1)),
+            metadata=fields["metadata"],
+            commit_timestamp_ms=fields["commitTimestamp"],
+            expire_timestamp_ms=_absent_if_negative(fields.get("expireTimestamp", -1)),
+            topic_id=_topic_id(fields.get("topicId")),
+        )
+    elif as_json:
+        row["value_json"] = json.dumps(fields, separators=(",", ":"), default=_json_leaf)
+    else:
+        row["fields"] = fields
+    return row
+
+
+def _json_leaf(value: object) -> str:
+    """JSON for the leaves json cannot write itself (same text as wire.to_jsonable)."""
+    return wire.to_jsonable(value)
+
+
+def _absent_if_negative(value: int | None) -> int | None:
+    """Kafka stores -1 for 'none' in leaderEpoch and expireTimestamp."""
+    return None if value is None or value < 0 else value
+
+
+def _topic_id(value: uuid.UUID | None) -> str | None:
+    return None if value is None or value == _ZERO_UUID else str(value)
