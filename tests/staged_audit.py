@@ -1,5 +1,6 @@
 """Shared check of the one-task-per-group audit paths: staged task results, decided, must give
-the reference audit's tables (`pipeline.audit`, plain Spark frames) row for row."""
+the reference audit's tables (`tests/reference/spark_audit.audit`, plain Spark frames) row
+for row."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.audit.rules import Params, Regime
 from offsets_lib.engine import pipeline
+from offsets_lib.engine.pipeline import AuditFrames
 from offsets_lib.engine.staging import Staging
 
 
-def _tables(frames: pipeline.AuditFrames, as_of_ms: int) -> dict[str, DataFrame]:
+def _tables(frames: AuditFrames, as_of_ms: int) -> dict[str, DataFrame]:
     return {
         name: pipeline.conform(df, name, run_id="r", as_of_ms=as_of_ms)
         for name, df in frames.frames.items()
@@ -24,7 +26,7 @@ def _tables(frames: pipeline.AuditFrames, as_of_ms: int) -> dict[str, DataFrame]
 def assert_staged_equals_reference(
     spark: SparkSession,
     raw: DataFrame,
-    reference: pipeline.AuditFrames,
+    reference: AuditFrames,
     staging: Staging,
     manifest: Sequence[Mapping[str, Any]],
     *,

@@ -4,17 +4,17 @@ Spark's own "latest per key" (`max_by` over a struct) plans two sort-aggregates 
 record. Hash-partitioning the records by their key and sorting int64 key codes with numpy in
 each task does the same work with one plain shuffle (../shared/notes/performance.md measured
 0.85x the raw-dedupe baseline for this shape). Every record of a key must reach the same task,
-which the caller guarantees by partitioning on the key columns; `compact.offset_keys_sql` is
-the reference this is tested against.
+which the caller guarantees by partitioning on the key columns; `offset_keys_sql` in
+`tests/reference/compact.py` is the reference this is tested against.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from offsets_lib.audit.transactions import COMMITTED, NOT_TRANSACTIONAL, PENDING
 
 KEY_COLUMNS = ("log_partition", "group_id", "topic", "partition")
 RECORD_COLUMNS = (
@@ -22,7 +22,7 @@ RECORD_COLUMNS = (
     "committed_offset", "leader_epoch", "metadata", "commit_timestamp_ms",
     "expire_timestamp_ms", "topic_id",
 )  # fmt: skip
-COUNTING = ("none", "committed")  # txn_status values that take part in the committed state
+COUNTING = (NOT_TRANSACTIONAL, COMMITTED)  # txn_status values that take part in the committed state
 
 
 def _key_codes(table: pa.Table) -> np.ndarray:
@@ -76,7 +76,7 @@ def latest_per_key(table: pa.Table) -> pa.Table:
     starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) if n else order
     status = table.column("txn_status")
     counting = np.asarray(pc.is_in(status, value_set=pa.array(COUNTING)), dtype=bool)[order]
-    pending = np.asarray(pc.fill_null(pc.equal(status, "pending"), False), dtype=bool)[order]
+    pending = np.asarray(pc.fill_null(pc.equal(status, PENDING), False), dtype=bool)[order]
     tombstone = np.asarray(table.column("is_tombstone"), dtype=bool)[order]
     offsets = log_offset[order]
     position = np.arange(n)
@@ -99,12 +99,29 @@ def latest_per_key(table: pa.Table) -> pa.Table:
     return pa.table(columns)
 
 
-def latest_per_key_batches(
-    batches: Iterator[pa.RecordBatch], schema: pa.Schema
-) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: all of a task's records at once (keys never straddle tasks)."""
-    collected = list(batches)
-    if not collected:
-        return
-    result = latest_per_key(pa.Table.from_batches(collected)).cast(schema)
-    yield from result.to_batches(max_chunksize=65_536)
+def kept_rows(table: pa.Table) -> np.ndarray:
+    """Rows of offset commits (with `txn_status`) that an audit of them plus newer records needs.
+
+    Per key: the newest counting record (the committed state), the newest value of any status
+    (G-S1 position), the newest tombstone (TXN-4) and every pending transactional record (a
+    later marker may still commit it). Everything else is replaced whatever comes next.
+    """
+    n = table.num_rows
+    keep = np.zeros(n, dtype=bool)
+    if n == 0:
+        return keep
+    codes = _key_codes(table)
+    log_offset = np.asarray(table.column("log_offset"), dtype=np.int64)
+    order = np.lexsort((log_offset, codes))
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
+    status = table.column("txn_status")
+    counting = np.asarray(pc.is_in(status, value_set=pa.array(COUNTING)), dtype=bool)[order]
+    pending = np.asarray(pc.fill_null(pc.equal(status, PENDING), False), dtype=bool)[order]
+    tombstone = np.asarray(table.column("is_tombstone"), dtype=bool)[order]
+    position = np.arange(n)
+    for flag in (counting, ~tombstone, tombstone):
+        newest = _reduce_max(np.where(flag, position, -1), starts)
+        keep[order[newest[newest >= 0]]] = True
+    keep[order[pending]] = True
+    return keep

@@ -7,8 +7,8 @@ resolve transactions (TXN rows), keep the newest record per offset key (LOG rows
 group (G rows), join live offsets with their groups and count the metrics. The decisions (EXP,
 ODEL, DEL rows) stay Spark column predicates in rules.py, applied to these rows afterwards.
 
-`pipeline.audit` is the reference implementation of the same audit in plain Spark frames; the
-tests check that both give the same tables.
+`tests/reference/spark_audit.py` is the same audit in plain Spark frames; the tests check that
+both give the same tables.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib.audit import compaction, replay
-from offsets_lib.audit.compact import ABORTED, COMMITTED, NOT_TRANSACTIONAL, PENDING
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COUNTS
+from offsets_lib.audit.transactions import ABORTED, COMMITTED, transaction_status
 from offsets_lib.wire.batch_decode import TaskRecords, decode_task_records
 from offsets_lib.wire.decoded import DECODED_ARROW, POSITIONED_ARROW
 
@@ -106,46 +106,6 @@ def _ints(array: pa.Array | pa.ChunkedArray, fill: int) -> np.ndarray:
     return np.asarray(pc.fill_null(array, fill), dtype=np.int64)
 
 
-_STATUS_NAMES = pa.array([NOT_TRANSACTIONAL, COMMITTED, ABORTED, PENDING], pa.string())
-
-
-def transaction_status(
-    log_partition: np.ndarray,
-    producer_id: np.ndarray,
-    log_offset: np.ndarray,
-    is_transactional: np.ndarray,
-    marker: np.ndarray,
-) -> pa.Array:
-    """TXN-1..TXN-3, TXN-5 for every row: none, committed, aborted or pending (strings).
-
-    `marker` is 1 for a COMMIT marker, 2 for ABORT, 0 otherwise. A transactional record's outcome
-    is the first marker of the same producer after it in the same offsets-topic partition.
-    """
-    n = len(log_offset)
-    status = np.zeros(n, dtype=np.int8)  # indexes into _STATUS_NAMES
-    if is_transactional.any():
-        involved = np.flatnonzero(is_transactional | (marker > 0))
-        order = involved[
-            np.lexsort((log_offset[involved], producer_id[involved], log_partition[involved]))
-        ]
-        m = len(order)
-        is_marker = marker[order] > 0
-        at_or_after = np.where(is_marker, np.arange(m), m)
-        next_marker = np.minimum.accumulate(at_or_after[::-1])[::-1]
-        found = next_marker < m
-        nxt = np.minimum(next_marker, m - 1)
-        same = (
-            found
-            & (log_partition[order][nxt] == log_partition[order])
-            & (producer_id[order][nxt] == producer_id[order])
-        )
-        outcome = np.where(same, marker[order][nxt], 0)
-        txn_rows = is_transactional[order]
-        resolved = np.select([outcome == 1, outcome == 2], [1, 2], 3).astype(np.int8)
-        status[order[txn_rows]] = resolved[txn_rows]
-    return _STATUS_NAMES.take(pa.array(status))
-
-
 def _group_codes(partition: pa.Array, group: pa.Array) -> np.ndarray:
     """Dense codes of (log_partition, group_id); null group ids get their own code."""
     joined = _key_strings(partition, group)
@@ -219,14 +179,15 @@ def _rejects(decoded: pa.Table, rejected: np.ndarray) -> pa.Table:
     return decoded.filter(pa.array(rejected)).select(list(_REJECT_COLUMNS))
 
 
-def _offset_keys(
+def _commits_with_status(
     decoded: pa.Table,
     ok: np.ndarray,
     is_control: np.ndarray,
     record_type: np.ndarray,
     tombstone: np.ndarray,
-) -> pa.Table:
-    """Newest record per offset key, transactions resolved first (compaction.latest_per_key)."""
+) -> tuple[np.ndarray, pa.Table, np.ndarray]:
+    """The offset commits (their rows, and their columns with `txn_status`) and, for each row of
+    `decoded`, the row of the transaction marker that resolved it (-1 for none)."""
     control_type = decoded.column("control_type")
     marker = np.select(
         [_bools(pc.equal(control_type, "COMMIT")), _bools(pc.equal(control_type, "ABORT"))],
@@ -237,7 +198,7 @@ def _offset_keys(
     commit = ok & ~is_control & ((record_type == 0) | (record_type == 1))
     producer = _ints(decoded.column("producer_id"), -1)
     is_txn = commit & _bools(decoded.column("is_transactional")) & (producer >= 0) & ~tombstone
-    status = transaction_status(
+    status, resolved_by = transaction_status(
         _ints(decoded.column("log_partition"), -1),
         producer,
         _ints(decoded.column("log_offset"), -1),
@@ -246,7 +207,20 @@ def _offset_keys(
     )
     rows = np.flatnonzero(commit)
     commits = _take(decoded.select([*compaction.KEY_COLUMNS, *compaction.RECORD_COLUMNS]), rows)
-    commits = commits.append_column("txn_status", _take(status, rows))
+    return rows, commits.append_column("txn_status", _take(status, rows)), resolved_by
+
+
+def _offset_keys(
+    decoded: pa.Table,
+    ok: np.ndarray,
+    is_control: np.ndarray,
+    record_type: np.ndarray,
+    tombstone: np.ndarray,
+) -> pa.Table:
+    """Newest record per offset key, transactions resolved first (compaction.latest_per_key)."""
+    _rows, commits, _resolved_by = _commits_with_status(
+        decoded, ok, is_control, record_type, tombstone
+    )
     return compaction.latest_per_key(commits)
 
 
@@ -513,3 +487,64 @@ def task_tables(
         )
         for kind, schema in KIND_ARROW.items()
     }
+
+
+def kept_records(batches: Iterator[pa.RecordBatch]) -> pa.Table:
+    """The task's records that an audit of them plus newer records needs (POSITIONED_ARROW).
+
+    This is what an incremental run stores instead of the whole history, chosen by the same
+    rules the audit applies: the offset commits `compaction.kept_rows` keeps, the transaction
+    markers that resolved the kept committed or aborted ones, and the group-level records: every
+    record of a group that has a modern (KIP-848, streams, share) record, and of a classic-only
+    group its newest GroupMetadata record and its newest GroupMetadata tombstone. Undecodable
+    records are not kept. Copies of a marker may come from several tasks (each task gets every
+    marker of its partitions); the caller keeps one.
+    """
+    collected = [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
+    if not collected:
+        return POSITIONED_ARROW.empty_table()
+    records = decode_task_records(collected, every_value_of=frozenset())
+    decoded = records.table
+    ok = ~_bools(pc.is_valid(decoded.column("error")))
+    is_control = _bools(decoded.column("is_control"))
+    record_type = _ints(decoded.column("record_type"), -1)
+    tombstone = _bools(decoded.column("is_tombstone"))
+    rows, commits, resolved_by = _commits_with_status(
+        decoded, ok, is_control, record_type, tombstone
+    )
+    keep = np.zeros(decoded.num_rows, dtype=bool)
+    kept_commits = rows[compaction.kept_rows(commits)]
+    keep[kept_commits] = True
+    status = commits.column("txn_status")
+    resolved = np.asarray(pc.is_in(status, value_set=pa.array([COMMITTED, ABORTED])), dtype=bool)
+    markers = resolved_by[rows[resolved & np.isin(rows, kept_commits)]]
+    keep[markers[markers >= 0]] = True
+    keep |= _kept_group_records(decoded, ok & ~is_control, record_type, tombstone)
+    source = pa.Table.from_batches(collected).select(POSITIONED_ARROW.names)
+    return source.take(pa.array(np.sort(records.source[keep])))
+
+
+def _kept_group_records(
+    decoded: pa.Table, ok: np.ndarray, record_type: np.ndarray, tombstone: np.ndarray
+) -> np.ndarray:
+    """Group-level records to keep (see `kept_records`), as a mask over `decoded`'s rows."""
+    is_group = ok & (record_type >= 2) & _bools(pc.is_valid(decoded.column("group_id")))
+    rows = np.flatnonzero(is_group)
+    keep = np.zeros(decoded.num_rows, dtype=bool)
+    if not len(rows):
+        return keep
+    codes = _group_codes(
+        _take(decoded.column("log_partition"), rows), _take(decoded.column("group_id"), rows)
+    )
+    log_offset = _ints(_take(decoded.column("log_offset"), rows), -1)
+    classic = record_type[rows] == 2
+    groups = codes.max() + 1
+    has_modern = np.zeros(groups, dtype=bool)
+    np.logical_or.at(has_modern, codes, ~classic)
+    newest = np.full(groups, -1, dtype=np.int64)
+    np.maximum.at(newest, codes, np.where(classic, log_offset, -1))
+    removed = np.full(groups, -1, dtype=np.int64)
+    np.maximum.at(removed, codes, np.where(classic & tombstone[rows], log_offset, -1))
+    at_newest = classic & ((log_offset == newest[codes]) | (log_offset == removed[codes]))
+    keep[rows[has_modern[codes] | at_newest]] = True
+    return keep

@@ -138,20 +138,6 @@ def _row_group_units(uri: str, fs: pafs.FileSystem, path: str, target: float) ->
     return units
 
 
-def audit_files(
-    spark: SparkSession,
-    assigned: list[list[Unit]],
-    *,
-    staging_uri: str,
-    regime: Regime,
-    tasks: int,
-    emit: TaskEmitter,
-) -> DataFrame:
-    """The audit of the dump files `assigned` to map tasks -> `emit`'s rows (like audit_raw)."""
-    pieces = map_pieces(spark, assigned, staging_uri=staging_uri, tasks=tasks)
-    return audit_pieces(spark, pieces, regime=regime, tasks=tasks, emit=emit)
-
-
 def map_pieces(
     spark: SparkSession, assigned: list[list[Unit]], *, staging_uri: str, tasks: int
 ) -> list[dict[str, Any]]:

@@ -1,7 +1,9 @@
-"""The audit: decoded records -> compaction -> group state -> decisions -> table frames.
+"""The audit on Spark: one shuffle of raw records, the audit per task, then the decisions.
 
-`audit` is the functional core (DataFrames in, DataFrames out, parameters explicit); `run.py`
-is the shell that reads the source, picks the evaluation time and writes the tables.
+`audit_raw` routes every record to its task and runs `audit.task_audit` there; `decide` applies
+the EXP/ODEL/DEL rules (`audit.rules`) to the tasks' results and builds the table frames.
+DataFrames in, DataFrames out; `job.run` is the shell that reads, picks the evaluation time and
+writes. `tests/reference/spark_audit.py` is the same audit in plain Spark frames.
 """
 
 from __future__ import annotations
@@ -15,15 +17,12 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from offsets_lib.audit import compact, replay
-from offsets_lib.audit.metrics import METRIC_COUNTS, metrics_frame
+from offsets_lib.audit.metrics import METRIC_COUNTS
 from offsets_lib.audit.projections import MAX_TIMESTAMP_MS, MEMBERS_LIST, PROJECTIONS
-from offsets_lib.audit.replay import GROUP_STATE_ARROW, OFFSET_SUMMARY
 from offsets_lib.audit.rules import (
     Params,
     Regime,
     group_deletion,
-    subscription_facts,
     with_expiration,
     with_offset_delete,
 )
@@ -48,120 +47,6 @@ def _ts(column: str | Column) -> Column:
     """
     ms = F.col(column) if isinstance(column, str) else column
     return F.when(ms.between(-MAX_TIMESTAMP_MS, MAX_TIMESTAMP_MS), F.timestamp_millis(ms))
-
-
-_END_OF_LOG = 2**63 - 1
-
-
-def group_events(decoded: DataFrame, summary: DataFrame, *, regime: Regime) -> DataFrame:
-    """Group-level records plus one offset-summary pseudo event per group, in replay order.
-
-    New coordinator (G-S1): an offset value replayed while no group exists creates a simple
-    group, so the event sits at the newest offset value's position. Scala coordinator (G-S2):
-    after the whole partition is read, a group id with committed or pending offsets but no
-    GroupMetadata value gets a simple group, so the event sits at the end of the log, and only
-    for groups that still have offsets.
-    """
-    records = decoded.filter(
-        compact.is_decoded()
-        & (F.col("record_type") >= 2)
-        & ~F.coalesce(F.col("is_control"), F.lit(False))
-        & F.col("group_id").isNotNull()
-    ).select(*replay.EVENT_COLUMNS)
-    if regime.is_scala:
-        still_has_offsets = (F.col("offset_count") > 0) | F.col("has_pending_transactions")
-        position = F.when(still_has_offsets, F.lit(_END_OF_LOG))
-    else:
-        position = F.col("last_value_offset")
-    pseudo = summary.select(
-        "log_partition",
-        "group_id",
-        position.cast("long").alias("log_offset"),
-        F.lit(OFFSET_SUMMARY).cast("short").alias("record_type"),
-        F.lit(False).alias("is_tombstone"),
-        F.lit(None).cast("string").alias("member_id"),
-        F.lit(None).cast("string").alias("regular_expression"),
-        F.lit(None).cast("string").alias("value_json"),
-    )
-    return records.unionByName(pseudo)
-
-
-def replay_groups(events: DataFrame, *, regime: Regime) -> DataFrame:
-    """Replay each group's events in log order inside the executors (one pass per task)."""
-    modern_types_known = not regime.is_scala  # the Scala coordinator skips record types >= 3
-
-    def replay_task(batches):
-        return replay.replay_batches(batches, modern_types_known=modern_types_known)
-
-    num_partitions = events.sparkSession.conf.get("spark.sql.shuffle.partitions")
-    ordered = events.repartition(
-        int(num_partitions), "log_partition", "group_id"
-    ).sortWithinPartitions("log_partition", "group_id", F.col("log_offset").asc_nulls_first())
-    return ordered.mapInArrow(replay_task, spark_schema(GROUP_STATE_ARROW))
-
-
-def _no_cache(frame: DataFrame) -> DataFrame:
-    return frame
-
-
-def audit(
-    decoded: DataFrame,
-    *,
-    regime: Regime,
-    params: Params,
-    cache: Callable[[DataFrame], DataFrame] = _no_cache,
-    compaction_tasks: int = 8,
-) -> AuditFrames:
-    """Everything the broker would hold and decide, from decoded records (no I/O, no clock).
-
-    `cache` marks the frames that several outputs share (the shell passes `persist`), so the
-    compaction and the group replay run once per run instead of once per table.
-    """
-    commits = compact.with_transaction_status(decoded)
-    keys = cache(compact.offset_keys(commits, tasks=compaction_tasks))
-    summary = compact.group_offset_summary(keys)
-    group_state = replay_groups(group_events(decoded, summary, regime=regime), regime=regime)
-    groups = cache(
-        group_state.join(
-            summary.select(*GROUP_KEY, "offset_count", "has_pending_transactions"),
-            GROUP_KEY,
-            "left",
-        ).fillna({"offset_count": 0, "has_pending_transactions": False})
-    )
-
-    live = keys.filter(F.col("has_committed_offset"))
-    existing = groups.filter(F.col("state") != "Dead")
-    joined = live.join(
-        existing.select(
-            *GROUP_KEY,
-            "group_type",
-            "protocol_type",
-            "state",
-            "subscribed_topics",
-            "current_state_timestamp_ms",
-            "generation",
-        ),
-        GROUP_KEY,
-        "inner",
-    )
-    joined = joined.withColumns(
-        subscription_facts(F.col("subscribed_topics"), F.col("topic"))
-    ).drop("subscribed_topics")
-    orphaned = live.join(existing.select(*GROUP_KEY), GROUP_KEY, "left_anti")
-    decided = cache(
-        with_offset_delete(with_expiration(joined, regime=regime, params=params), regime=regime)
-    )
-    deletion = group_deletion(groups, decided, regime=regime, as_of_ms=params.as_of_ms)
-    frames = {
-        "offsets": _offsets_frame(decided),
-        "offset_decisions": _offset_decisions_frame(decided),
-        "groups": _groups_frame(groups),
-        "members": _members_frame(groups),
-        "group_decisions": _group_decisions_frame(deletion),
-        "rejects": _rejects_frame(decoded),
-        "metrics": metrics_frame(decoded),
-    }
-    return AuditFrames(frames, orphaned)
 
 
 def _projected(frame: DataFrame, table: str) -> DataFrame:
@@ -265,6 +150,22 @@ class TaskEmitter(Protocol):
     def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]: ...
 
 
+def _routed(records: DataFrame, *, tasks: int) -> DataFrame:
+    """Positioned raw records (plus is_history), each in its task's partition (`_task_bucket`);
+    the copies of a marker sent to other tasks are history there (audited, not counted)."""
+    from offsets_lib.audit.task_audit import RAW_ARROW
+
+    if "is_history" not in records.columns:
+        records = records.withColumn("is_history", F.lit(False))
+    raw_columns = RAW_ARROW.names
+    shuffled = (
+        records.select(*raw_columns, _task_bucket(tasks).alias("_copy", "_task"))
+        .withColumn("is_history", F.col("is_history") | (F.col("_copy") > 0))
+        .repartition(tasks, "_task")
+    )
+    return shuffled.select(*raw_columns)
+
+
 def audit_raw(records: DataFrame, *, regime: Regime, tasks: int, emit: TaskEmitter) -> DataFrame:
     """Positioned raw records (decode.POSITIONED_COLUMNS, plus is_history) -> `emit`'s rows.
 
@@ -280,15 +181,20 @@ def audit_raw(records: DataFrame, *, regime: Regime, tasks: int, emit: TaskEmitt
     def run(batches):
         return emit(task_audit.task_tables(batches, modern_types_known=modern_types_known))
 
-    if "is_history" not in records.columns:
-        records = records.withColumn("is_history", F.lit(False))
-    raw_columns = task_audit.RAW_ARROW.names
-    shuffled = (
-        records.select(*raw_columns, _task_bucket(tasks).alias("_copy", "_task"))
-        .withColumn("is_history", F.col("is_history") | (F.col("_copy") > 0))
-        .repartition(tasks, "_task")
-    )
-    return shuffled.select(*raw_columns).mapInArrow(run, spark_schema(emit.schema))
+    return _routed(records, tasks=tasks).mapInArrow(run, spark_schema(emit.schema))
+
+
+def kept_records(records: DataFrame, *, tasks: int) -> DataFrame:
+    """Positioned raw records -> those a later audit of them plus newer records needs (the
+    incremental state; task_audit.kept_records in each task, the same routing as the audit)."""
+    from offsets_lib.audit import task_audit
+    from offsets_lib.wire.decoded import POSITIONED_ARROW
+
+    def keep(batches):
+        yield from task_audit.kept_records(batches).to_batches()
+
+    kept = _routed(records, tasks=tasks).mapInArrow(keep, spark_schema(POSITIONED_ARROW))
+    return kept.dropDuplicates(["log_partition", "log_offset"])  # a marker kept by several tasks
 
 
 @dataclass(frozen=True)

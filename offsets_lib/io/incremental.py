@@ -5,7 +5,8 @@ subset of earlier decoded records) and audits the union. The state is chosen so 
 ``state ∪ new records`` gives exactly the tables a full re-read of the log gives, for ANY
 records that may follow (full and incremental runs agree; tests/kafka/test_incremental.py).
 
-What the audit needs from history (``compact_state``, pure, DataFrame in/out):
+What the audit needs from history (chosen in each audit task by ``audit.task_audit.kept_records``
+with the audit's own transaction and compaction functions; ``engine.pipeline.kept_records``):
 
 * offset commits, per (log_partition, group, topic, partition):
   - the newest *counting* record (plain, committed transactional, or a tombstone: LOG-1, LOG-2,
@@ -16,12 +17,12 @@ What the audit needs from history (``compact_state``, pure, DataFrame in/out):
   - every still-pending transactional record, with its producer id (its marker may come in a
     later increment);
   - for every kept record of a resolved transaction, the COMMIT/ABORT marker that resolved it,
-    so its status is the same when the state is audited again (``compact.with_transaction_status``
-    takes the first marker of the producer after the record; no kept marker lies between).
+    so its status is the same when the state is audited again (``transaction_status`` takes the
+    first marker of the producer after the record; no kept marker lies between).
 * group-level records (type >= 2): for a group that has only classic (type 2) records, the
   newest type-2 record and the newest type-2 tombstone (the replay's classic state depends on
   the last type-2 record, ``removed_at`` on the last tombstone). Groups with any modern-family
-  record keep all their group-level records: ``state.replay_group`` is history-dependent there
+  record keep all their group-level records: ``replay.replay_group`` is history-dependent there
   (``state_notes`` accumulate, partition-metadata topic names accumulate, a group tombstone
   resets members that have no tombstone of their own), so newest-per-key is replay-equivalent
   only for logs the coordinator wrote by the book (semantics.md LOG-4), not for every log.
@@ -55,7 +56,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     IntegerType,
@@ -66,7 +67,6 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from offsets_lib.audit import compact
 from offsets_lib.audit.schemas import DECODED
 from offsets_lib.audit.tables import RUN_ID, TableSpec
 from offsets_lib.io import sink
@@ -121,103 +121,9 @@ CHECKPOINT_SPEC = TableSpec(
 )
 
 
-# ---- the pure part ---------------------------------------------------------------------------
-
-
-def compact_state(decoded: DataFrame) -> DataFrame:
-    """The records of ``decoded`` (DECODED schema) a later audit needs; DECODED schema out."""
-    ok = decoded.filter(compact.is_decoded())
-    log_offset = F.col("log_offset")
-
-    commits = compact.with_transaction_status(ok)
-    per_key = Window.partitionBy(*compact.OFFSET_KEY)
-    counts = F.col("txn_status").isin(compact.NOT_TRANSACTIONAL, compact.COMMITTED)
-    tombstone = F.col("is_tombstone")
-    kept_commits = commits.withColumns(
-        {
-            "_counting": F.max(F.when(counts, log_offset)).over(per_key),
-            "_value": F.max(F.when(~tombstone, log_offset)).over(per_key),
-            "_tombstone": F.max(F.when(tombstone, log_offset)).over(per_key),
-        }
-    ).filter(
-        (log_offset == F.col("_counting"))
-        | (log_offset == F.col("_value"))
-        | (log_offset == F.col("_tombstone"))
-        | (F.col("txn_status") == compact.PENDING)
-    )
-
-    is_marker = F.coalesce(F.col("is_control"), F.lit(False)) & F.col("control_type").isin(
-        "COMMIT", "ABORT"
-    )
-    markers = ok.filter(is_marker)
-    positions = ok.filter(
-        (compact.is_offset_commit() & compact.is_transactional_commit()) | is_marker
-    ).select(
-        "log_partition",
-        "producer_id",
-        "log_offset",
-        F.when(is_marker, log_offset).alias("_marker"),
-    )
-    following = (
-        Window.partitionBy("log_partition", "producer_id")
-        .orderBy("log_offset")
-        .rowsBetween(1, Window.unboundedFollowing)
-    )
-    resolved_by = (
-        positions.withColumn("_by", F.first("_marker", ignorenulls=True).over(following))
-        .filter(F.col("_marker").isNull())
-        .select("log_partition", "log_offset", "_by")
-    )
-    needed_markers = (
-        kept_commits.filter(F.col("txn_status").isin(compact.COMMITTED, compact.ABORTED))
-        .select("log_partition", "log_offset")
-        .join(resolved_by, ["log_partition", "log_offset"])
-        .select("log_partition", F.col("_by").alias("log_offset"))
-        .distinct()
-    )
-    kept_markers = markers.join(needed_markers, ["log_partition", "log_offset"], "left_semi")
-
-    per_group = Window.partitionBy("log_partition", "group_id")
-    classic = F.col("record_type") == 2
-    kept_groups = (
-        ok.filter(
-            (F.col("record_type") >= 2)
-            & ~F.coalesce(F.col("is_control"), F.lit(False))
-            & F.col("group_id").isNotNull()
-        )
-        .withColumns(
-            {
-                "_modern": F.max((~classic).cast("int")).over(per_group),
-                "_newest": F.max(F.when(classic, log_offset)).over(per_group),
-                "_removed": F.max(F.when(classic & tombstone, log_offset)).over(per_group),
-            }
-        )
-        .filter(
-            (F.col("_modern") == 1)
-            | (log_offset == F.col("_newest"))
-            | (log_offset == F.col("_removed"))
-        )
-    )
-    return (
-        kept_commits.select(*_COLUMNS)
-        .unionByName(kept_markers.select(*_COLUMNS))
-        .unionByName(kept_groups.select(*_COLUMNS))
-    )
-
-
 def state_records(state: DataFrame) -> DataFrame:
     """Stored state rows as raw records to audit again (the positioned columns + is_history)."""
     return state.select(*POSITIONED_ARROW.names, F.lit(True).alias("is_history"))
-
-
-def with_state(decoded: DataFrame, state: DataFrame | None) -> DataFrame:
-    """The records to audit: the stored state (earlier records) followed by this run's."""
-    if state is None:
-        return decoded
-    return state.select(*_COLUMNS).unionByName(decoded.select(*_COLUMNS))
-
-
-# ---- the shell: _state and _checkpoint under the output root ---------------------------------
 
 
 @dataclass(frozen=True)
@@ -299,17 +205,18 @@ def begin(
     )
 
 
-def store(history: DataFrame, increment: Increment, *, output: str, run_id: str) -> str:
+def store(kept: DataFrame, increment: Increment, *, output: str, run_id: str) -> str:
     """Write the new state, then advance the checkpoint; returns the new state id.
 
-    `history` is the run's records (stored state included) decoded with their raw key and value
-    (`engine.decode.decode_positioned(records, keep_raw=True)`); state rows keep their key and
-    value bytes, so the next run audits them like new records. Call only after every table of
-    the run has committed.
+    `kept` are the records of the run (stored state included) that a later audit needs
+    (`engine.pipeline.kept_records`), decoded with their raw key and value
+    (`engine.decode.decode_positioned(..., keep_raw=True)`); state rows keep their key and value
+    bytes, so the next run audits them like new records. Call only after every table of the run
+    has committed.
     """
     sequence = increment.sequence + 1  # --full continues the numbering: the newest one wins
     state_id = f"{run_id}@{sequence}"
-    state = compact_state(history).withColumn(RUN_ID, F.lit(state_id))
+    state = kept.select(*_COLUMNS).withColumn(RUN_ID, F.lit(state_id))
     sink.write_frame(state, STATE_SPEC, output=output, run_id=state_id)
     now = datetime.now(UTC)
     rows = [

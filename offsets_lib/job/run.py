@@ -288,9 +288,9 @@ def _execute(
             f" {report.offsets_expired} expired now",
         )
         if increment is not None:  # after every audit table, before the runs row
-            history = decode_positioned(records, keep_raw=True)
+            kept = decode_positioned(pipeline.kept_records(records, tasks=tasks), keep_raw=True)
             state_id = incremental.store(
-                history, increment, output=options.output, run_id=options.run_id
+                kept, increment, output=options.output, run_id=options.run_id
             )
             for name in (incremental.STATE_TABLE, incremental.CHECKPOINT_TABLE):
                 report.tables[name] = sink.table_uri(options.output, name)

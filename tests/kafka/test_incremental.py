@@ -27,7 +27,7 @@ from tests.kafka.test_kafka_job import (
     scenario_specs,
     table_rows,
 )
-from tests.reference import scenario
+from tests.reference import scenario, spark_audit
 
 PARTITIONS = 6
 AS_OF = "1700000000000"
@@ -114,9 +114,11 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark):
     """Scenarios with producer ids and markers (pending, committed, aborted transactions) plus
     group deletions and consumer groups, each on its own partition: a chain of compacted states
     followed by the remaining records audits like the whole log."""
+    from pyspark.sql import functions as F
+
     from offsets_lib.audit.rules import Params, Regime
     from offsets_lib.engine import pipeline
-    from offsets_lib.engine.decode import decode_records
+    from offsets_lib.engine.decode import decode_positioned, decode_records, positioned
 
     rows = []
     for i, spec in enumerate(scenario_specs([20, 21, 22, 23, 18, 24, 5])):
@@ -131,7 +133,7 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark):
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=int(AS_OF))
 
     def tables(decoded) -> dict[str, list[str]]:
-        frames = pipeline.audit(decoded, regime=Regime.NEW, params=params).frames
+        frames = spark_audit.audit(decoded, regime=Regime.NEW, params=params).frames
         return {
             name: sorted(map(repr, frames[name].collect()))
             for name in ("offsets", "groups", "members", "offset_decisions", "group_decisions")
@@ -144,9 +146,13 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark):
     # compactions, as successive incremental runs make them, then one audit.
     state, low = None, 0
     for cut in (4, 5, 7):
-        part = raw.filter((raw["offset"] >= low) & (raw["offset"] < cut))
-        state = incremental.compact_state(incremental.with_state(decode_records(part), state))
+        part = positioned(raw.filter((raw["offset"] >= low) & (raw["offset"] < cut)))
+        if state is not None:
+            part = incremental.state_records(state).unionByName(
+                part.withColumn("is_history", F.lit(False))
+            )
+        state = decode_positioned(pipeline.kept_records(part, tasks=3), keep_raw=True)
         state, low = state.localCheckpoint(), cut  # as stored: no lineage back to the records
         assert state.count() < raw.filter(raw["offset"] < cut).count()
     rest = decode_records(raw.filter(raw["offset"] >= low))
-    assert tables(incremental.with_state(rest, state)) == whole
+    assert tables(state.unionByName(rest.select(*state.columns))) == whole

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from chispa import assert_df_equality
 
-from offsets_lib.audit import compact
 from offsets_lib.engine.decode import decode_records
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.tools.generate import generate_dump
+from tests.reference import compact
 
 pytestmark = pytest.mark.spark
 

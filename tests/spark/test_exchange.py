@@ -1,9 +1,9 @@
 """`--shuffle files` (exchange.py) gives the reference audit's tables, and falls back cleanly.
 
 The dump's records go from pyarrow map tasks through staged Arrow files to the same per-task
-audit as the Spark shuffle; every table must equal the reference (`pipeline.audit`) row for
-row, for dumps as generated and for dumps rewritten with many row groups (so big files are split
-between map tasks), another integer width and no batch metadata.
+audit as the Spark shuffle; every table must equal the reference (`spark_audit.audit`,
+tests/reference) row for row, for dumps as generated and for dumps rewritten with many row
+groups (so big files are split between map tasks), another integer width and no batch metadata.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ import pytest
 from pyspark.sql import functions as F
 
 from offsets_lib.audit.rules import Params, Regime
-from offsets_lib.engine import exchange, pipeline
+from offsets_lib.engine import exchange
 from offsets_lib.engine.decode import decode_records
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.job import run
 from offsets_lib.tools.generate import generate_dump
+from tests.reference import spark_audit
 from tests.staged_audit import assert_staged_equals_reference
 
 pytestmark = pytest.mark.spark
@@ -69,15 +70,16 @@ def test_file_shuffle_equals_reference(
     raw = read_parquet_dump(spark, [dumps[dump]])
     as_of_ms = raw.agg(F.max(F.unix_millis("timestamp"))).first()[0]
     params = Params(retention_ms=7 * DAY_MS, as_of_ms=as_of_ms)
-    reference = pipeline.audit(decode_records(raw), regime=regime, params=params)
+    reference = spark_audit.audit(decode_records(raw), regime=regime, params=params)
     staging = Staging(str(tmp_path / "staging"))
     units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=map_tasks)
     assert units is not None
     if map_tasks > 3:  # three files over five map tasks: split by row groups
         assert len(units) == map_tasks
         assert any(u.row_groups is not None for task in units for u in task)
-    manifest = exchange.audit_files(
-        spark, units, staging_uri=staging.uri, regime=regime, tasks=tasks, emit=staging
+    pieces = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
+    manifest = exchange.audit_pieces(
+        spark, pieces, regime=regime, tasks=tasks, emit=staging
     ).collect()
     assert_staged_equals_reference(
         spark, raw, reference, staging, manifest, regime=regime, params=params

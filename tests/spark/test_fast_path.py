@@ -1,6 +1,7 @@
 """The one-shuffle fast path (pipeline.audit_raw + decide) equals the reference audit.
 
-The reference (`pipeline.audit`) is the audit in plain Spark frames: windows for transactions,
+The reference (`tests/reference/spark_audit.audit`) is the audit in plain Spark frames:
+windows for transactions,
 Spark aggregations, a replay per group after a shuffle. Every table of both must be equal, row
 for row, on generated dumps that exercise every record type, transactions with markers and
 pending ones, corrupt records and every coordinator regime.
@@ -18,6 +19,7 @@ from offsets_lib.engine.spark_hash import bucket_labels, murmur3_int
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.tools.generate import generate_dump
+from tests.reference import spark_audit
 from tests.staged_audit import assert_staged_equals_reference
 
 pytestmark = pytest.mark.spark
@@ -38,7 +40,7 @@ def raw(spark, tmp_path_factory):
 def test_fast_path_equals_reference(spark, raw, tmp_path, regime: Regime, tasks: int) -> None:
     as_of_ms = raw.agg(F.max(F.unix_millis("timestamp"))).first()[0]
     params = Params(retention_ms=7 * DAY_MS, as_of_ms=as_of_ms)
-    reference = pipeline.audit(decode_records(raw), regime=regime, params=params)
+    reference = spark_audit.audit(decode_records(raw), regime=regime, params=params)
     staging = Staging(str(tmp_path / "staging"))
     manifest = pipeline.audit_raw(positioned(raw), regime=regime, tasks=tasks, emit=staging)
     assert_staged_equals_reference(

@@ -9,7 +9,7 @@ import pytest
 from offsets_lib import wire
 from offsets_lib.audit.rules import Params, Regime
 from offsets_lib.engine.decode import decode_records
-from offsets_lib.engine.pipeline import audit
+from tests.reference.spark_audit import audit
 
 pytestmark = pytest.mark.spark
 DAY = 86_400_000

@@ -17,6 +17,7 @@ from offsets_lib.engine.decode import decode_records, positioned
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.tools.generate import generate_dump
+from tests.reference import spark_audit
 
 pytestmark = pytest.mark.spark
 
@@ -46,7 +47,7 @@ def test_small_groups_of_a_busy_partition_spread_and_tables_match(spark, skewed,
     fast = pipeline.decide(
         staging.read(spark, manifest), regime=Regime.NEW, params=params, orphaned_offsets=0
     )
-    reference = pipeline.audit(decode_records(skewed), regime=Regime.NEW, params=params)
+    reference = spark_audit.audit(decode_records(skewed), regime=Regime.NEW, params=params)
     for name, frame in reference.frames.items():
         expected = pipeline.conform(frame, name, run_id="r", as_of_ms=as_of_ms)
         actual = pipeline.conform(fast.frames[name], name, run_id="r", as_of_ms=as_of_ms)

@@ -1,4 +1,4 @@
-"""Compaction as the coordinator's loader sees it (semantics.md LOG and TXN rows).
+"""Reference (tests only): compaction as the loader sees it, in plain Spark frames (LOG, TXN rows).
 
 The log cleaner compacts raw key bytes, but the loader maps offset-commit keys of record types 0
 and 1 to the same (group, topic, partition); we follow the loader. Keys never interact across
@@ -7,14 +7,17 @@ partitions of the offsets topic (LOG-3), so every key includes `log_partition`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from offsets_lib.audit import compaction
+from offsets_lib.audit.transactions import ABORTED, COMMITTED, NOT_TRANSACTIONAL, PENDING
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 
 OFFSET_KEY = ("log_partition", "group_id", "topic", "partition")
-# Outcome of an offset commit's transaction (TXN rows).
-NOT_TRANSACTIONAL, COMMITTED, ABORTED, PENDING = "none", "committed", "aborted", "pending"
 _OFFSET_FIELDS = (
     "log_offset",
     "log_timestamp_ms",
@@ -110,14 +113,13 @@ def offset_keys(commits: DataFrame, *, tasks: int) -> DataFrame:
     hold a whole offsets-topic partition) and deduplicated with numpy in each task; `tasks`
     should grow with the input (about a million records per task).
     """
-    from offsets_lib.audit import compaction
 
     columns = [*OFFSET_KEY, "txn_status", *_OFFSET_FIELDS]
     schema = offset_keys_sql(commits.limit(0)).schema
     arrow_schema = _arrow_schema(schema)
 
     def latest(batches):
-        return compaction.latest_per_key_batches(batches, arrow_schema)
+        return latest_per_key_batches(batches, arrow_schema)
 
     return commits.select(*columns).repartition(tasks, *OFFSET_KEY).mapInArrow(latest, schema)
 
@@ -167,3 +169,14 @@ def group_offset_summary(keys: DataFrame) -> DataFrame:
         .cast("boolean")
         .alias("has_pending_transactions"),
     )
+
+
+def latest_per_key_batches(
+    batches: Iterator[pa.RecordBatch], schema: pa.Schema
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: all of a task's records at once (keys never straddle tasks)."""
+    collected = list(batches)
+    if not collected:
+        return
+    result = compaction.latest_per_key(pa.Table.from_batches(collected)).cast(schema)
+    yield from result.to_batches(max_chunksize=65_536)
