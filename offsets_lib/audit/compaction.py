@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from offsets_lib.audit.transactions import COMMITTED, NOT_TRANSACTIONAL, PENDING
 
-KEY_COLUMNS = ("log_partition", "group_id", "topic", "partition")
+OFFSET_KEY = ("log_partition", "group_id", "topic", "partition")
 RECORD_COLUMNS = (
     "log_offset", "log_timestamp_ms", "is_tombstone", "record_type", "value_version",
     "committed_offset", "leader_epoch", "metadata", "commit_timestamp_ms",
@@ -32,7 +32,7 @@ def _key_codes(table: pa.Table) -> np.ndarray:
     when their ranges fit (always, in practice); otherwise the columns are joined as text.
     """
     parts, width = [], 0
-    for name in KEY_COLUMNS:
+    for name in OFFSET_KEY:
         column = table.column(name)
         if pa.types.is_integer(column.type):
             values = np.asarray(column.fill_null(0), dtype=np.int64)
@@ -52,7 +52,7 @@ def _key_codes(table: pa.Table) -> np.ndarray:
             packed = (packed << bits) | code
         return packed
     joined = pc.binary_join_element_wise(
-        *[table.column(c).cast(pa.string()) for c in KEY_COLUMNS], "\x00"
+        *[table.column(c).cast(pa.string()) for c in OFFSET_KEY], "\x00"
     )
     return np.asarray(pc.dictionary_encode(joined).combine_chunks().indices, dtype=np.int64)
 
@@ -87,7 +87,7 @@ def latest_per_key(table: pa.Table) -> pa.Table:
     has_newest = newest >= 0
     newest_rows = pa.array(order[np.where(has_newest, newest, 0)])
     no_newest = pa.array(~has_newest)
-    columns = {c: table.column(c).take(pa.array(order[starts])) for c in KEY_COLUMNS}
+    columns = {c: table.column(c).take(pa.array(order[starts])) for c in OFFSET_KEY}
     for c in RECORD_COLUMNS:
         values = table.column(c).take(newest_rows)
         columns[c] = pc.if_else(no_newest, pa.nulls(len(values), values.type), values)

@@ -19,7 +19,7 @@ MAX_TIMESTAMP_MS = 9_223_372_036_854_775
 
 
 @dataclass(frozen=True)
-class Column:
+class ProjectedColumn:
     """Table column `name` <- result column `source`, as a timestamp if `is_epoch_ms`."""
 
     name: str
@@ -27,21 +27,21 @@ class Column:
     is_epoch_ms: bool = False
 
 
-def _same(*names: str) -> tuple[Column, ...]:
-    return tuple(Column(n, n) for n in names)
+def _same(*names: str) -> tuple[ProjectedColumn, ...]:
+    return tuple(ProjectedColumn(n, n) for n in names)
 
 
-_OFFSETS_PARTITION = Column("offsets_partition", "log_partition")
+_OFFSETS_PARTITION = ProjectedColumn("offsets_partition", "log_partition")
 
 # table -> (result kind, columns)
-PROJECTIONS: dict[str, tuple[str, tuple[Column, ...]]] = {
+PROJECTIONS: dict[str, tuple[str, tuple[ProjectedColumn, ...]]] = {
     "offsets": (
         OFFSET,
         (
             *_same("group_id", "topic", "partition", "committed_offset", "leader_epoch"),
             *_same("metadata"),
-            Column("commit_timestamp", "commit_timestamp_ms", is_epoch_ms=True),
-            Column("expire_timestamp", "expire_timestamp_ms", is_epoch_ms=True),
+            ProjectedColumn("commit_timestamp", "commit_timestamp_ms", is_epoch_ms=True),
+            ProjectedColumn("expire_timestamp", "expire_timestamp_ms", is_epoch_ms=True),
             _OFFSETS_PARTITION,
             *_same("log_offset", "topic_id", "value_version", "has_pending_transaction"),
         ),
@@ -51,7 +51,9 @@ PROJECTIONS: dict[str, tuple[str, tuple[Column, ...]]] = {
         (
             *_same("group_id", "group_type", "protocol_type", "state", "generation"),
             *_same("subscribed_topics"),
-            Column("current_state_timestamp", "current_state_timestamp_ms", is_epoch_ms=True),
+            ProjectedColumn(
+                "current_state_timestamp", "current_state_timestamp_ms", is_epoch_ms=True
+            ),
             _OFFSETS_PARTITION,
             *_same("protocol", "leader", "member_count", "target_assignment_epoch"),
             *_same("offset_count", "has_pending_transactions", "state_notes"),
@@ -61,13 +63,13 @@ PROJECTIONS: dict[str, tuple[str, tuple[Column, ...]]] = {
         REJECT,
         (
             _OFFSETS_PARTITION,
-            Column("offsets_offset", "log_offset"),
+            ProjectedColumn("offsets_offset", "log_offset"),
             *_same("key", "value", "error"),
-            Column("offsets_timestamp", "log_timestamp_ms", is_epoch_ms=True),
-            Column("record_type", "record_type"),
+            ProjectedColumn("offsets_timestamp", "log_timestamp_ms", is_epoch_ms=True),
+            ProjectedColumn("record_type", "record_type"),
         ),
     ),
     # one row per element of the group's `members` list: these columns, then the member's fields
-    "members": (GROUP, (Column("group_id", "group_id"), _OFFSETS_PARTITION)),
+    "members": (GROUP, (ProjectedColumn("group_id", "group_id"), _OFFSETS_PARTITION)),
 }
 MEMBERS_LIST = "members"

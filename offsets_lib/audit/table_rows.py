@@ -13,7 +13,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.audit.projections import MAX_TIMESTAMP_MS, MEMBERS_LIST, PROJECTIONS, Column
+from offsets_lib.audit.projections import (
+    MAX_TIMESTAMP_MS,
+    MEMBERS_LIST,
+    PROJECTIONS,
+    ProjectedColumn,
+)
 
 DIRECT_TABLES = ("offsets", "groups", "members", "rejects", "lag")
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
@@ -31,7 +36,7 @@ def timestamps(epoch_ms: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pa.array(micros, type=pa.int64(), mask=~valid).cast(_TIMESTAMP)
 
 
-def _column(table: pa.Table, column: Column) -> pa.Array | pa.ChunkedArray:
+def _column(table: pa.Table, column: ProjectedColumn) -> pa.Array | pa.ChunkedArray:
     values = table.column(column.source)
     return timestamps(values) if column.is_epoch_ms else values
 

@@ -206,7 +206,7 @@ def _commits_with_status(
         marker,
     )
     rows = np.flatnonzero(commit)
-    commits = _take(decoded.select([*compaction.KEY_COLUMNS, *compaction.RECORD_COLUMNS]), rows)
+    commits = _take(decoded.select([*compaction.OFFSET_KEY, *compaction.RECORD_COLUMNS]), rows)
     return rows, commits.append_column("txn_status", _take(status, rows)), resolved_by
 
 

@@ -178,21 +178,13 @@ def audit_pieces(
     emit: TaskEmitter,
 ) -> DataFrame:
     """The audit stage over `map_pieces`' manifest -> `emit`'s rows."""
-    from offsets_lib.engine.spark_hash import bucket_labels
-
     modern_types_known = not regime.is_scala
     listed = spark.createDataFrame(
         [(p["path"], p["batch"], p["bucket"]) for p in pieces], "path string, batch int, bucket int"
     )
     # each piece to its task; marker pieces to every task, copies 1.. flagged (not counted)
-    labels = F.array(*[F.lit(v) for v in bucket_labels(tasks)])
-    is_markers = F.col("bucket") == F.lit(routing.MARKERS)
     routed = listed.select(
-        "path",
-        "batch",
-        F.posexplode(
-            F.when(is_markers, labels).otherwise(F.array(F.element_at(labels, F.col("bucket") + 1)))
-        ).alias("copy", "label"),
+        "path", "batch", routing.copies_to_tasks(F.col("bucket"), tasks).alias("copy", "label")
     ).repartition(tasks, "label")
 
     def audit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

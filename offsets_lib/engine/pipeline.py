@@ -28,6 +28,7 @@ from offsets_lib.audit.rules import (
 )
 from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.audit.tables import TABLES
+from offsets_lib.engine import routing
 
 GROUP_KEY = ["log_partition", "group_id"]
 
@@ -118,29 +119,6 @@ def conform(frame: DataFrame, table: str, *, run_id: str, as_of_ms: int) -> Data
 # ---- the fast path: one shuffle of raw records, the audit per task (task_audit.py) ------
 
 
-def _task_bucket(tasks: int) -> Column:
-    """Each record's task label: a hash of (offsets partition, group id bytes of the key).
-
-    Every record key starts with its int16 type and the group id as an int16-length string, so
-    the group's records meet in one task without decoding. A transaction marker belongs to no
-    group but resolves records of every group of its partition: it goes to every task (as
-    copies 1.. that take part in the audit but are not counted, like history).
-    """
-    from offsets_lib.engine.spark_hash import bucket_labels
-
-    labels = F.array(*[F.lit(v) for v in bucket_labels(tasks)])
-    group_bytes = F.expr(
-        "substring(key, 3, 2 + cast(conv(hex(substring(key, 3, 2)), 16, 10) as int))"
-    )
-    bucket = F.pmod(F.xxhash64(F.col("log_partition"), group_bytes), F.lit(tasks))
-    is_control = F.coalesce(F.col("is_control"), F.lit(False))
-    return F.posexplode(
-        F.when(is_control, labels).otherwise(
-            F.array(F.element_at(labels, (bucket + 1).cast("int")))
-        )
-    )
-
-
 class TaskEmitter(Protocol):
     """What an audit task does with its result tables (staging.Staging writes them as files)."""
 
@@ -151,15 +129,27 @@ class TaskEmitter(Protocol):
 
 
 def _routed(records: DataFrame, *, tasks: int) -> DataFrame:
-    """Positioned raw records (plus is_history), each in its task's partition (`_task_bucket`);
-    the copies of a marker sent to other tasks are history there (audited, not counted)."""
+    """Positioned raw records (plus is_history), each in its task's partition: the task of each
+    record is `routing.task_buckets`, the same rule as the file shuffle's; the copies of a marker
+    sent to other tasks are history there (audited, not counted)."""
     from offsets_lib.audit.task_audit import RAW_ARROW
 
     if "is_history" not in records.columns:
         records = records.withColumn("is_history", F.lit(False))
     raw_columns = RAW_ARROW.names
+    bucketed_arrow = RAW_ARROW.append(pa.field("_bucket", pa.int32()))
+
+    def with_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            table = pa.Table.from_batches([batch]).cast(RAW_ARROW)
+            buckets = pa.array(routing.task_buckets(table, tasks), pa.int32())
+            yield from table.append_column("_bucket", buckets).to_batches()
+
+    bucketed = records.select(*raw_columns).mapInArrow(with_bucket, spark_schema(bucketed_arrow))
     shuffled = (
-        records.select(*raw_columns, _task_bucket(tasks).alias("_copy", "_task"))
+        bucketed.select(
+            *raw_columns, routing.copies_to_tasks(F.col("_bucket"), tasks).alias("_copy", "_task")
+        )
         .withColumn("is_history", F.col("is_history") | (F.col("_copy") > 0))
         .repartition(tasks, "_task")
     )

@@ -1,11 +1,11 @@
-"""Raw dump rows as audit rows, and the audit task of each record, on Arrow data (pure).
+"""The audit task of each record (both shuffles), and raw dump rows as audit rows on Arrow data.
 
-`--shuffle files` (exchange.py) reads the dump with pyarrow instead of Spark, so the renaming
-that decode.positioned does in Spark and the task hash of pipeline._task_bucket are done here on
-Arrow tables. The task of a record is a hash of (offsets partition, group id bytes of its key):
+The task of a record is a hash of (offsets partition, group id bytes of its key):
 every key starts with its int16 type and the group id as an int16-length string, so all records
 of a group meet in one task without decoding. Transaction markers belong to no group and resolve
-records of every group of their partition: they get MARKERS, and every task receives them.
+records of every group of their partition: they get MARKERS, and every task receives them
+(`copies_to_tasks`). `--shuffle files` (exchange.py) reads the dump with pyarrow instead of
+Spark, so the renaming that decode.positioned does in Spark is done here on Arrow tables.
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ import zlib
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql import Column
+from pyspark.sql import functions as F
 
 from offsets_lib.audit.task_audit import RAW_ARROW
+from offsets_lib.engine.spark_hash import bucket_labels
 
 MARKERS = -1
 _BATCH_METADATA = ("producer_id", "producer_epoch", "is_transactional", "is_control")
@@ -123,3 +126,16 @@ def task_buckets(table: pa.Table, tasks: int) -> np.ndarray:
     buckets = (mixed % np.uint64(tasks)).astype(np.int32)
     is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)
     return np.where(is_marker, MARKERS, buckets).astype(np.int32)
+
+
+def copies_to_tasks(bucket: Column, tasks: int) -> Column:
+    """(copy, label) rows of a record with task `bucket`: one for a group's record, one per task
+    for a marker (copies 1.. take part in their task's audit but are not counted). Labels are
+    the values Spark's hash partitioner sends to partitions 0..tasks-1 one to one
+    (spark_hash.bucket_labels), so `repartition(tasks, label)` gives each task its own."""
+    labels = F.array(*[F.lit(v) for v in bucket_labels(tasks)])
+    return F.posexplode(
+        F.when(bucket == F.lit(MARKERS), labels).otherwise(
+            F.array(F.element_at(labels, bucket + 1))
+        )
+    )

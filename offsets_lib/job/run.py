@@ -10,7 +10,6 @@ commits every table.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -36,7 +35,6 @@ log = logging.getLogger(__name__)
 
 DAY_MS = 86_400_000
 _RETENTION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS}
-AUDIT_TABLES = ("offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects")
 
 
 class UsageError(ValueError):
@@ -200,108 +198,30 @@ def _execute(
     increment: incremental.Increment | None = None,
     end_offsets: Callable[[DataFrame], DataFrame | None] | None = None,
 ) -> RunReport:
+    """source -> route -> audit tasks -> decide -> write -> (state) -> publish the runs row."""
     started_ms = _now_ms()
     report = RunReport(run_id=options.run_id, status="running")
     stages = _Stages(report, echo)
     persisted = _Persisted()
     staging: Staging | None = None
-    records = positioned(raw).withColumn("is_history", F.lit(False))
-    state = increment.state if increment is not None else None
-    if state is not None:  # earlier records an incremental run audits again (not counted)
-        records = incremental.state_records(state).unionByName(records)
-    if increment is not None:
-        persisted.keep(records)  # read once: the state is computed from the same records
     try:
+        records = _records(raw, increment, persisted)
         tasks = _audit_tasks(spark, _expected_records(raw, increment))
-        # The audit of every group in its task, the records brought there by Spark's shuffle or
-        # by staged files (--shuffle); the tasks stage their results as files and return a
-        # manifest (a few rows per task).
         staging = Staging.fresh(options.output, options.run_id)
-        units = _dump_units(spark, raw, options, increment, staging)
-        direct: tuple[str, ...] = ()
-        if units is not None:
-            # the map stage first: its pieces tell the evaluation time, so the audit tasks can
-            # write the tables that need nothing but it themselves
-            pieces = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
-            report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
-            direct = _direct_tables(options, end_offsets)
-            emit: pipeline.TaskEmitter = staging
-            if direct:
-                emit = TableFiles(
-                    staging, options.output, options.run_id, report.as_of_ms, tables=direct
-                )
-            audited = exchange.audit_pieces(
-                spark, pieces, regime=options.regime, tasks=tasks, emit=emit
-            )
-        else:
-            audited = pipeline.audit_raw(records, regime=options.regime, tasks=tasks, emit=staging)
-        manifest = audited.collect()
-        stats = pipeline.run_stats(manifest)
-        report.records_read = stats.records_read
-        report.records_rejected = stats.records_rejected
-        report.records_decoded = report.records_read - report.records_rejected
-        stages.done(
-            "read+audit",
-            f"{report.records_read} records read, {report.records_decoded} decoded,"
-            f" {report.records_rejected} rejected, {tasks} tasks,"
-            f" {'files' if units is not None else 'spark'} shuffle"
-            + (f", {len(direct)} tables written by the audit tasks" if direct else ""),
+        audited = _audit(
+            spark, raw, records, options, report, staging, tasks, increment, end_offsets
         )
-        if units is None:
-            report.as_of_ms = _as_of(options, stats.latest_ms, started_ms)
-        written = written_files(manifest, direct, options.run_id)
-        frames = pipeline.decide(
-            staging.read(spark, manifest),
-            regime=options.regime,
-            params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
-            orphaned_offsets=stats.orphaned_offsets,
-            tables=_frames_needed(written),
-        )
-        ratio = report.records_rejected / report.records_read if report.records_read else 0.0
-        if ratio > options.max_reject_ratio:
-            rejects = written["rejects"] if "rejects" in written else frames.frames["rejects"]
-            _write(spark, {"rejects": rejects}, options, report)
-            raise RejectRatioExceeded(
-                f"{report.records_rejected} of {report.records_read} records could not be decoded"
-                f" ({ratio:.2%} > --max-reject-ratio {options.max_reject_ratio:.2%});"
-                " see the rejects"
-                f" table under {options.output}"
-            )
-        built = dict(frames.frames)
-        if "lag" not in written:
-            ends = end_offsets(built["offsets"]) if end_offsets is not None else None
-            built["lag"] = lag.lag_frame(built["offsets"], ends, as_of_ms=report.as_of_ms)
-        # The summary counts are observed while the decision tables are written (no extra pass
-        # over the decided offsets, which are recomputed from the staged results per use).
-        observed = _observe(built, as_of_ms=report.as_of_ms)
-        # commits in the tables' usual order; the files the audit tasks wrote replace frames
-        tables: dict[str, DataFrame | list[AddAction]] = {
-            name: written[name] if name in written else built[name]
-            for name in (*pipeline.DECIDED_TABLES, "lag")
-        }
+        stages.done("read+audit", audited.summary(report, tasks))
+        tables, observed = _decide(spark, audited, options, report, staging, end_offsets)
         _write(spark, tables, options, report)
-        _summarise(report, stats, observed)
-        stages.done(
-            "decide+write",
-            f"{len(report.tables)} tables: {report.offsets_total} offsets,"
-            f" {sum(report.groups_by_type_state.values())} groups,"
-            f" {report.offsets_expired} expired now",
-        )
+        _summarise(report, audited.stats, observed)
+        stages.done("decide+write", _written_summary(report))
         if increment is not None:  # after every audit table, before the runs row
-            kept = decode_positioned(pipeline.kept_records(records, tasks=tasks), keep_raw=True)
-            state_id = incremental.store(
-                kept, increment, output=options.output, run_id=options.run_id
-            )
-            for name in (incremental.STATE_TABLE, incremental.CHECKPOINT_TABLE):
-                report.tables[name] = sink.table_uri(options.output, name)
-            stages.done("checkpoint", f"state {state_id}, next offsets {increment.end_offsets}")
+            _store_state(records, increment, options, report, tasks, stages)
         report.status = "succeeded"
     except Exception as exc:
         report.status = "failed"
-        from offsets_lib.io.sources.kafka import scrub  # no secret may reach the runs row
-
-        first_line = f"{type(exc).__name__}: {exc}".splitlines()[0]
-        report.error = scrub(first_line, options.kafka_options)[:1000]
+        report.error = _error_line(exc, options)
         raise
     finally:
         _publish(report, options, started_ms)
@@ -309,6 +229,165 @@ def _execute(
         if staging is not None:
             staging.remove()
     return report
+
+
+def _records(
+    raw: DataFrame, increment: incremental.Increment | None, persisted: _Persisted
+) -> DataFrame:
+    """The positioned records to audit: an incremental run's stored state (audited again, not
+    counted) followed by the records read."""
+    records = positioned(raw).withColumn("is_history", F.lit(False))
+    if increment is None:
+        return records
+    if increment.state is not None:
+        records = incremental.state_records(increment.state).unionByName(records)
+    return persisted.keep(records)  # read once: the state is computed from the same records
+
+
+@dataclass(frozen=True)
+class _Audited:
+    """What the audit tasks returned: their manifest, its totals, and the table files the
+    tasks wrote themselves (by table name)."""
+
+    manifest: list[Any]
+    stats: pipeline.RunStats
+    written: dict[str, list[AddAction]]
+    shuffle: str
+    direct: tuple[str, ...]
+
+    def summary(self, report: RunReport, tasks: int) -> str:
+        return (
+            f"{report.records_read} records read, {report.records_decoded} decoded,"
+            f" {report.records_rejected} rejected, {tasks} tasks, {self.shuffle} shuffle"
+            + (f", {len(self.direct)} tables written by the audit tasks" if self.direct else "")
+        )
+
+
+def _audit(
+    spark: SparkSession,
+    raw: DataFrame,
+    records: DataFrame,
+    options: RunOptions,
+    report: RunReport,
+    staging: Staging,
+    tasks: int,
+    increment: incremental.Increment | None,
+    end_offsets: Callable[[DataFrame], DataFrame | None] | None,
+) -> _Audited:
+    """Route every record to its audit task and audit there; the tasks stage their results as
+    files and return a manifest (a few rows per task). Sets the report's counts and as_of."""
+    started_ms = _now_ms()
+    units = _dump_units(spark, raw, options, increment, staging)
+    direct: tuple[str, ...] = ()
+    if units is not None:
+        # the map stage first: its pieces tell the evaluation time, so the audit tasks can
+        # write the tables that need nothing but it themselves
+        pieces = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
+        report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
+        direct = _direct_tables(options, end_offsets)
+        emit: pipeline.TaskEmitter = staging
+        if direct:
+            emit = TableFiles(staging, options.output, options.run_id, report.as_of_ms, direct)
+        audited = exchange.audit_pieces(
+            spark, pieces, regime=options.regime, tasks=tasks, emit=emit
+        )
+    else:
+        audited = pipeline.audit_raw(records, regime=options.regime, tasks=tasks, emit=staging)
+    manifest = audited.collect()
+    stats = pipeline.run_stats(manifest)
+    report.records_read = stats.records_read
+    report.records_rejected = stats.records_rejected
+    report.records_decoded = report.records_read - report.records_rejected
+    if units is None:
+        report.as_of_ms = _as_of(options, stats.latest_ms, started_ms)
+    written = written_files(manifest, direct, options.run_id)
+    shuffle = "files" if units is not None else "spark"
+    return _Audited(manifest, stats, written, shuffle, direct)
+
+
+def _decide(
+    spark: SparkSession,
+    audited: _Audited,
+    options: RunOptions,
+    report: RunReport,
+    staging: Staging,
+    end_offsets: Callable[[DataFrame], DataFrame | None] | None,
+) -> tuple[dict[str, DataFrame | list[AddAction]], dict[str, _Counts]]:
+    """The tables to commit, in their usual order (files the tasks wrote, else frames with the
+    decision rules applied), and the observations that count them while they are written."""
+    frames = pipeline.decide(
+        staging.read(spark, audited.manifest),
+        regime=options.regime,
+        params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
+        orphaned_offsets=audited.stats.orphaned_offsets,
+        tables=_frames_needed(audited.written),
+    )
+    written = audited.written
+    _check_reject_ratio(spark, report, options, written, frames)
+    built = dict(frames.frames)
+    if "lag" not in written:
+        ends = end_offsets(built["offsets"]) if end_offsets is not None else None
+        built["lag"] = lag.lag_frame(built["offsets"], ends, as_of_ms=report.as_of_ms)
+    # The summary counts are observed while the decision tables are written (no extra pass
+    # over the decided offsets, which are recomputed from the staged results per use).
+    observed = _observe(built, as_of_ms=report.as_of_ms)
+    tables: dict[str, DataFrame | list[AddAction]] = {
+        name: written[name] if name in written else built[name]
+        for name in (*pipeline.DECIDED_TABLES, "lag")
+    }
+    return tables, observed
+
+
+def _check_reject_ratio(
+    spark: SparkSession,
+    report: RunReport,
+    options: RunOptions,
+    written: Mapping[str, list[AddAction]],
+    frames: pipeline.AuditFrames,
+) -> None:
+    """Too many undecodable records: write the rejects (for the person who looks) and fail."""
+    ratio = report.records_rejected / report.records_read if report.records_read else 0.0
+    if ratio <= options.max_reject_ratio:
+        return
+    rejects = written["rejects"] if "rejects" in written else frames.frames["rejects"]
+    _write(spark, {"rejects": rejects}, options, report)
+    raise RejectRatioExceeded(
+        f"{report.records_rejected} of {report.records_read} records could not be decoded"
+        f" ({ratio:.2%} > --max-reject-ratio {options.max_reject_ratio:.2%}); see the rejects"
+        f" table under {options.output}"
+    )
+
+
+def _written_summary(report: RunReport) -> str:
+    return (
+        f"{len(report.tables)} tables: {report.offsets_total} offsets,"
+        f" {sum(report.groups_by_type_state.values())} groups,"
+        f" {report.offsets_expired} expired now"
+    )
+
+
+def _store_state(
+    records: DataFrame,
+    increment: incremental.Increment,
+    options: RunOptions,
+    report: RunReport,
+    tasks: int,
+    stages: _Stages,
+) -> None:
+    """Store what the next incremental run needs, then advance the checkpoint."""
+    kept = decode_positioned(pipeline.kept_records(records, tasks=tasks), keep_raw=True)
+    state_id = incremental.store(kept, increment, output=options.output, run_id=options.run_id)
+    for name in (incremental.STATE_TABLE, incremental.CHECKPOINT_TABLE):
+        report.tables[name] = sink.table_uri(options.output, name)
+    stages.done("checkpoint", f"state {state_id}, next offsets {increment.end_offsets}")
+
+
+def _error_line(exc: Exception, options: RunOptions) -> str:
+    """The runs row's error: the exception's first line, with no secret in it."""
+    from offsets_lib.io.sources.kafka import scrub
+
+    first_line = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return scrub(first_line, options.kafka_options)[:1000]
 
 
 def _as_of(options: RunOptions, latest_ms: int | None, started_ms: int) -> int:
@@ -434,27 +513,9 @@ def _write(
                 spark, df, name, output=options.output, run_id=options.run_id
             )
     else:
-        sink.write_run_tables(
-            conformed, output=options.output, run_id=options.run_id, on_commit=_fault_hook()
-        )
+        sink.write_run_tables(conformed, output=options.output, run_id=options.run_id)
     for name in conformed:
         report.tables[name] = sink.table_uri(options.output, name)
-
-
-def _fault_hook() -> Callable[[str], None] | None:
-    """Test hook: OFFSETS_FAULT_AFTER_COMMIT=<table> kills the process right after that commit.
-
-    It simulates a crash (kill -9) between two table commits deterministically.
-    """
-    target = os.environ.get("OFFSETS_FAULT_AFTER_COMMIT")
-    if not target:
-        return None
-
-    def hook(table: str) -> None:
-        if table == target:
-            os._exit(137)
-
-    return hook
 
 
 def _publish(report: RunReport, options: RunOptions, started_ms: int) -> None:

@@ -18,7 +18,7 @@ import pandas as pd
 from offsets_lib.io import sink
 
 __all__ = [
-    "AUDIT_TABLES",
+    "NOTEBOOK_TABLES",
     "STALE_RULES",
     "AuditRun",
     "commit_rate",
@@ -32,7 +32,7 @@ __all__ = [
     "worst_lagging_groups",
 ]
 
-AUDIT_TABLES = ("offsets", "groups", "offset_decisions", "lag", "metrics")
+NOTEBOOK_TABLES = ("offsets", "groups", "offset_decisions", "lag", "metrics")
 # Rules of semantics.md section 4 that expire an offset because its topic is not subscribed.
 STALE_RULES = ("EXP-STABLE-UNSUBSCRIBED", "EXP-MODERN-COMMIT-TS")
 
@@ -74,7 +74,7 @@ def latest_run_id(output: str) -> str:
 
 
 def load_run(
-    output: str, run_id: str | None = None, tables: Iterable[str] = AUDIT_TABLES
+    output: str, run_id: str | None = None, tables: Iterable[str] = NOTEBOOK_TABLES
 ) -> AuditRun:
     """Load one run's tables (the latest successful run when ``run_id`` is None)."""
     run_id = run_id or latest_run_id(output)

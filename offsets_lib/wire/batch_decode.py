@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from offsets_lib import wire
 from offsets_lib.wire import fastpath, layout_scan
-from offsets_lib.wire.decoded import DECODED_ARROW, KEY_COLUMNS
+from offsets_lib.wire.decoded import DECODED_ARROW, KEY_FIELD_COLUMNS
 
 _PASS_THROUGH = (
     "log_partition",
@@ -269,7 +269,7 @@ def decode_record_row(
     row: dict[str, Any] = {"error": record.error, "record_type": record.record_type}
     if record.record_type is not None and record.record_type in wire.RECORD_TYPES:
         row["record_name"] = wire.RECORD_TYPES[record.record_type].name
-    for name, column in KEY_COLUMNS.items():
+    for name, column in KEY_FIELD_COLUMNS.items():
         if name in (record.key or {}):
             row[column] = record.key[name]
     row["is_tombstone"] = value is None

@@ -53,6 +53,26 @@ def plan(fields: tuple[Field, ...], version: int, flexible: bool) -> _Plan:
     return cached
 
 
+def read_uvarint(buf: bytes | memoryview, pos: int, end: int, what: str) -> tuple[int, int]:
+    """Unsigned LEB128 varint at `pos`, at most 5 bytes (a 32-bit value): (value, new position).
+
+    The one scalar reader of Kafka's uvarints (the compiled readers call it for values past the
+    one-byte case they inline)."""
+    start = pos
+    value = 0
+    for i in range(5):
+        if pos >= end:
+            raise DecodeError(f"truncated: uvarint of {what} at byte {start}, {i} bytes read")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << (7 * i)
+        if not b & 0x80:
+            if value > _MAX_UVARINT:
+                raise DecodeError(f"uvarint of {what} exceeds 32 bits at byte {start}")
+            return value, pos
+    raise DecodeError(f"uvarint of {what} longer than 5 bytes at byte {start}")
+
+
 class Reader:
     """Cursor over a memoryview; every read checks the bytes left before taking them."""
 
@@ -87,19 +107,8 @@ class Reader:
 
     def uvarint(self, what: str) -> int:
         """Unsigned LEB128 varint, at most 5 bytes (a 32-bit value)."""
-        start = self.pos
-        value = 0
-        for i in range(5):
-            if self.pos >= self.end:
-                raise DecodeError(f"truncated: uvarint of {what} at byte {start}, {i} bytes read")
-            b = self.buf[self.pos]
-            self.pos += 1
-            value |= (b & 0x7F) << (7 * i)
-            if not b & 0x80:
-                if value > _MAX_UVARINT:
-                    raise DecodeError(f"uvarint of {what} exceeds 32 bits at byte {start}")
-                return value
-        raise DecodeError(f"uvarint of {what} longer than 5 bytes at byte {start}")
+        value, self.pos = read_uvarint(self.buf, self.pos, self.end, what)
+        return value
 
     def _length(self, f: Field, version: int, flexible: bool, classic: struct.Struct) -> int | None:
         """Length/count prefix; None for null (checked against nullability)."""

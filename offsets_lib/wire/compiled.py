@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from offsets_lib.wire.codec import _FIXED, _MAX_UVARINT, DecodeError, plan
+from offsets_lib.wire.codec import _FIXED, DecodeError, plan, read_uvarint
 from offsets_lib.wire.model import FIXED_WIDTH, NO_DEFAULT, Field
 
 Compiled = Callable[[bytes, int, int], tuple[Any, int, int]]
@@ -50,23 +50,6 @@ def _truncated(what: str, n: int, start: int, end: int) -> DecodeError:
     return DecodeError(f"truncated: {what} needs {n} bytes at byte {start}, {end - start} left")
 
 
-def _uvarint(buf: bytes, pos: int, end: int, what: str) -> tuple[int, int]:
-    """`Reader.uvarint` (value, new position); the generated code inlines the 1-byte case."""
-    start = pos
-    value = 0
-    for i in range(5):
-        if pos >= end:
-            raise DecodeError(f"truncated: uvarint of {what} at byte {start}, {i} bytes read")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << (7 * i)
-        if not b & 0x80:
-            if value > _MAX_UVARINT:
-                raise DecodeError(f"uvarint of {what} exceeds 32 bits at byte {start}")
-            return value, pos
-    raise DecodeError(f"uvarint of {what} longer than 5 bytes at byte {start}")
-
-
 def _run_error(pos: int, end: int, steps: tuple[tuple[str, int], ...]) -> DecodeError:
     """The error of the first field of a fixed-width run that does not fit."""
     for what, width in steps:
@@ -93,7 +76,7 @@ class _Gen:
         self.ns: dict[str, Any] = {
             "DecodeError": DecodeError,
             "_truncated": _truncated,
-            "_uvarint": _uvarint,
+            "_uvarint": read_uvarint,
             "_run_error": _run_error,
             "_uuid": _uuid,
             "_unpack_from": struct.unpack_from,

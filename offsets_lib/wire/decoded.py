@@ -44,7 +44,7 @@ DECODED_COLUMNS: list[tuple[str, pa.DataType, str]] = [
 
 DECODED_ARROW = pa.schema([pa.field(n, t) for n, t, _ in DECODED_COLUMNS])
 # Key fields of every record type, by their Kafka names, mapped to decoded columns.
-KEY_COLUMNS = {
+KEY_FIELD_COLUMNS = {
     "group": "group_id",
     "GroupId": "group_id",
     "topic": "topic",

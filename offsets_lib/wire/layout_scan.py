@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from offsets_lib.wire import fastpath
 from offsets_lib.wire.codec import plan
-from offsets_lib.wire.decoded import DECODED_ARROW, KEY_COLUMNS
+from offsets_lib.wire.decoded import DECODED_ARROW, KEY_FIELD_COLUMNS
 from offsets_lib.wire.layouts import FIXED_WIDTH, RECORD_TYPES, Field, current_value
 
 _MAX_UVARINT = 0xFFFFFFFF
@@ -31,7 +31,7 @@ record with more goes to the codec."""
 # the codec's string key fields, by decoded column (a group-level key has no `topic`: null)
 _KEY_STRINGS = {
     name: column
-    for name, column in KEY_COLUMNS.items()
+    for name, column in KEY_FIELD_COLUMNS.items()
     if DECODED_ARROW.field(column).type == pa.string()
 }
 

@@ -17,7 +17,7 @@ from offsets_lib.audit import compaction
 from offsets_lib.audit.transactions import ABORTED, COMMITTED, NOT_TRANSACTIONAL, PENDING
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 
-OFFSET_KEY = ("log_partition", "group_id", "topic", "partition")
+OFFSET_KEY = compaction.OFFSET_KEY
 _OFFSET_FIELDS = (
     "log_offset",
     "log_timestamp_ms",

@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from offsets_lib.audit.rules import Params, Regime
-from offsets_lib.engine import exchange
+from offsets_lib.engine import exchange, pipeline
 from offsets_lib.engine.decode import decode_records
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink
@@ -109,7 +109,7 @@ def test_both_shuffles_publish_the_same_tables(spark, dumps, tmp_path) -> None:
     assert files_report.records_read == spark_report.records_read == 8_000
     assert files_report.records_rejected == spark_report.records_rejected > 0
     assert files_report.groups_by_type_state == spark_report.groups_by_type_state
-    for name in (*run.AUDIT_TABLES, "metrics", "lag"):
+    for name in (*pipeline.DECIDED_TABLES, "lag"):
         left = sink.read_table(files_out, name).to_pylist()
         right = sink.read_table(spark_out, name).to_pylist()
         assert sorted(left, key=repr) == sorted(right, key=repr), name
@@ -166,7 +166,7 @@ def test_an_empty_dump_publishes_empty_tables_and_zero_counts(spark, dumps, tmp_
     assert _summary(report) == {
         "offsets": 0, "expired": 0, "expiring_24h": 0, "groups_deleted": 0, "groups": {}
     }  # fmt: skip
-    for name in (*run.AUDIT_TABLES, "metrics", "lag"):
+    for name in (*pipeline.DECIDED_TABLES, "lag"):
         assert sink.read_table(output, name).num_rows == 0, name
 
 

@@ -411,17 +411,13 @@ def test_decodable_extreme_timestamps_do_not_fail_the_run(spark, tmp_path):
 @pytest.mark.slow
 def test_killed_run_leaves_the_previous_run_and_reruns_exactly_once(base, tmp_path):
     output = copy_of(base, tmp_path)
-    env = {
-        **os.environ,
-        "OFFSETS_FAULT_AFTER_COMMIT": "groups",
-        "PYSPARK_PYTHON": sys.executable,
-        "PYSPARK_DRIVER_PYTHON": sys.executable,
-    }
-    command = [str(Path(sys.executable).with_name("offsets")), "run", "--source", "parquet"]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    command = [sys.executable, "-m", "tests.support.crash_after_commit", "groups"]
+    command += ["run", "--source", "parquet"]
     command += ["--input", str(base["dump"]), "--output", str(output), "--run-id", "crash"]
     command += ["--max-reject-ratio", "1"]
     started = time.monotonic()
-    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
     print(f"killed run: {time.monotonic() - started:.1f} s, exit {proc.returncode}")
     assert proc.returncode == 137, proc.stderr[-3000:]
 
