@@ -1,12 +1,20 @@
 """Consumer lag: committed offsets against the log-end offsets of the consumed partitions.
 
-Pure (DataFrames in and out); the log-end offsets are read by `offsets_lib.io.watermarks`.
+One rule (`lag_rows`, Arrow), used by the audit tasks that write the lag table themselves and,
+through `lag_frame`, by Spark when log-end offsets are joined in. The log-end offsets are read
+by `offsets_lib.io.watermarks`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 LAG_COLUMNS = (
     "group_id",
@@ -18,38 +26,69 @@ LAG_COLUMNS = (
     "last_commit_at",
     "seconds_since_commit",
 )
+_LAG_SCHEMA = T.StructType(
+    [
+        T.StructField("group_id", T.StringType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("committed_offset", T.LongType()),
+        T.StructField("log_end_offset", T.LongType()),
+        T.StructField("lag", T.LongType()),
+        T.StructField("last_commit_at", T.TimestampType()),
+        T.StructField("seconds_since_commit", T.DoubleType()),
+    ]
+)
+
+
+def lag_rows(offsets: pa.Table, *, as_of_ms: int) -> pa.Table:
+    """One row per committed offset (rows of the ``offsets`` table, with ``log_end_offset`` when
+    it is known; without that column every end is unknown).
+
+    ``lag = max(log_end_offset - committed_offset, 0)``; null when the log-end offset is unknown.
+    ``seconds_since_commit`` is ``as_of - commit_timestamp`` in seconds.
+    """
+    n = offsets.num_rows
+    committed = offsets.column("committed_offset")
+    if "log_end_offset" in offsets.column_names:
+        end = pc.cast(offsets.column("log_end_offset"), pa.int64())
+    else:
+        end = pa.nulls(n, pa.int64())
+    behind = pc.max_element_wise(pc.subtract(end, committed), pa.scalar(0, pa.int64()))
+    # an unknown end must stay an unknown lag (max_element_wise skips nulls)
+    behind = pc.if_else(pc.or_(pc.is_null(end), pc.is_null(committed)), None, behind)
+    commit = offsets.column("commit_timestamp")
+    micros = np.asarray(pc.fill_null(pc.cast(commit, pa.int64()), 0), dtype=np.int64)
+    since = (as_of_ms / 1000.0) - micros / 1e6  # the same double arithmetic as Spark's
+    return pa.table(
+        {
+            "group_id": offsets.column("group_id"),
+            "topic": offsets.column("topic"),
+            "partition": offsets.column("partition"),
+            "committed_offset": committed,
+            "log_end_offset": end,
+            "lag": pc.cast(behind, pa.int64()),
+            "last_commit_at": commit,
+            "seconds_since_commit": pa.array(since, mask=~np.asarray(pc.is_valid(commit))),
+        }
+    )
 
 
 def lag_frame(offsets: DataFrame, end_offsets: DataFrame | None, *, as_of_ms: int) -> DataFrame:
-    """One row per committed offset (rows of the ``offsets`` frame/table).
+    """`lag_rows` over the rows of the ``offsets`` frame/table, with the log-end offsets joined.
 
-    ``lag = max(log_end_offset - committed_offset, 0)``; null when the log-end offset is unknown
-    (no end offsets given, or the partition is missing from them). ``seconds_since_commit`` is
-    ``as_of - commit_timestamp``. A partition listed several times (e.g. snapshots appended to
-    one file) counts once, with its largest end: log-end offsets only grow.
+    A partition listed several times in ``end_offsets`` (e.g. snapshots appended to one file)
+    counts once, with its largest end: log-end offsets only grow.
     """
     base = offsets.select("group_id", "topic", "partition", "committed_offset", "commit_timestamp")
-    if end_offsets is None:
-        joined = base.withColumn("log_end_offset", F.lit(None).cast("long"))
-    else:
+    if end_offsets is not None:
         ends = end_offsets.groupBy(
             F.col("topic").cast("string").alias("topic"),
             F.col("partition").cast("int").alias("partition"),
         ).agg(F.max(F.col("log_end_offset").cast("long")).alias("log_end_offset"))
-        joined = base.join(ends, ["topic", "partition"], "left")
-    as_of_s = F.lit(as_of_ms / 1000.0)
-    return joined.select(
-        "group_id",
-        "topic",
-        "partition",
-        "committed_offset",
-        "log_end_offset",
-        F.when(  # greatest() skips nulls: an unknown end must stay an unknown lag
-            F.col("log_end_offset").isNotNull() & F.col("committed_offset").isNotNull(),
-            F.greatest(F.col("log_end_offset") - F.col("committed_offset"), F.lit(0)),
-        )
-        .cast("long")
-        .alias("lag"),
-        F.col("commit_timestamp").alias("last_commit_at"),
-        (as_of_s - F.unix_micros("commit_timestamp") / 1e6).alias("seconds_since_commit"),
-    )
+        base = base.join(ends, ["topic", "partition"], "left")
+
+    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield from lag_rows(pa.Table.from_batches([batch]), as_of_ms=as_of_ms).to_batches()
+
+    return base.mapInArrow(rows, _LAG_SCHEMA)

@@ -1,8 +1,9 @@
 """Table rows from one audit task's results, in Arrow (pure; runs in the executors).
 
-The Arrow twin of the plain projections in pipeline.py (`projections.PROJECTIONS`) and of
-`lag.lag_frame` without log-end offsets: same columns, same values, same types as the Spark
-frames after `pipeline.conform`, so a task can write these tables' files itself.
+The Arrow twin of the plain projections in pipeline.py (`projections.PROJECTIONS`), plus the
+lag rows (`lag.lag_rows`, the one lag rule) when no log-end offset is known: same columns, same
+values, same types as the Spark frames after `pipeline.conform`, so a task can write these
+tables' files itself.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offsets_lib.audit.lag import lag_rows
 from offsets_lib.audit.projections import (
     MAX_TIMESTAMP_MS,
     MEMBERS_LIST,
@@ -57,27 +59,6 @@ def _members(groups: pa.Table) -> pa.Table:
     for i, field in enumerate(flat.type):
         columns[field.name] = flat.field(i)
     return pa.table(columns)
-
-
-def lag_rows(offsets: pa.Table, *, as_of_ms: int) -> pa.Table:
-    """`lag.lag_frame` for rows of the offsets table when no log-end offset is known."""
-    n = offsets.num_rows
-    commit = offsets.column("commit_timestamp")
-    micros = np.asarray(pc.fill_null(pc.cast(commit, pa.int64()), 0), dtype=np.int64)
-    since = (as_of_ms / 1000.0) - micros / 1e6  # the same double arithmetic as Spark's
-    unknown = pa.nulls(n, pa.int64())
-    return pa.table(
-        {
-            "group_id": offsets.column("group_id"),
-            "topic": offsets.column("topic"),
-            "partition": offsets.column("partition"),
-            "committed_offset": offsets.column("committed_offset"),
-            "log_end_offset": unknown,
-            "lag": unknown,
-            "last_commit_at": commit,
-            "seconds_since_commit": pa.array(since, mask=~np.asarray(pc.is_valid(commit))),
-        }
-    )
 
 
 def table_rows(
