@@ -25,8 +25,6 @@ without a log timestamp fall into the hour null. ``run_id``/``as_of`` are added 
 from __future__ import annotations
 
 HOUR_MS = 3_600_000
-OFFSET_COMMIT_TYPES = (0, 1)
-GROUP_METADATA_TYPE = 2
 GROUP_TOMBSTONE_TYPES = (2, 3, 11, 17)  # GroupMetadata and the modern groups' metadata records
 METRIC_COUNTS = (
     "offset_commits",

@@ -26,7 +26,7 @@ from offsets_lib.audit import compaction, replay
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COUNTS
 from offsets_lib.audit.transactions import ABORTED, COMMITTED, transaction_status
 from offsets_lib.wire.batch_decode import TaskRecords, decode_task_records
-from offsets_lib.wire.decoded import DECODED_ARROW, POSITIONED_ARROW
+from offsets_lib.wire.decoded import DECODED_ARROW, OFFSET_COMMIT_TYPES, POSITIONED_ARROW
 
 # stored state of an incremental run (is_history) is audited, not counted
 RAW_ARROW = POSITIONED_ARROW.append(pa.field("is_history", pa.bool_()))
@@ -195,7 +195,7 @@ def _commits_with_status(
         0,
     )
     marker = np.where(ok & is_control, marker, 0)
-    commit = ok & ~is_control & ((record_type == 0) | (record_type == 1))
+    commit = ok & ~is_control & np.isin(record_type, OFFSET_COMMIT_TYPES)
     producer = _ints(decoded.column("producer_id"), -1)
     is_txn = commit & _bools(decoded.column("is_transactional")) & (producer >= 0) & ~tombstone
     status, resolved_by = transaction_status(
@@ -442,7 +442,7 @@ def _metrics(task: TaskRecords, counted: np.ndarray) -> pa.Table:
     has_members = np.zeros(n, dtype=bool)
     written = np.flatnonzero((record_type == 2) & ~tombstone)
     has_members[written] = task.list_is_nonempty("members", rows[written])
-    is_commit = (record_type == 0) | (record_type == 1)
+    is_commit = np.isin(record_type, OFFSET_COMMIT_TYPES)
     timestamps = records.column("log_timestamp_ms")
     hour = pc.multiply(pc.floor(pc.divide(pc.cast(timestamps, pa.float64()), HOUR_MS)), HOUR_MS)
     flags = pa.table(

@@ -13,13 +13,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from offsets_lib.audit import replay
-from offsets_lib.audit.metrics import (
-    GROUP_METADATA_TYPE,
-    GROUP_TOMBSTONE_TYPES,
-    HOUR_MS,
-    METRIC_COLUMNS,
-    OFFSET_COMMIT_TYPES,
-)
+from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COLUMNS
 from offsets_lib.audit.replay import GROUP_STATE_ARROW, OFFSET_SUMMARY
 from offsets_lib.audit.rules import (
     Params,
@@ -41,6 +35,7 @@ from offsets_lib.engine.pipeline import (
     _offsets_frame,
     _rejects_frame,
 )
+from offsets_lib.wire.decoded import GROUP_METADATA_TYPE, OFFSET_COMMIT_TYPES
 from tests.reference import compact
 
 
