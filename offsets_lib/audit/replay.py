@@ -8,8 +8,7 @@ needs from them to decide whether a "simple" group exists (G-S1/G-S2).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -229,7 +228,7 @@ def _classic_member(member: dict[str, Any], *, parse: bool) -> dict[str, Any]:
     topics: list[str] | None = None
     assigned: list[dict[str, Any]] = []
     if parse:
-        raw = _blob(member.get("subscription"))
+        raw = member.get("subscription")
         listed = wire.subscription_topics(raw) if raw else None
         if listed is not None:
             topics = sorted(set(listed))
@@ -253,16 +252,8 @@ def _classic_member(member: dict[str, Any], *, parse: bool) -> dict[str, Any]:
     )
 
 
-def _blob(value: bytes | str | None) -> bytes | None:
-    """Embedded bytes as the codec gives them (bytes) or as value_json holds them (hex)."""
-    if value is None or isinstance(value, bytes):
-        return value
-    return bytes.fromhex(value)
-
-
-def _parse_embedded(decoder: Any, blob: bytes | str | None) -> dict[str, Any] | None:
+def _parse_embedded(decoder: Any, data: bytes | None) -> dict[str, Any] | None:
     """Decode an embedded ConsumerProtocol blob; None when absent or malformed."""
-    data = _blob(blob)
     if not data:
         return None
     try:
@@ -404,55 +395,3 @@ def _assigned(group: _Modern, topics: list[dict[str, Any]] | None) -> list[dict[
             epoch = epochs[i] if epochs is not None and i < len(epochs) else None
             out.append(_partition(name, str(topic_id) if topic_id else None, p, epoch))
     return out
-
-
-# ---- Spark side: replay every group of a task's offsets-topic partitions -------------------
-
-EVENT_COLUMNS = (
-    "log_partition",
-    "group_id",
-    "log_offset",
-    "record_type",
-    "is_tombstone",
-    "member_id",
-    "regular_expression",
-    "value_json",
-)
-
-
-def replay_batches(
-    batches: Iterator[pa.RecordBatch], *, modern_types_known: bool = True
-) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: events sorted by (log_partition, group_id, log_offset) -> group rows."""
-    rows: list[dict[str, Any]] = []
-    current: tuple[int, str] | None = None
-    events: list[Event] = []
-    for batch in batches:
-        for record in batch.to_pylist():
-            key = (record["log_partition"], record["group_id"])
-            if key != current:
-                if current is not None:
-                    rows.append(
-                        replay_group(*current, events, modern_types_known=modern_types_known)
-                    )
-                current, events = key, []
-            events.append(_event(record))
-            if len(rows) >= 4096:
-                yield pa.RecordBatch.from_pylist(rows, schema=GROUP_STATE_ARROW)
-                rows = []
-    if current is not None:
-        rows.append(replay_group(*current, events, modern_types_known=modern_types_known))
-    if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=GROUP_STATE_ARROW)
-
-
-def _event(record: dict[str, Any]) -> Event:
-    value_json = record.get("value_json")
-    return Event(
-        log_offset=record["log_offset"],
-        record_type=record["record_type"],
-        is_tombstone=bool(record.get("is_tombstone")),
-        member_id=record.get("member_id"),
-        regular_expression=record.get("regular_expression"),
-        value=json.loads(value_json) if value_json else None,
-    )

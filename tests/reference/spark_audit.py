@@ -7,14 +7,17 @@ Arrow (`offsets_lib.audit.task_audit`); the tests check that both give the same 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from offsets_lib.audit import replay
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COLUMNS
-from offsets_lib.audit.replay import GROUP_STATE_ARROW, OFFSET_SUMMARY
+from offsets_lib.audit.replay import GROUP_STATE_ARROW, OFFSET_SUMMARY, Event
 from offsets_lib.audit.rules import (
     Params,
     Regime,
@@ -53,7 +56,7 @@ def group_events(decoded: DataFrame, summary: DataFrame, *, regime: Regime) -> D
         & (F.col("record_type") >= 2)
         & ~F.coalesce(F.col("is_control"), F.lit(False))
         & F.col("group_id").isNotNull()
-    ).select(*replay.EVENT_COLUMNS)
+    ).select(*EVENT_COLUMNS)
     if regime.is_scala:
         still_has_offsets = (F.col("offset_count") > 0) | F.col("has_pending_transactions")
         position = F.when(still_has_offsets, F.lit(END_OF_LOG))
@@ -77,7 +80,7 @@ def replay_groups(events: DataFrame, *, regime: Regime) -> DataFrame:
     modern_types_known = not regime.is_scala  # the Scala coordinator skips record types >= 3
 
     def replay_task(batches):
-        return replay.replay_batches(batches, modern_types_known=modern_types_known)
+        return replay_batches(batches, modern_types_known=modern_types_known)
 
     num_partitions = events.sparkSession.conf.get("spark.sql.shuffle.partitions")
     ordered = events.repartition(
@@ -206,3 +209,65 @@ def metrics_frame(decoded: DataFrame) -> DataFrame:
         )
         .select(*METRIC_COLUMNS)
     )
+
+
+# ---- the reference's replay driver: groups of a task, from decoded rows with value_json ------
+
+EVENT_COLUMNS = (
+    "log_partition",
+    "group_id",
+    "log_offset",
+    "record_type",
+    "is_tombstone",
+    "member_id",
+    "regular_expression",
+    "value_json",
+)
+
+
+def replay_batches(
+    batches: Iterator[pa.RecordBatch], *, modern_types_known: bool = True
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: events sorted by (log_partition, group_id, log_offset) -> group rows."""
+    rows: list[dict[str, Any]] = []
+    current: tuple[int, str] | None = None
+    events: list[Event] = []
+    for batch in batches:
+        for record in batch.to_pylist():
+            key = (record["log_partition"], record["group_id"])
+            if key != current:
+                if current is not None:
+                    rows.append(
+                        replay.replay_group(*current, events, modern_types_known=modern_types_known)
+                    )
+                current, events = key, []
+            events.append(_event(record))
+            if len(rows) >= 4096:
+                yield pa.RecordBatch.from_pylist(rows, schema=replay.GROUP_STATE_ARROW)
+                rows = []
+    if current is not None:
+        rows.append(replay.replay_group(*current, events, modern_types_known=modern_types_known))
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=replay.GROUP_STATE_ARROW)
+
+
+def _event(record: dict[str, Any]) -> Event:
+    value_json = record.get("value_json")
+    return Event(
+        log_offset=record["log_offset"],
+        record_type=record["record_type"],
+        is_tombstone=bool(record.get("is_tombstone")),
+        member_id=record.get("member_id"),
+        regular_expression=record.get("regular_expression"),
+        value=_with_blobs(json.loads(value_json)) if value_json else None,
+    )
+
+
+def _with_blobs(value: dict[str, Any]) -> dict[str, Any]:
+    """value_json holds embedded bytes as hex (wire.to_jsonable); the replay reads them as the
+    codec gives them: bytes (a classic member's subscription and assignment)."""
+    for member in value.get("members") or []:
+        for name in ("subscription", "assignment"):
+            if isinstance(member.get(name), str):
+                member[name] = bytes.fromhex(member[name])
+    return value

@@ -21,9 +21,9 @@ from offsets_lib.audit.replay import (
     GROUP_STATE_ARROW,
     OFFSET_SUMMARY,
     Event,
-    replay_batches,
     replay_group,
 )
+from tests.reference.spark_audit import replay_batches
 from tests.unit.strategies import message_values
 
 TOPIC_ID = uuid.UUID(int=0xA1)
