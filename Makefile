@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test bench lint format package clean check-java
+.PHONY: help setup run test bench bench-large lint format package clean check-java
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -36,6 +36,9 @@ test: setup ## run the whole test suite
 
 bench: setup ## benchmark the job against the raw read-and-dedupe baseline
 	$(BIN)/python -m offsets_lib.tools.bench
+
+bench-large: setup ## the same at 10M and 100M records, one rep each (long; not part of test)
+	$(BIN)/python -m offsets_lib.tools.bench --sizes 10000000,100000000 --reps 1
 
 lint: setup ## ruff check and format check
 	$(BIN)/ruff check .

@@ -30,20 +30,13 @@ DEFAULT_SIZES = (1_000_000, 10_000_000)
 BENCH_GROUPS = 20_000
 
 
-def _cpu_of(procs: list[psutil.Process]) -> float:
-    total = 0.0
-    for proc in procs:
-        try:
-            times = proc.cpu_times()
-            total += times.user + times.system + times.children_user + times.children_system
-        except psutil.Error:
-            pass
-    return total
-
-
-def _tree() -> list[psutil.Process]:
-    me = psutil.Process()
-    return [me, *me.children(recursive=True)]
+def _own_cpu(proc: psutil.Process) -> float | None:
+    """User + system seconds of one process (not of its children: each is sampled itself)."""
+    try:
+        times = proc.cpu_times()
+    except psutil.Error:
+        return None
+    return times.user + times.system
 
 
 def _machine_busy_seconds() -> float:
@@ -51,56 +44,93 @@ def _machine_busy_seconds() -> float:
     return times.user + times.nice + times.system + times.irq + times.softirq + times.steal
 
 
-class _RssSampler:
-    """Peak RSS of the Python driver and, apart, of the JVM, sampled every 0.2 s.
+# A rep is flagged when the rest of the machine used more than this share of the cores' time.
+BUSY_SHARE = 0.10
 
-    In local mode the JVM is driver and executors at once, so its size follows the configured
-    heap; the Python driver is what would grow if anything were collected to the driver.
+
+class _Sampler:
+    """CPU and peak RSS of this process tree, sampled every 0.2 s, per process.
+
+    CPU is counted per process id (the newest sample minus the one before the work started), so
+    a Python worker that exits mid-run keeps what it used until its last sample (at most 0.2 s
+    of it is lost) and the total can never go negative (summing the live tree twice did, when
+    workers alive at the start had exited by the end). Peak RSS is kept apart for the Python
+    driver, the JVM (in local mode driver and executors at once, sized by its heap) and the
+    largest Python worker.
     """
 
     def __init__(self) -> None:
         self.peak_mb = 0.0
         self.jvm_peak_mb = 0.0
+        self.worker_peak_mb = 0.0
+        self._me = psutil.Process()
+        self._started = False
+        self._start_cpu: dict[int, float] = {}
+        self._last_cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _run(self) -> None:
-        me = psutil.Process()
-        while not self._stop.is_set():
-            self.peak_mb = max(self.peak_mb, me.memory_info().rss / 2**20)
-            for child in me.children():
-                try:
-                    if "java" in child.name():
-                        self.jvm_peak_mb = max(self.jvm_peak_mb, child.memory_info().rss / 2**20)
-                except psutil.Error:
-                    pass
-            self._stop.wait(0.2)
+    def _tree(self) -> list[psutil.Process]:
+        return [self._me, *self._me.children(recursive=True)]
 
-    def __enter__(self) -> _RssSampler:
+    def _sample(self) -> None:
+        for proc in self._tree():
+            cpu = _own_cpu(proc)
+            if cpu is None:
+                continue
+            self._start_cpu.setdefault(proc.pid, 0.0 if self._started else cpu)
+            self._last_cpu[proc.pid] = cpu
+            try:
+                rss = proc.memory_info().rss / 2**20
+                name = proc.name()
+            except psutil.Error:
+                continue
+            if proc.pid == self._me.pid:
+                self.peak_mb = max(self.peak_mb, rss)
+            elif "java" in name:
+                self.jvm_peak_mb = max(self.jvm_peak_mb, rss)
+            else:
+                self.worker_peak_mb = max(self.worker_peak_mb, rss)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            self._sample()
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(max(0.0, last - self._start_cpu[pid]) for pid, last in self._last_cpu.items())
+
+    def __enter__(self) -> _Sampler:
+        self._sample()  # the processes alive before the work: their CPU so far is not counted
+        self._started = True
         self._thread.start()
         return self
 
     def __exit__(self, *_: object) -> None:
         self._stop.set()
         self._thread.join()
+        self._sample()
 
 
 def measure(work: Callable[[], dict[str, float] | None]) -> dict[str, Any]:
-    """Wall seconds, own CPU seconds, other processes' CPU seconds, driver peak RSS, and the
-    seconds per stage that `work` returns (the pipeline's stage log), if any."""
-    before_tree, before_busy = _cpu_of(_tree()), _machine_busy_seconds()
+    """Wall seconds, own CPU seconds, other processes' CPU seconds (and whether the machine was
+    busy), peak RSS of the driver, the JVM and the largest Python worker, and the seconds per
+    stage that `work` returns (the pipeline's stage log), if any."""
+    before_busy = _machine_busy_seconds()
     started = time.perf_counter()
-    with _RssSampler() as sampler:
+    with _Sampler() as sampler:
         stages = work()
     wall = time.perf_counter() - started
-    own = _cpu_of(_tree()) - before_tree
+    own = sampler.cpu_s
     others = max(0.0, _machine_busy_seconds() - before_busy - own)
     measured: dict[str, Any] = {
         "wall_s": wall,
         "cpu_s": own,
         "other_processes_cpu_s": others,
+        "is_machine_busy": others > BUSY_SHARE * wall * (os.cpu_count() or 1),
         "rss_mb": sampler.peak_mb,
         "jvm_rss_mb": sampler.jvm_peak_mb,
+        "python_worker_rss_mb": sampler.worker_peak_mb,
     }
     if stages:
         measured["stage_s"] = dict(stages)
@@ -146,6 +176,17 @@ def ensure_dump(root: Path, records: int) -> str:
     return str(path)
 
 
+def _append_results(path: Path, report: dict[str, Any]) -> None:
+    """Add this session's results to the file's list of sessions (a file holding one session,
+    as older benches wrote it, becomes the list's first entry)."""
+    report = {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **report}
+    sessions: list[Any] = []
+    if path.exists():
+        earlier = json.loads(path.read_text())
+        sessions = earlier.get("sessions", [earlier]) if isinstance(earlier, dict) else earlier
+    path.write_text(json.dumps({"sessions": [*sessions, report]}, indent=2))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)))
@@ -184,12 +225,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(
                     f"{n:>11,} {kind:<9} rep {rep}: {m['wall_s']:7.1f} s wall,"
                     f" {m['cpu_s']:7.1f} s cpu,"
-                    f" others {m['other_processes_cpu_s']:6.1f} s, rss {m['rss_mb']:6.0f} MB"
+                    f" others {m['other_processes_cpu_s']:6.1f} s, rss {m['rss_mb']:6.0f} MB,"
+                    f" worker rss {m['python_worker_rss_mb']:6.0f} MB"
+                    + (" [machine busy]" if m["is_machine_busy"] else "")
                     + (f" ({stages})" if stages else ""),
                     flush=True,
                 )
         med = {
-            k: {f: statistics.median(r[f] for r in v) for f in v[0] if f != "stage_s"}
+            k: {
+                f: statistics.median(r[f] for r in v)
+                for f in v[0]
+                if f not in ("stage_s", "is_machine_busy")
+            }
             for k, v in runs.items()
         }
         stage_names = runs["pipeline"][0].get("stage_s", {})
@@ -209,6 +256,10 @@ def main(argv: list[str] | None = None) -> int:
                 "baseline_records_per_s": round(n / med["baseline"]["wall_s"]),
                 "driver_peak_rss_mb": round(max(r["rss_mb"] for r in runs["pipeline"]), 1),
                 "jvm_peak_rss_mb": round(max(r["jvm_rss_mb"] for r in runs["pipeline"]), 1),
+                "python_worker_peak_rss_mb": round(
+                    max(r["python_worker_rss_mb"] for r in runs["pipeline"]), 1
+                ),
+                "busy_reps": sum(r["is_machine_busy"] for v in runs.values() for r in v),
                 "pipeline_stage_s": stage_medians,
                 "cpu_s": round(med["pipeline"]["cpu_s"], 1),
                 "baseline_cpu_s": round(med["baseline"]["cpu_s"], 1),
@@ -220,8 +271,7 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     spark.stop()
-    report = {"runs": results, "cores": os.cpu_count()}
-    (root / "results.json").write_text(json.dumps(report, indent=2))
+    _append_results(root / "results.json", {"runs": results, "cores": os.cpu_count()})
     print()
     print(
         f"{'records':>11} {'pipeline s':>10} {'baseline s':>10} {'base/pipe':>9} {'pipe rec/s':>11}"
