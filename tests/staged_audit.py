@@ -10,7 +10,8 @@ from typing import Any
 from chispa import assert_df_equality
 from pyspark.sql import DataFrame, SparkSession
 
-from offsets_lib.audit.rules import Params, Regime
+from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.rules import Params
 from offsets_lib.engine import pipeline
 from offsets_lib.engine.pipeline import AuditFrames
 from offsets_lib.engine.staging import Staging
@@ -30,14 +31,14 @@ def assert_staged_equals_reference(
     staging: Staging,
     manifest: Sequence[Mapping[str, Any]],
     *,
-    regime: Regime,
+    coordinator: Coordinator,
     params: Params,
 ) -> None:
     """Decide the staged results and compare every table and count; then remove the staging."""
     stats = pipeline.run_stats(manifest)
     decided = pipeline.decide(
         staging.read(spark, manifest),
-        regime=regime,
+        coordinator=coordinator,
         params=params,
         orphaned_offsets=stats.orphaned_offsets,
     )

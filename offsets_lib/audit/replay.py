@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from offsets_lib import wire
+from offsets_lib.audit.coordinator import Coordinator
 
 OFFSET_SUMMARY = -1  # pseudo record type: "an offset-commit value was replayed at this offset"
 CLASSIC, CONSUMER, STREAMS, SHARE = "classic", "consumer", "streams", "share"
@@ -112,11 +113,15 @@ class Event:
 
 
 def replay_group(
-    log_partition: int, group_id: str, events: Iterable[Event], *, modern_types_known: bool = True
+    log_partition: int,
+    group_id: str,
+    events: Iterable[Event],
+    *,
+    coordinator: Coordinator = Coordinator.NEW,
 ) -> dict[str, Any]:
     """Replay one group's records in log order and return its row (state Dead when absent).
 
-    `modern_types_known=False` models the Scala coordinator, which skips record types >= 3.
+    A Scala coordinator (`coordinator.is_scala`) skips record types >= 3.
     """
     # The classic group is its last GroupMetadata value ({} = a simple group without one). Each
     # value replaces the whole group, so only the last one is parsed, once, after the replay.
@@ -146,7 +151,7 @@ def replay_group(
                 classic = event.value or {"protocolType": ""}
             continue
         family = _FAMILY_OF.get(kind)
-        if family is None or not modern_types_known:
+        if family is None or not coordinator.reads_modern_records:
             continue
         metadata_type = _MODERN_TYPES[family][0]
         if event.is_tombstone and kind == metadata_type:

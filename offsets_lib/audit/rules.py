@@ -2,30 +2,18 @@
 
 Each decision-table row is a `Rule`: its row id (the value of the `rule` column), the condition
 under which it is the first row that matches, and what it decides. Rows are evaluated top to
-bottom exactly as the tables list them, per coordinator regime.
+bottom exactly as the tables list them, per coordinator (audit.coordinator).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-
-class Regime(StrEnum):
-    """Which coordinator evaluates the log (semantics.md section 3)."""
-
-    NEW = "new"
-    CLASSIC_2_4 = "classic-2.4"
-    CLASSIC_2_1 = "classic-2.1"
-    PRE_2_1 = "pre-2.1"
-
-    @property
-    def is_scala(self) -> bool:
-        return self is not Regime.NEW
+from offsets_lib.audit.coordinator import Coordinator
 
 
 @dataclass(frozen=True)
@@ -95,13 +83,13 @@ def subscription_facts(subscribed_topics: Column, topic: Column) -> dict[str, Co
     }
 
 
-def is_subscribed(regime: Regime) -> Column:
+def is_subscribed(coordinator: Coordinator) -> Column:
     """`isSubscribedToTopic` (semantics.md 2.2 for classic groups, G-M7 and 2.4 for modern ones).
 
     Unknown subscriptions of a classic group count as subscribed for the Scala coordinator, and
     for the new one only when the protocol type is `consumer`.
     """
-    unknown_counts_as = F.lit(True) if regime.is_scala else is_consumer_protocol()
+    unknown_counts_as = F.lit(True) if coordinator.is_scala else is_consumer_protocol()
     return F.when(
         is_classic() & ~has_known_subscriptions(), F.coalesce(unknown_counts_as, F.lit(False))
     ).otherwise(topic_in_subscriptions())
@@ -160,7 +148,7 @@ EXP_NO_CONDITION_NEW = Rule(
 EXP_SUBSCRIBED_NEW = Rule(
     "EXP-SUBSCRIBED",
     "The group is subscribed to the offset's topic.",
-    lambda: is_subscribed(Regime.NEW),
+    lambda: is_subscribed(Coordinator.NEW),
     _never,
 )
 EXP_TXN_PENDING = Rule(
@@ -205,7 +193,7 @@ EXP_MODERN_COMMIT_TS = Rule(
     is_modern_with_offsets,
     _commit_plus_retention,
 )
-# Scala coordinator variants of the rows whose condition differs by regime.
+# Scala coordinator variants of the rows whose condition differs by coordinator.
 EXP_NO_CONDITION_2_1 = Rule(
     "EXP-NO-CONDITION",
     "2.1: every non-Empty group with a protocol type keeps everything.",
@@ -234,8 +222,8 @@ EXP_PRE21_EXPIRE_TS = Rule(
     strict=True,
 )
 
-EXPIRATION_TABLES: dict[Regime, Sequence[Rule]] = {
-    Regime.NEW: (
+EXPIRATION_TABLES: dict[Coordinator, Sequence[Rule]] = {
+    Coordinator.NEW: (
         EXP_SHARE_NEVER,
         EXP_NO_CONDITION_NEW,
         EXP_SUBSCRIBED_NEW,
@@ -247,7 +235,7 @@ EXPIRATION_TABLES: dict[Regime, Sequence[Rule]] = {
         EXP_STABLE_UNSUBSCRIBED,
         EXP_MODERN_COMMIT_TS,
     ),
-    Regime.CLASSIC_2_4: (
+    Coordinator.CLASSIC_2_4: (
         EXP_NO_CONDITION_2_4,
         EXP_SUBSCRIBED_2_4,
         EXP_EXPLICIT,
@@ -256,27 +244,27 @@ EXPIRATION_TABLES: dict[Regime, Sequence[Rule]] = {
         EXP_SIMPLE_COMMIT_TS,
         EXP_STABLE_UNSUBSCRIBED,
     ),
-    Regime.CLASSIC_2_1: (
+    Coordinator.CLASSIC_2_1: (
         EXP_NO_CONDITION_2_1,
         EXP_EXPLICIT,
         EXP_EMPTY_STATE_TS,
         EXP_EMPTY_COMMIT_TS,
         EXP_SIMPLE_COMMIT_TS,
     ),
-    Regime.PRE_2_1: (EXP_PRE21_EXPIRE_TS,),
+    Coordinator.PRE_2_1: (EXP_PRE21_EXPIRE_TS,),
 }
 
 
-def with_expiration(offsets: DataFrame, *, regime: Regime, params: Params) -> DataFrame:
+def with_expiration(offsets: DataFrame, *, coordinator: Coordinator, params: Params) -> DataFrame:
     """Add `rule`, `expires_at_ms` and `expired` (at as_of) from the first matching EXP row.
 
     The first matching row's id is computed once; the deadline and the verdict follow from the
-    id (row ids are unique within a regime's table), which keeps the expression small enough
+    id (row ids are unique within a coordinator's table), which keeps the expression small enough
     for Spark's code generation. An offset that no row matches keeps `rule` null; that cannot
     happen for a group that exists, and the pipeline asserts it.
     """
-    table = EXPIRATION_TABLES[regime]
-    assert len({row.id for row in table}) == len(table), f"duplicate EXP row ids in {regime}"
+    table = EXPIRATION_TABLES[coordinator]
+    assert len({row.id for row in table}) == len(table), f"duplicate EXP row ids in {coordinator}"
     rule = F.lit(None).cast("string")
     for row in reversed(table):
         rule = F.when(row.applies(), F.lit(row.id)).otherwise(rule)
@@ -327,7 +315,7 @@ ODEL_NONEMPTY_NEW = DeleteRule(
 ODEL_SUBSCRIBED_NEW = DeleteRule(
     "ODEL-SUBSCRIBED",
     "The group is subscribed to the topic.",
-    lambda: is_subscribed(Regime.NEW),
+    lambda: is_subscribed(Coordinator.NEW),
     "GROUP_SUBSCRIBED_TO_TOPIC",
 )
 ODEL_OK = DeleteRule(
@@ -339,7 +327,9 @@ ODEL_OK_EMPTY_2_4 = DeleteRule(
 ODEL_SUBSCRIBED_2_4 = DeleteRule(
     "ODEL-SUBSCRIBED",
     "2.4: non-Empty consumer group subscribed to the topic (unknown counts).",
-    lambda: F.coalesce(is_consumer_protocol(), F.lit(False)) & is_subscribed(Regime.CLASSIC_2_4),
+    lambda: (
+        F.coalesce(is_consumer_protocol(), F.lit(False)) & is_subscribed(Coordinator.CLASSIC_2_4)
+    ),
     "GROUP_SUBSCRIBED_TO_TOPIC",
 )
 ODEL_OK_CONSUMER_2_4 = DeleteRule(
@@ -358,9 +348,9 @@ ODEL_UNSUPPORTED = DeleteRule(
     "UNSUPPORTED_VERSION",
 )
 
-OFFSET_DELETE_TABLES: dict[Regime, Sequence[DeleteRule]] = {
-    Regime.NEW: (ODEL_INVALID, ODEL_NOTFOUND, ODEL_NONEMPTY_NEW, ODEL_SUBSCRIBED_NEW, ODEL_OK),
-    Regime.CLASSIC_2_4: (
+OFFSET_DELETE_TABLES: dict[Coordinator, Sequence[DeleteRule]] = {
+    Coordinator.NEW: (ODEL_INVALID, ODEL_NOTFOUND, ODEL_NONEMPTY_NEW, ODEL_SUBSCRIBED_NEW, ODEL_OK),
+    Coordinator.CLASSIC_2_4: (
         ODEL_INVALID,
         ODEL_NOTFOUND,
         ODEL_OK_EMPTY_2_4,
@@ -368,16 +358,16 @@ OFFSET_DELETE_TABLES: dict[Regime, Sequence[DeleteRule]] = {
         ODEL_OK_CONSUMER_2_4,
         ODEL_NONEMPTY_2_4,
     ),
-    Regime.CLASSIC_2_1: (ODEL_UNSUPPORTED,),
-    Regime.PRE_2_1: (ODEL_UNSUPPORTED,),
+    Coordinator.CLASSIC_2_1: (ODEL_UNSUPPORTED,),
+    Coordinator.PRE_2_1: (ODEL_UNSUPPORTED,),
 }
 
 
-def with_offset_delete(offsets: DataFrame, *, regime: Regime) -> DataFrame:
+def with_offset_delete(offsets: DataFrame, *, coordinator: Coordinator) -> DataFrame:
     """Add `delete_error` (null = OffsetDelete would succeed) and `delete_rule` (ODEL row id)."""
     error = F.lit(None).cast("string")
     rule = F.lit(None).cast("string")
-    for row in reversed(OFFSET_DELETE_TABLES[regime]):
+    for row in reversed(OFFSET_DELETE_TABLES[coordinator]):
         error = F.when(row.applies(), F.lit(row.error).cast("string")).otherwise(error)
         rule = F.when(row.applies(), F.lit(row.id)).otherwise(rule)
     return offsets.withColumns({"delete_error": error, "delete_rule": rule})
@@ -390,7 +380,7 @@ DEL_CLASSIC = "DEL-CLASSIC"
 
 
 def group_deletion(
-    groups: DataFrame, decided_offsets: DataFrame, *, regime: Regime, as_of_ms: int
+    groups: DataFrame, decided_offsets: DataFrame, *, coordinator: Coordinator, as_of_ms: int
 ) -> DataFrame:
     """Whether a cleanup run at as_of deletes each group (DEL-NEW / DEL-CLASSIC), and when it would.
 
@@ -417,7 +407,7 @@ def group_deletion(
         .when(_c("_never") > 0, F.lit("OFFSETS_NEVER_EXPIRE"))
         .when(_c("_unexpired") > 0, F.lit("OFFSETS_NOT_EXPIRED"))
     )
-    if regime.is_scala:
+    if coordinator.is_scala:
         # DEL-CLASSIC: a tombstone is written only for groups with generation > 0
         blocked_by = F.coalesce(
             blocked_by,
@@ -435,6 +425,6 @@ def group_deletion(
         "state",
         blocked_by.isNull().alias("deleted"),
         deletes_at.alias("deletes_at_ms"),
-        F.lit(DEL_CLASSIC if regime.is_scala else DEL_NEW).alias("rule"),
+        F.lit(DEL_CLASSIC if coordinator.is_scala else DEL_NEW).alias("rule"),
         blocked_by.alias("blocked_by"),
     )

@@ -462,7 +462,8 @@ RUNS = TableSpec(
             _col(
                 "coordinator",
                 StringType(),
-                "Rules regime applied: new, classic-2.4, classic-2.1 or pre-2.1.",
+                "Group coordinator whose rules were applied: new, classic-2.4, classic-2.1 or "
+                "pre-2.1.",
             ),
             _col("retention_ms", LongType(), "offsets.retention.ms used for expiry decisions."),
             _col(

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib.audit import compaction, replay
+from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COUNTS
 from offsets_lib.audit.transactions import ABORTED, COMMITTED, transaction_status
 from offsets_lib.wire.batch_decode import TaskRecords, decode_task_records
@@ -115,7 +116,7 @@ def _group_codes(partition: pa.Array, group: pa.Array) -> np.ndarray:
 
 
 def audit_records(
-    batches: list[pa.RecordBatch], *, modern_types_known: bool = True
+    batches: list[pa.RecordBatch], *, coordinator: Coordinator = Coordinator.NEW
 ) -> dict[str, pa.Table]:
     """Everything the decisions need from one task's records (see the module docstring).
 
@@ -141,7 +142,7 @@ def audit_records(
     }
     keys = _offset_keys(decoded, ok, is_control, record_type, tombstone)
     summary = _group_summary(keys)
-    groups = _replay(decoded, values, ok, is_control, record_type, summary, modern_types_known)
+    groups = _replay(decoded, values, ok, is_control, record_type, summary, coordinator)
     out[GROUP] = groups
     out[OFFSET], orphaned = _live_offsets(keys, groups)
     timestamps = decoded.column("log_timestamp_ms")
@@ -256,7 +257,7 @@ def _replay(
     is_control: np.ndarray,
     record_type: np.ndarray,
     summary: pa.Table,
-    modern_types_known: bool,
+    coordinator: Coordinator,
 ) -> pa.Table:
     """Replay every group's records in log order (replay.replay_group), offsets as one event."""
     group_ids = decoded.column("group_id")
@@ -273,7 +274,7 @@ def _replay(
         ]
     )
     records = _take(records, rows)
-    if modern_types_known:
+    if coordinator.reads_modern_records:
         position = summary.column("last_value_offset")
     else:  # G-S2: at the end of the load, only for group ids that still have offsets
         still = pc.or_(
@@ -337,7 +338,7 @@ def _replay(
                 partition_list[first],
                 group_list[first],
                 events,
-                modern_types_known=modern_types_known,
+                coordinator=coordinator,
             )
         )
     groups_table = pa.Table.from_pylist(out, schema=replay.GROUP_STATE_ARROW)
@@ -463,7 +464,7 @@ def _metrics(task: TaskRecords, counted: np.ndarray) -> pa.Table:
 
 
 def task_tables(
-    batches: Iterator[pa.RecordBatch], *, modern_types_known: bool
+    batches: Iterator[pa.RecordBatch], *, coordinator: Coordinator
 ) -> dict[str, pa.Table]:
     """mapInArrow body's core: all of the task's records at once -> one table per KIND_ARROW.
 
@@ -475,7 +476,7 @@ def task_tables(
     gc.disable()
     try:
         collected = [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
-        tables = audit_records(collected, modern_types_known=modern_types_known)
+        tables = audit_records(collected, coordinator=coordinator)
     finally:
         if was_enabled:
             gc.enable()

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import click
 
-from offsets_lib.audit.rules import Regime
+from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.cli.app import EXIT_INPUT, EXIT_LOCKED, EXIT_REJECTS, EXIT_USAGE, fail
 from offsets_lib.job.config import conf_option
 from offsets_lib.job.run import (
@@ -42,7 +42,10 @@ from offsets_lib.job.run import (
     help="now | latest | ISO-8601 | epoch ms (default: now for kafka, latest for parquet).",
 )
 @click.option(
-    "--coordinator", type=click.Choice([r.value for r in Regime]), default="new", show_default=True
+    "--coordinator",
+    type=click.Choice([r.value for r in Coordinator]),
+    default="new",
+    show_default=True,
 )
 @click.option("--run-id", help="Run identifier; a rerun with the same id replaces that run's rows.")
 @click.option("--max-reject-ratio", type=float, default=0.01, show_default=True)
@@ -148,7 +151,7 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
         inputs=tuple(kw["inputs"]),
         retention_ms=parse_retention(kw["retention"]),
         as_of=parse_as_of(as_of, now_ms=now_ms),
-        regime=Regime(kw["coordinator"]),
+        coordinator=Coordinator(kw["coordinator"]),
         max_reject_ratio=ratio,
         delta_writer=kw["delta_writer"],
         shuffle=kw["shuffle"],
@@ -200,7 +203,7 @@ def print_summary(report: RunReport, options: RunOptions) -> None:
         datetime.fromtimestamp(report.as_of_ms / 1000, UTC).isoformat() if report.as_of_ms else "-"
     )
     click.echo(
-        f"run {report.run_id}: {report.status} (as of {as_of}, coordinator {options.regime})"
+        f"run {report.run_id}: {report.status} (as of {as_of}, coordinator {options.coordinator})"
     )
     click.echo(
         f"records: {report.records_read} read, {report.records_decoded} decoded,"

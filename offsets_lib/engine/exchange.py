@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offsets_lib.audit import task_audit
-from offsets_lib.audit.rules import Regime
+from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.engine import routing
 from offsets_lib.engine.pipeline import TaskEmitter
@@ -173,12 +173,11 @@ def audit_pieces(
     spark: SparkSession,
     pieces: list[dict[str, Any]],
     *,
-    regime: Regime,
+    coordinator: Coordinator,
     tasks: int,
     emit: TaskEmitter,
 ) -> DataFrame:
     """The audit stage over `map_pieces`' manifest -> `emit`'s rows."""
-    modern_types_known = not regime.is_scala
     listed = spark.createDataFrame(
         [(p["path"], p["batch"], p["bucket"]) for p in pieces], "path string, batch int, bucket int"
     )
@@ -188,7 +187,7 @@ def audit_pieces(
     ).repartition(tasks, "label")
 
     def audit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _audit_pieces(batches, emit, modern_types_known)
+        return _audit_pieces(batches, emit, coordinator)
 
     return routed.mapInArrow(audit, spark_schema(emit.schema))
 
@@ -256,7 +255,7 @@ def _pieces(records: pa.Table, tasks: int) -> Iterator[tuple[int, pa.RecordBatch
 
 
 def _audit_pieces(
-    pieces: Iterator[pa.RecordBatch], emit: TaskEmitter, modern_types_known: bool
+    pieces: Iterator[pa.RecordBatch], emit: TaskEmitter, coordinator: Coordinator
 ) -> Iterator[pa.RecordBatch]:
     """Audit task: read its pieces (marker copies flagged as history) and audit them at once."""
     batches = list(pieces)
@@ -285,7 +284,7 @@ def _audit_pieces(
                     pa.array(np.ones(piece.num_rows, dtype=bool)),
                 )
             records.append(piece)
-        tables = task_audit.task_tables(iter(records), modern_types_known=modern_types_known)
+        tables = task_audit.task_tables(iter(records), coordinator=coordinator)
         yield from emit(tables)
     for handle in handles:
         handle.close()

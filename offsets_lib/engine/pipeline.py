@@ -17,11 +17,11 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.metrics import METRIC_COUNTS
 from offsets_lib.audit.projections import MAX_TIMESTAMP_MS, MEMBERS_LIST, PROJECTIONS
 from offsets_lib.audit.rules import (
     Params,
-    Regime,
     group_deletion,
     with_expiration,
     with_offset_delete,
@@ -156,7 +156,9 @@ def _routed(records: DataFrame, *, tasks: int) -> DataFrame:
     return shuffled.select(*raw_columns)
 
 
-def audit_raw(records: DataFrame, *, regime: Regime, tasks: int, emit: TaskEmitter) -> DataFrame:
+def audit_raw(
+    records: DataFrame, *, coordinator: Coordinator, tasks: int, emit: TaskEmitter
+) -> DataFrame:
     """Positioned raw records (decode.POSITIONED_COLUMNS, plus is_history) -> `emit`'s rows.
 
     One hash shuffle brings each group's records and its partition's markers together; each
@@ -166,10 +168,8 @@ def audit_raw(records: DataFrame, *, regime: Regime, tasks: int, emit: TaskEmitt
     """
     from offsets_lib.audit import task_audit
 
-    modern_types_known = not regime.is_scala
-
     def run(batches):
-        return emit(task_audit.task_tables(batches, modern_types_known=modern_types_known))
+        return emit(task_audit.task_tables(batches, coordinator=coordinator))
 
     return _routed(records, tasks=tasks).mapInArrow(run, spark_schema(emit.schema))
 
@@ -226,19 +226,19 @@ DECIDED_TABLES = (
 def decide(
     results: Mapping[str, DataFrame],
     *,
-    regime: Regime,
+    coordinator: Coordinator,
     params: Params,
     orphaned_offsets: int,
     tables: Collection[str] = DECIDED_TABLES,
 ) -> AuditFrames:
     """Task results by kind (task_audit.KIND_ARROW) -> the frames of `tables`, with the
-    EXP/ODEL/DEL rules of `regime` (each frame is built only when asked for: building Spark
+    EXP/ODEL/DEL rules of `coordinator` (each frame is built only when asked for: building Spark
     plans costs driver time)."""
     offsets, groups = results["offset"], results["group"]
     # Not cached: recomputing the rules from the staged results is cheaper than building a
     # cache of the decided rows (measured at 10M records: ~1 s per use against ~9 s to cache).
     decided = with_offset_delete(
-        with_expiration(offsets, regime=regime, params=params), regime=regime
+        with_expiration(offsets, coordinator=coordinator, params=params), coordinator=coordinator
     )
 
     def metrics() -> DataFrame:
@@ -257,7 +257,7 @@ def decide(
         "groups": lambda: _groups_frame(groups),
         "members": lambda: _members_frame(groups),
         "group_decisions": lambda: _group_decisions_frame(
-            group_deletion(groups, decided, regime=regime, as_of_ms=params.as_of_ms)
+            group_deletion(groups, decided, coordinator=coordinator, as_of_ms=params.as_of_ms)
         ),
         "rejects": lambda: _rejects_frame(results["reject"]),
         "metrics": metrics,

@@ -23,7 +23,8 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from offsets_lib.audit import lag
-from offsets_lib.audit.rules import Params, Regime
+from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.rules import Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, pipeline
 from offsets_lib.engine.decode import decode_positioned, positioned
@@ -88,7 +89,7 @@ class RunOptions:
     inputs: tuple[str, ...] = ()
     retention_ms: int = 7 * DAY_MS
     as_of: int | str = "latest"  # epoch ms, or "latest" = newest record timestamp of the input
-    regime: Regime = Regime.NEW
+    coordinator: Coordinator = Coordinator.NEW
     max_reject_ratio: float = 0.01
     delta_writer: str = "delta-rs"
     shuffle: str = "auto"  # how records reach their audit task: auto, files or spark
@@ -289,10 +290,12 @@ def _audit(
         if direct:
             emit = TableFiles(staging, options.output, options.run_id, report.as_of_ms, direct)
         audited = exchange.audit_pieces(
-            spark, pieces, regime=options.regime, tasks=tasks, emit=emit
+            spark, pieces, coordinator=options.coordinator, tasks=tasks, emit=emit
         )
     else:
-        audited = pipeline.audit_raw(records, regime=options.regime, tasks=tasks, emit=staging)
+        audited = pipeline.audit_raw(
+            records, coordinator=options.coordinator, tasks=tasks, emit=staging
+        )
     manifest = audited.collect()
     stats = pipeline.run_stats(manifest)
     report.records_read = stats.records_read
@@ -317,7 +320,7 @@ def _decide(
     decision rules applied), and the observations that count them while they are written."""
     frames = pipeline.decide(
         staging.read(spark, audited.manifest),
-        regime=options.regime,
+        coordinator=options.coordinator,
         params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
         orphaned_offsets=audited.stats.orphaned_offsets,
         tables=_frames_needed(audited.written),
@@ -530,7 +533,7 @@ def _publish(report: RunReport, options: RunOptions, started_ms: int) -> None:
         "records_read": report.records_read,
         "records_decoded": report.records_decoded,
         "records_rejected": report.records_rejected,
-        "coordinator": str(options.regime),
+        "coordinator": str(options.coordinator),
         "retention_ms": options.retention_ms,
         "input": ",".join(options.inputs) if options.source == "parquet" else options.topic,
         "error": report.error,

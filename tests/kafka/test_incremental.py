@@ -116,7 +116,8 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark):
     followed by the remaining records audits like the whole log."""
     from pyspark.sql import functions as F
 
-    from offsets_lib.audit.rules import Params, Regime
+    from offsets_lib.audit.coordinator import Coordinator
+    from offsets_lib.audit.rules import Params
     from offsets_lib.engine import pipeline
     from offsets_lib.engine.decode import decode_positioned, decode_records, positioned
 
@@ -133,7 +134,7 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark):
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=int(AS_OF))
 
     def tables(decoded) -> dict[str, list[str]]:
-        frames = spark_audit.audit(decoded, regime=Regime.NEW, params=params).frames
+        frames = spark_audit.audit(decoded, coordinator=Coordinator.NEW, params=params).frames
         return {
             name: sorted(map(repr, frames[name].collect()))
             for name in ("offsets", "groups", "members", "offset_decisions", "group_decisions")

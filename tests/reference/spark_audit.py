@@ -16,11 +16,11 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from offsets_lib.audit import replay
+from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COLUMNS
 from offsets_lib.audit.replay import GROUP_STATE_ARROW, OFFSET_SUMMARY, Event
 from offsets_lib.audit.rules import (
     Params,
-    Regime,
     group_deletion,
     subscription_facts,
     with_expiration,
@@ -42,7 +42,7 @@ from offsets_lib.wire.decoded import GROUP_METADATA_TYPE, OFFSET_COMMIT_TYPES
 from tests.reference import compact
 
 
-def group_events(decoded: DataFrame, summary: DataFrame, *, regime: Regime) -> DataFrame:
+def group_events(decoded: DataFrame, summary: DataFrame, *, coordinator: Coordinator) -> DataFrame:
     """Group-level records plus one offset-summary pseudo event per group, in replay order.
 
     New coordinator (G-S1): an offset value replayed while no group exists creates a simple
@@ -57,7 +57,7 @@ def group_events(decoded: DataFrame, summary: DataFrame, *, regime: Regime) -> D
         & ~F.coalesce(F.col("is_control"), F.lit(False))
         & F.col("group_id").isNotNull()
     ).select(*EVENT_COLUMNS)
-    if regime.is_scala:
+    if coordinator.is_scala:
         still_has_offsets = (F.col("offset_count") > 0) | F.col("has_pending_transactions")
         position = F.when(still_has_offsets, F.lit(END_OF_LOG))
     else:
@@ -75,12 +75,11 @@ def group_events(decoded: DataFrame, summary: DataFrame, *, regime: Regime) -> D
     return records.unionByName(pseudo)
 
 
-def replay_groups(events: DataFrame, *, regime: Regime) -> DataFrame:
+def replay_groups(events: DataFrame, *, coordinator: Coordinator) -> DataFrame:
     """Replay each group's events in log order inside the executors (one pass per task)."""
-    modern_types_known = not regime.is_scala  # the Scala coordinator skips record types >= 3
 
     def replay_task(batches):
-        return replay_batches(batches, modern_types_known=modern_types_known)
+        return replay_batches(batches, coordinator=coordinator)
 
     num_partitions = events.sparkSession.conf.get("spark.sql.shuffle.partitions")
     ordered = events.repartition(
@@ -96,7 +95,7 @@ def _no_cache(frame: DataFrame) -> DataFrame:
 def audit(
     decoded: DataFrame,
     *,
-    regime: Regime,
+    coordinator: Coordinator,
     params: Params,
     cache: Callable[[DataFrame], DataFrame] = _no_cache,
     compaction_tasks: int = 8,
@@ -109,7 +108,9 @@ def audit(
     commits = compact.with_transaction_status(decoded)
     keys = cache(compact.offset_keys(commits, tasks=compaction_tasks))
     summary = compact.group_offset_summary(keys)
-    group_state = replay_groups(group_events(decoded, summary, regime=regime), regime=regime)
+    group_state = replay_groups(
+        group_events(decoded, summary, coordinator=coordinator), coordinator=coordinator
+    )
     groups = cache(
         group_state.join(
             summary.select(*GROUP_KEY, "offset_count", "has_pending_transactions"),
@@ -138,9 +139,11 @@ def audit(
     ).drop("subscribed_topics")
     orphaned = live.join(existing.select(*GROUP_KEY), GROUP_KEY, "left_anti")
     decided = cache(
-        with_offset_delete(with_expiration(joined, regime=regime, params=params), regime=regime)
+        with_offset_delete(
+            with_expiration(joined, coordinator=coordinator, params=params), coordinator=coordinator
+        )
     )
-    deletion = group_deletion(groups, decided, regime=regime, as_of_ms=params.as_of_ms)
+    deletion = group_deletion(groups, decided, coordinator=coordinator, as_of_ms=params.as_of_ms)
     frames = {
         "offsets": _offsets_frame(decided),
         "offset_decisions": _offset_decisions_frame(decided),
@@ -226,7 +229,7 @@ EVENT_COLUMNS = (
 
 
 def replay_batches(
-    batches: Iterator[pa.RecordBatch], *, modern_types_known: bool = True
+    batches: Iterator[pa.RecordBatch], *, coordinator: Coordinator = Coordinator.NEW
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: events sorted by (log_partition, group_id, log_offset) -> group rows."""
     rows: list[dict[str, Any]] = []
@@ -237,16 +240,14 @@ def replay_batches(
             key = (record["log_partition"], record["group_id"])
             if key != current:
                 if current is not None:
-                    rows.append(
-                        replay.replay_group(*current, events, modern_types_known=modern_types_known)
-                    )
+                    rows.append(replay.replay_group(*current, events, coordinator=coordinator))
                 current, events = key, []
             events.append(_event(record))
             if len(rows) >= 4096:
                 yield pa.RecordBatch.from_pylist(rows, schema=replay.GROUP_STATE_ARROW)
                 rows = []
     if current is not None:
-        rows.append(replay.replay_group(*current, events, modern_types_known=modern_types_known))
+        rows.append(replay.replay_group(*current, events, coordinator=coordinator))
     if rows:
         yield pa.RecordBatch.from_pylist(rows, schema=replay.GROUP_STATE_ARROW)
 

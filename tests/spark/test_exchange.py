@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from offsets_lib.audit.rules import Params, Regime
+from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.rules import Params
 from offsets_lib.engine import exchange, pipeline
 from offsets_lib.engine.decode import decode_records
 from offsets_lib.engine.staging import Staging
@@ -57,20 +58,20 @@ def dumps(tmp_path_factory) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("dump", "regime", "tasks", "map_tasks"),
+    ("dump", "coordinator", "tasks", "map_tasks"),
     [
-        ("generated", Regime.NEW, 1, 1),
-        ("generated", Regime.PRE_2_1, 3, 2),
-        ("rewritten", Regime.NEW, 4, 5),
+        ("generated", Coordinator.NEW, 1, 1),
+        ("generated", Coordinator.PRE_2_1, 3, 2),
+        ("rewritten", Coordinator.NEW, 4, 5),
     ],
 )
 def test_file_shuffle_equals_reference(
-    spark, dumps, tmp_path, dump: str, regime: Regime, tasks: int, map_tasks: int
+    spark, dumps, tmp_path, dump: str, coordinator: Coordinator, tasks: int, map_tasks: int
 ) -> None:
     raw = read_parquet_dump(spark, [dumps[dump]])
     as_of_ms = raw.agg(F.max(F.unix_millis("timestamp"))).first()[0]
     params = Params(retention_ms=7 * DAY_MS, as_of_ms=as_of_ms)
-    reference = spark_audit.audit(decode_records(raw), regime=regime, params=params)
+    reference = spark_audit.audit(decode_records(raw), coordinator=coordinator, params=params)
     staging = Staging(str(tmp_path / "staging"))
     units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=map_tasks)
     assert units is not None
@@ -79,10 +80,10 @@ def test_file_shuffle_equals_reference(
         assert any(u.row_groups is not None for task in units for u in task)
     pieces = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
     manifest = exchange.audit_pieces(
-        spark, pieces, regime=regime, tasks=tasks, emit=staging
+        spark, pieces, coordinator=coordinator, tasks=tasks, emit=staging
     ).collect()
     assert_staged_equals_reference(
-        spark, raw, reference, staging, manifest, regime=regime, params=params
+        spark, raw, reference, staging, manifest, coordinator=coordinator, params=params
     )
     assert not (tmp_path / "staging").exists()
 

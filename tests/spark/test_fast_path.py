@@ -4,7 +4,7 @@ The reference (`tests/reference/spark_audit.audit`) is the audit in plain Spark 
 windows for transactions,
 Spark aggregations, a replay per group after a shuffle. Every table of both must be equal, row
 for row, on generated dumps that exercise every record type, transactions with markers and
-pending ones, corrupt records and every coordinator regime.
+pending ones, corrupt records and every coordinator.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from __future__ import annotations
 import pytest
 from pyspark.sql import functions as F
 
-from offsets_lib.audit.rules import Params, Regime
+from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.rules import Params
 from offsets_lib.engine import pipeline
 from offsets_lib.engine.decode import decode_records, positioned
 from offsets_lib.engine.spark_hash import bucket_labels, murmur3_int
@@ -35,16 +36,21 @@ def raw(spark, tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    ("regime", "tasks"), [(Regime.NEW, 1), *[(regime, 3) for regime in Regime]]
+    ("coordinator", "tasks"),
+    [(Coordinator.NEW, 1), *[(coordinator, 3) for coordinator in Coordinator]],
 )
-def test_fast_path_equals_reference(spark, raw, tmp_path, regime: Regime, tasks: int) -> None:
+def test_fast_path_equals_reference(
+    spark, raw, tmp_path, coordinator: Coordinator, tasks: int
+) -> None:
     as_of_ms = raw.agg(F.max(F.unix_millis("timestamp"))).first()[0]
     params = Params(retention_ms=7 * DAY_MS, as_of_ms=as_of_ms)
-    reference = spark_audit.audit(decode_records(raw), regime=regime, params=params)
+    reference = spark_audit.audit(decode_records(raw), coordinator=coordinator, params=params)
     staging = Staging(str(tmp_path / "staging"))
-    manifest = pipeline.audit_raw(positioned(raw), regime=regime, tasks=tasks, emit=staging)
+    manifest = pipeline.audit_raw(
+        positioned(raw), coordinator=coordinator, tasks=tasks, emit=staging
+    )
     assert_staged_equals_reference(
-        spark, raw, reference, staging, manifest.collect(), regime=regime, params=params
+        spark, raw, reference, staging, manifest.collect(), coordinator=coordinator, params=params
     )
     assert not (tmp_path / "staging").exists()
 

@@ -11,7 +11,8 @@ import pytest
 from chispa import assert_df_equality
 from pyspark.sql import functions as F
 
-from offsets_lib.audit.rules import Params, Regime
+from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.rules import Params
 from offsets_lib.engine import pipeline
 from offsets_lib.engine.decode import decode_records, positioned
 from offsets_lib.engine.staging import Staging
@@ -38,16 +39,23 @@ def test_small_groups_of_a_busy_partition_spread_and_tables_match(spark, skewed,
     as_of_ms = skewed.agg(F.max(F.unix_millis("timestamp"))).first()[0]
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=as_of_ms)
     staging = Staging(str(tmp_path / "staging"))
-    result = pipeline.audit_raw(positioned(skewed), regime=Regime.NEW, tasks=4, emit=staging)
+    result = pipeline.audit_raw(
+        positioned(skewed), coordinator=Coordinator.NEW, tasks=4, emit=staging
+    )
     manifest = result.collect()
     group_files = [row for row in manifest if row["kind"] == "group"]  # one per task with groups
     assert len(group_files) >= 3  # one partition's groups landed in several tasks
     stats = pipeline.run_stats(manifest)
     assert stats.records_read == skewed.count()
     fast = pipeline.decide(
-        staging.read(spark, manifest), regime=Regime.NEW, params=params, orphaned_offsets=0
+        staging.read(spark, manifest),
+        coordinator=Coordinator.NEW,
+        params=params,
+        orphaned_offsets=0,
     )
-    reference = spark_audit.audit(decode_records(skewed), regime=Regime.NEW, params=params)
+    reference = spark_audit.audit(
+        decode_records(skewed), coordinator=Coordinator.NEW, params=params
+    )
     for name, frame in reference.frames.items():
         expected = pipeline.conform(frame, name, run_id="r", as_of_ms=as_of_ms)
         actual = pipeline.conform(fast.frames[name], name, run_id="r", as_of_ms=as_of_ms)

@@ -220,7 +220,7 @@ def test_profile_fills_run_options(tmp_path: Path, captured: list) -> None:
     assert options.output == "tables"
     assert options.retention_ms == 2 * 86_400_000
     assert options.as_of == 1_700_000_000_000
-    assert options.regime.value == "classic-2.4"
+    assert options.coordinator.value == "classic-2.4"
     assert (options.run_id, options.max_reject_ratio) == ("r1", 0.5)
 
 

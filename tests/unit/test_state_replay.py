@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offsets_lib import wire
+from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.replay import (
     GROUP_STATE_ARROW,
     OFFSET_SUMMARY,
@@ -101,7 +102,9 @@ def assignment(offset: int, member_id: str, epoch: int, partitions=(0,), state_c
 
 
 def replay(*events: Event, scala: bool = False) -> dict:
-    row = replay_group(7, G, events, modern_types_known=not scala)
+    row = replay_group(
+        7, G, events, coordinator=Coordinator.CLASSIC_2_4 if scala else Coordinator.NEW
+    )
     pa.RecordBatch.from_pylist([row], schema=GROUP_STATE_ARROW)  # the row fits the Spark schema
     return row
 
