@@ -8,7 +8,6 @@ codec, which is also the oracle the fast path is tested against.
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +17,7 @@ import pyarrow.compute as pc
 
 from offsets_lib import wire
 from offsets_lib.wire import fastpath, layout_scan
-from offsets_lib.wire.decoded import DECODED_ARROW, KEY_FIELD_COLUMNS
+from offsets_lib.wire.decoded import DECODED_ARROW, KEY_FIELD_COLUMNS, absent_as_null
 
 _PASS_THROUGH = (
     "log_partition",
@@ -29,7 +28,6 @@ _PASS_THROUGH = (
     "is_transactional",
     "is_control",
 )
-_ZERO_UUID = uuid.UUID(int=0)
 _ROW_COLUMNS = [f.name for f in DECODED_ARROW if f.name not in _PASS_THROUGH]
 
 
@@ -207,7 +205,7 @@ def _columns(rows: list[dict[str, Any]]) -> dict[str, pa.Array]:
     """The decoded columns of the codec's rows (Arrow reads the dicts in C++: a Python list per
     column took 6x longer)."""
     rows_array = pa.array(rows, type=_ROW_STRUCT)
-    return {f.name: rows_array.field(i) for i, f in enumerate(_ROW_STRUCT)}
+    return absent_as_null({f.name: rows_array.field(i) for i, f in enumerate(_ROW_STRUCT)})
 
 
 def _decode(batch: pa.RecordBatch, *, as_json: bool) -> tuple[pa.RecordBatch, dict[int, Any]]:
@@ -282,11 +280,11 @@ def decode_record_row(
     if record.record_type in (0, 1):
         row.update(
             committed_offset=fields["offset"],
-            leader_epoch=_absent_if_negative(fields.get("leaderEpoch", -1)),
+            leader_epoch=fields.get("leaderEpoch", -1),
             metadata=fields["metadata"],
             commit_timestamp_ms=fields["commitTimestamp"],
-            expire_timestamp_ms=_absent_if_negative(fields.get("expireTimestamp", -1)),
-            topic_id=_topic_id(fields.get("topicId")),
+            expire_timestamp_ms=fields.get("expireTimestamp", -1),
+            topic_id=None if fields.get("topicId") is None else str(fields["topicId"]),
         )
     elif as_json:
         row["value_json"] = json.dumps(fields, separators=(",", ":"), default=_json_leaf)
@@ -298,12 +296,3 @@ def decode_record_row(
 def _json_leaf(value: object) -> str:
     """JSON for the leaves json cannot write itself (same text as wire.to_jsonable)."""
     return wire.to_jsonable(value)
-
-
-def _absent_if_negative(value: int | None) -> int | None:
-    """Kafka stores -1 for 'none' in leaderEpoch and expireTimestamp."""
-    return None if value is None or value < 0 else value
-
-
-def _topic_id(value: uuid.UUID | None) -> str | None:
-    return None if value is None or value == _ZERO_UUID else str(value)

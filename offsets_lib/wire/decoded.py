@@ -7,6 +7,7 @@ One column list (name, Arrow type, meaning) is the source; the Spark schema the 
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 # (name, arrow type, meaning). Positions in __consumer_offsets are `log_*`; the consumer's
 # position is `committed_offset`.
@@ -63,3 +64,22 @@ POSITIONED_ARROW = pa.schema(
 
 OFFSET_COMMIT_TYPES = (0, 1)
 GROUP_METADATA_TYPE = 2
+
+ZERO_TOPIC_ID = "00000000-0000-0000-0000-000000000000"
+
+
+def absent_as_null(columns: dict[str, pa.Array]) -> dict[str, pa.Array]:
+    """Kafka's 'none' sentinels as nulls: -1 in leaderEpoch and expireTimestamp, the zero uuid
+    in topicId. Both decoders (fast path and codec) emit the raw values; this is the one place
+    that maps them, so the two paths cannot disagree."""
+    out = dict(columns)
+    for name in ("leader_epoch", "expire_timestamp_ms"):
+        if name in out:
+            column = out[name]
+            out[name] = pc.if_else(pc.less(column, 0), pa.scalar(None, column.type), column)
+    if "topic_id" in out:
+        column = out["topic_id"]
+        out["topic_id"] = pc.if_else(
+            pc.equal(column, ZERO_TOPIC_ID), pa.scalar(None, column.type), column
+        )
+    return out

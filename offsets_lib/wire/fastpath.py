@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from offsets_lib.wire.decoded import DECODED_ARROW, absent_as_null
+
 PAD = 16  # zero bytes appended so fixed-width reads near the end stay in bounds
 _HEX = np.array([f"{i:02x}".encode() for i in range(256)], dtype="S2")
 # Column values shared by every row: taken or repeated in C++ (numpy string arrays converted
@@ -95,10 +97,9 @@ def cut_strings(
 
 
 def _uuid_strings(data: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> pa.Array:
-    """Canonical 8-4-4-4-12 strings of the 16-byte uuids at `pos`; zero uuids become null."""
+    """Canonical 8-4-4-4-12 strings of the 16-byte uuids at `pos` (null where not `ok`)."""
     rows = pos[ok]
     raw = data[np.clip(rows, 0, len(data) - 16)[:, None] + np.arange(16)]
-    is_zero = ~raw.any(axis=1)
     hexed = _HEX[raw].view("S32").ravel()
     text = np.char.add(
         np.char.add(
@@ -110,7 +111,7 @@ def _uuid_strings(data: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> pa.Array
         ),
     )
     out = np.full(len(pos), None, dtype=object)
-    out[np.flatnonzero(ok)] = np.where(is_zero, None, text.astype(str))
+    out[np.flatnonzero(ok)] = text.astype(str)
     return pa.array(out, type=pa.string())
 
 
@@ -237,17 +238,16 @@ def decode_offset_commits(batch: pa.RecordBatch) -> FastResult:
         layout=pa.repeat(_CURRENT_LAYOUT, m),
         trailing_bytes=pa.array(np.zeros(m, np.int32)),
         committed_offset=_int_column(value["offset"][rows], has_value, pa.int64()),
-        leader_epoch=_int_column(epoch, has_value & (epoch >= 0), pa.int32()),
+        leader_epoch=_int_column(epoch, has_value, pa.int32()),
         metadata=metadata,
         commit_timestamp_ms=_int_column(value["commit_ts"][rows], has_value, pa.int64()),
-        expire_timestamp_ms=_int_column(expire, has_value & (expire >= 0), pa.int64()),
+        expire_timestamp_ms=_int_column(expire, has_value, pa.int64()),
         topic_id=_uuid_strings(value["data"], value["topic_id_pos"][rows], with_topic_id),
     )
-    return FastResult(handled, columns)
+    return FastResult(handled, absent_as_null(columns))
 
 
 def _empty_columns(n: int) -> dict[str, pa.Array]:
-    from offsets_lib.wire.decoded import DECODED_ARROW
 
     return {f.name: pa.nulls(n, type=f.type) for f in DECODED_ARROW}
 
@@ -256,7 +256,6 @@ def merge(
     fast: FastResult, slow_rows: np.ndarray, slow: dict[str, pa.Array], n: int
 ) -> dict[str, pa.Array]:
     """Full-length columns in row order: the fast path's rows and the codec's `slow_rows`."""
-    from offsets_lib.wire.decoded import DECODED_ARROW
 
     index = np.empty(n, dtype=np.int64)
     handled = np.flatnonzero(fast.handled)
