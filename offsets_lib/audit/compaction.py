@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.audit.transactions import COMMITTED, NOT_TRANSACTIONAL, PENDING
+from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.transactions import COMMITTED, NOT_TRANSACTIONAL, PENDING, takes_effect_at
 
 OFFSET_KEY = ("log_partition", "group_id", "topic", "partition")
 RECORD_COLUMNS = (
@@ -61,40 +62,91 @@ def _reduce_max(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.maximum.reduceat(values, starts) if len(values) else values
 
 
-def latest_per_key(table: pa.Table) -> pa.Table:
-    """One row per key: key columns, the newest counting record's columns, and key facts.
+class _Sorted:
+    """A task's offset commits sorted by (key, log offset), with the per-row facts the LOG and TXN
+    rows read; `starts` are the first sorted position of each key."""
 
-    Facts: has_committed_offset (the newest counting record is a value), has_pending_transaction
-    (a pending transactional value newer than the newest tombstone, TXN-4), last_value_offset
-    (newest value of any status, G-S1).
+    def __init__(self, table: pa.Table) -> None:
+        n = table.num_rows
+        codes = _key_codes(table)
+        log_offset = np.asarray(table.column("log_offset"), dtype=np.int64)
+        self.order = np.lexsort((log_offset, codes))
+        sorted_codes = codes[self.order]
+        self.starts = (
+            np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) if n else self.order
+        )
+        status = table.column("txn_status")
+        self.counting = np.asarray(pc.is_in(status, value_set=pa.array(COUNTING)), dtype=bool)[
+            self.order
+        ]
+        self.committed = _bools(pc.equal(status, COMMITTED))[self.order]
+        self.pending = _bools(pc.equal(status, PENDING))[self.order]
+        self.tombstone = np.asarray(table.column("is_tombstone"), dtype=bool)[self.order]
+        self.offsets = log_offset[self.order]
+        marker = table.column("marker_offset")
+        self.marker_offsets = np.asarray(pc.fill_null(marker, -1), dtype=np.int64)[self.order]
+        self.position = np.arange(n)
+
+    def per_key_max(self, values: np.ndarray) -> np.ndarray:
+        return _reduce_max(values, self.starts)
+
+    def effect(self, coordinator: Coordinator) -> np.ndarray:
+        """transactions.takes_effect_at for every sorted row."""
+        return takes_effect_at(
+            self.offsets,
+            self.marker_offsets,
+            self.committed,
+            self.pending,
+            coordinator=coordinator,
+        )
+
+    def last_tombstone(self) -> np.ndarray:
+        """Per key: the log offset of its newest tombstone, -1 without one."""
+        return self.per_key_max(np.where(self.tombstone, self.offsets, -1))
+
+    def newest_value(self, coordinator: Coordinator) -> np.ndarray:
+        """Per key: the sorted position of the committed value (-1: none, LOG-2 or TXN-4).
+
+        The committed value is the newest counting value that no later tombstone removed
+        (transactions.takes_effect_at says which tombstones reach which record)."""
+        after = np.repeat(self.last_tombstone(), np.diff(np.r_[self.starts, len(self.order)]))
+        live = self.counting & ~self.tombstone & (self.effect(coordinator) > after)
+        return self.per_key_max(np.where(live, self.position, -1))
+
+    def has_pending(self, coordinator: Coordinator) -> np.ndarray:
+        """Per key: a pending transactional value that no tombstone wiped (TXN-4)."""
+        last_pending = self.per_key_max(np.where(self.pending, self.effect(coordinator), -1))
+        return last_pending > self.last_tombstone()
+
+
+def _bools(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.fill_null(array, False), dtype=bool)
+
+
+def latest_per_key(table: pa.Table, *, coordinator: Coordinator) -> pa.Table:
+    """One row per key: key columns, the surviving record's columns, and key facts.
+
+    The surviving record is the committed value (`_Sorted.newest_value`) or, when there is none,
+    the newest counting record (a tombstone) if any. Facts: has_committed_offset,
+    has_pending_transaction (a pending transactional value no tombstone wiped, TXN-4),
+    last_value_offset (newest value of any status, G-S1). `table` holds offset commits with
+    `txn_status` and `marker_offset` (the resolving marker's log offset, null without one).
     """
-    n = table.num_rows
-    codes = _key_codes(table)
-    log_offset = np.asarray(table.column("log_offset"), dtype=np.int64)
-    order = np.lexsort((log_offset, codes))
-    sorted_codes = codes[order]
-    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) if n else order
-    status = table.column("txn_status")
-    counting = np.asarray(pc.is_in(status, value_set=pa.array(COUNTING)), dtype=bool)[order]
-    pending = np.asarray(pc.fill_null(pc.equal(status, PENDING), False), dtype=bool)[order]
-    tombstone = np.asarray(table.column("is_tombstone"), dtype=bool)[order]
-    offsets = log_offset[order]
-    position = np.arange(n)
-    newest = _reduce_max(np.where(counting, position, -1), starts)
-    last_tombstone = _reduce_max(np.where(tombstone, offsets, -1), starts)
-    last_pending = _reduce_max(np.where(pending, offsets, -1), starts)
-    last_value = _reduce_max(np.where(~tombstone, offsets, -1), starts)
+    rows = _Sorted(table)
+    order = rows.order
+    value = rows.newest_value(coordinator)
+    newest_counting = rows.per_key_max(np.where(rows.counting, rows.position, -1))
+    newest = np.where(value >= 0, value, newest_counting)
+    last_value = rows.per_key_max(np.where(~rows.tombstone, rows.offsets, -1))
     has_newest = newest >= 0
     newest_rows = pa.array(order[np.where(has_newest, newest, 0)])
     no_newest = pa.array(~has_newest)
-    columns = {c: table.column(c).take(pa.array(order[starts])) for c in OFFSET_KEY}
+    columns = {c: table.column(c).take(pa.array(order[rows.starts])) for c in OFFSET_KEY}
     for c in RECORD_COLUMNS:
         values = table.column(c).take(newest_rows)
         columns[c] = pc.if_else(no_newest, pa.nulls(len(values), values.type), values)
-    columns["has_committed_offset"] = pa.array(
-        has_newest & ~tombstone[np.where(has_newest, newest, 0)]
-    )
-    columns["has_pending_transaction"] = pa.array(last_pending > np.maximum(last_tombstone, -1))
+    columns["has_committed_offset"] = pa.array(value >= 0)
+    columns["has_pending_transaction"] = pa.array(rows.has_pending(coordinator))
     columns["last_value_offset"] = pa.array(last_value, mask=last_value < 0)
     return pa.table(columns)
 
@@ -102,26 +154,22 @@ def latest_per_key(table: pa.Table) -> pa.Table:
 def kept_rows(table: pa.Table) -> np.ndarray:
     """Rows of offset commits (with `txn_status`) that an audit of them plus newer records needs.
 
-    Per key: the newest counting record (the committed state), the newest value of any status
-    (G-S1 position), the newest tombstone (TXN-4) and every pending transactional record (a
-    later marker may still commit it). Everything else is replaced whatever comes next.
+    Per key: the committed value under every coordinator's transaction rule, the newest counting
+    record, the newest value of any status (G-S1 position), the newest tombstone (TXN-4) and every
+    pending transactional record (a later marker may still commit it). Everything else is
+    replaced whatever comes next. (The markers that resolved kept records are kept by the caller.)
     """
     n = table.num_rows
     keep = np.zeros(n, dtype=bool)
     if n == 0:
         return keep
-    codes = _key_codes(table)
-    log_offset = np.asarray(table.column("log_offset"), dtype=np.int64)
-    order = np.lexsort((log_offset, codes))
-    sorted_codes = codes[order]
-    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]])
-    status = table.column("txn_status")
-    counting = np.asarray(pc.is_in(status, value_set=pa.array(COUNTING)), dtype=bool)[order]
-    pending = np.asarray(pc.fill_null(pc.equal(status, PENDING), False), dtype=bool)[order]
-    tombstone = np.asarray(table.column("is_tombstone"), dtype=bool)[order]
-    position = np.arange(n)
-    for flag in (counting, ~tombstone, tombstone):
-        newest = _reduce_max(np.where(flag, position, -1), starts)
+    rows = _Sorted(table)
+    order = rows.order
+    for flag in (rows.counting, ~rows.tombstone, rows.tombstone):
+        newest = rows.per_key_max(np.where(flag, rows.position, -1))
         keep[order[newest[newest >= 0]]] = True
-    keep[order[pending]] = True
+    for coordinator in (Coordinator.NEW, Coordinator.CLASSIC_2_4):  # both transaction rules
+        value = rows.newest_value(coordinator)
+        keep[order[value[value >= 0]]] = True
+    keep[order[rows.pending]] = True
     return keep

@@ -140,7 +140,7 @@ def audit_records(
         REJECT: _rejects(decoded, ~ok & ~is_history),
         METRIC: _metrics(records, ok & ~is_control & (record_type >= 0) & ~is_history),
     }
-    keys = _offset_keys(decoded, ok, is_control, record_type, tombstone)
+    keys = _offset_keys(decoded, ok, is_control, record_type, tombstone, coordinator)
     summary = _group_summary(keys)
     groups = _replay(decoded, values, ok, is_control, record_type, summary, coordinator)
     out[GROUP] = groups
@@ -187,8 +187,9 @@ def _commits_with_status(
     record_type: np.ndarray,
     tombstone: np.ndarray,
 ) -> tuple[np.ndarray, pa.Table, np.ndarray]:
-    """The offset commits (their rows, and their columns with `txn_status`) and, for each row of
-    `decoded`, the row of the transaction marker that resolved it (-1 for none)."""
+    """The offset commits (their rows, and their columns with `txn_status` and `marker_offset`)
+    and, for each row of `decoded`, the row of the transaction marker that resolved it (-1 for
+    none)."""
     control_type = decoded.column("control_type")
     marker = np.select(
         [_bools(pc.equal(control_type, "COMMIT")), _bools(pc.equal(control_type, "ABORT"))],
@@ -199,16 +200,16 @@ def _commits_with_status(
     commit = ok & ~is_control & np.isin(record_type, OFFSET_COMMIT_TYPES)
     producer = _ints(decoded.column("producer_id"), -1)
     is_txn = commit & _bools(decoded.column("is_transactional")) & (producer >= 0) & ~tombstone
+    log_offset = _ints(decoded.column("log_offset"), -1)
     status, resolved_by = transaction_status(
-        _ints(decoded.column("log_partition"), -1),
-        producer,
-        _ints(decoded.column("log_offset"), -1),
-        is_txn,
-        marker,
+        _ints(decoded.column("log_partition"), -1), producer, log_offset, is_txn, marker
     )
     rows = np.flatnonzero(commit)
     commits = _take(decoded.select([*compaction.OFFSET_KEY, *compaction.RECORD_COLUMNS]), rows)
-    return rows, commits.append_column("txn_status", _take(status, rows)), resolved_by
+    resolving = resolved_by[rows]
+    marker_offset = pa.array(log_offset[np.maximum(resolving, 0)], mask=resolving < 0)
+    commits = commits.append_column("txn_status", _take(status, rows))
+    return rows, commits.append_column("marker_offset", marker_offset), resolved_by
 
 
 def _offset_keys(
@@ -217,12 +218,13 @@ def _offset_keys(
     is_control: np.ndarray,
     record_type: np.ndarray,
     tombstone: np.ndarray,
+    coordinator: Coordinator,
 ) -> pa.Table:
     """Newest record per offset key, transactions resolved first (compaction.latest_per_key)."""
     _rows, commits, _resolved_by = _commits_with_status(
         decoded, ok, is_control, record_type, tombstone
     )
-    return compaction.latest_per_key(commits)
+    return compaction.latest_per_key(commits, coordinator=coordinator)
 
 
 def _group_summary(keys: pa.Table) -> pa.Table:

@@ -2,13 +2,16 @@
 
 An offset commit written by a producer inside a transaction (TXN-1) counts only once its
 transaction commits (TXN-2); an aborted one never counts (TXN-3); one with no marker yet is
-pending (TXN-5) and blocks expiry of its key.
+pending (TXN-5) and blocks expiry of its key. Whether a plain tombstone wipes transactional
+offsets (TXN-4) depends on the coordinator: `takes_effect_at` is that rule, in one place.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
+from offsets_lib.audit.coordinator import Coordinator
 
 # Outcome of an offset commit's transaction, as the `txn_status` column spells it.
 NOT_TRANSACTIONAL, COMMITTED, ABORTED, PENDING = "none", "committed", "aborted", "pending"
@@ -53,3 +56,33 @@ def transaction_status(
         status[order[txn_rows]] = resolved[txn_rows]
         resolved_by[order[txn_rows]] = np.where(same, order[nxt], -1)[txn_rows]
     return _STATUS_NAMES.take(pa.array(status)), resolved_by
+
+
+NEVER = np.iinfo(np.int64).max  # a position no tombstone reaches
+
+
+def takes_effect_at(
+    log_offset: np.ndarray,
+    marker_offset: np.ndarray,
+    is_committed: np.ndarray,
+    is_pending: np.ndarray,
+    *,
+    coordinator: Coordinator,
+) -> np.ndarray:
+    """Per offset-commit row: the log position a plain offset tombstone must come after to remove
+        the row's value (a tombstone at t removes it iff t > this position).
+
+        New coordinator (TXN-4): a plain tombstone removes the committed offset and wipes every
+        pending transactional offset of the partition, so every record counts from its own position.
+        Scala loader (semantics.md 1.3, last paragraph): a tombstone removes only what is committed
+        when it is read; a transactional offset is committed only when its marker is read (so it
+        counts from the marker's position, and a commit marker after the tombstone re-creates the
+        offset), and a still-pending one is never removed by a tombstone. `marker_offset` is the
+        position of the marker that resolved the row (any value for rows without one); the masks say
+    which rows belong to a committed and which to a still-open transaction.
+    """
+    if not coordinator.is_scala:
+        return log_offset
+    return np.select(
+        [is_committed, is_pending], [marker_offset, np.full_like(log_offset, NEVER)], log_offset
+    )

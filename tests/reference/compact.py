@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from offsets_lib.audit import compaction
+from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.transactions import ABORTED, COMMITTED, NOT_TRANSACTIONAL, PENDING
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 
@@ -64,8 +65,8 @@ def with_transaction_status(decoded: DataFrame) -> DataFrame:
     records and markers are windowed (per producer), so plain commits take no extra shuffle.
     """
     commits = decoded.filter(is_decoded() & is_offset_commit())
-    plain = commits.filter(~is_transactional_commit()).withColumn(
-        "txn_status", F.lit(NOT_TRANSACTIONAL)
+    plain = commits.filter(~is_transactional_commit()).withColumns(
+        {"txn_status": F.lit(NOT_TRANSACTIONAL), "marker_offset": F.lit(None).cast("long")}
     )
     transactional = commits.filter(is_transactional_commit()).withColumn(
         "marker", F.lit(None).cast("string")
@@ -89,9 +90,11 @@ def with_transaction_status(decoded: DataFrame) -> DataFrame:
         .orderBy("log_offset")
         .rowsBetween(1, Window.unboundedFollowing)
     )
+    marker_offset = F.when(F.col("marker").isNotNull(), F.col("log_offset"))
     resolved = (
         transactional.unionByName(markers)
         .withColumn("outcome", F.first("marker", ignorenulls=True).over(following))
+        .withColumn("marker_offset", F.first(marker_offset, ignorenulls=True).over(following))
         .filter(F.col("marker").isNull())
         .withColumn(
             "txn_status",
@@ -99,12 +102,13 @@ def with_transaction_status(decoded: DataFrame) -> DataFrame:
             .when(F.col("outcome") == "ABORT", F.lit(ABORTED))
             .otherwise(F.lit(PENDING)),
         )
+        .withColumn("marker_offset", F.when(F.col("outcome").isNotNull(), F.col("marker_offset")))
         .drop("marker", "outcome")
     )
     return plain.unionByName(resolved)
 
 
-def offset_keys(commits: DataFrame, *, tasks: int) -> DataFrame:
+def offset_keys(commits: DataFrame, *, tasks: int, coordinator: Coordinator) -> DataFrame:
     """One row per offset key: the surviving record (LOG-1, LOG-2, TXN-2..TXN-4) and pending state.
 
     The committed value is the newest record among plain records (tombstones included) and
@@ -114,12 +118,12 @@ def offset_keys(commits: DataFrame, *, tasks: int) -> DataFrame:
     should grow with the input (about a million records per task).
     """
 
-    columns = [*OFFSET_KEY, "txn_status", *_OFFSET_FIELDS]
-    schema = offset_keys_sql(commits.limit(0)).schema
+    columns = [*OFFSET_KEY, "txn_status", "marker_offset", *_OFFSET_FIELDS]
+    schema = offset_keys_sql(commits.limit(0), coordinator=coordinator).schema
     arrow_schema = _arrow_schema(schema)
 
     def latest(batches):
-        return latest_per_key_batches(batches, arrow_schema)
+        return latest_per_key_batches(batches, arrow_schema, coordinator=coordinator)
 
     return commits.select(*columns).repartition(tasks, *OFFSET_KEY).mapInArrow(latest, schema)
 
@@ -130,31 +134,47 @@ def _arrow_schema(schema):
     return to_arrow_schema(schema)
 
 
-def offset_keys_sql(commits: DataFrame) -> DataFrame:
-    """Reference implementation of `offset_keys` with Spark's own aggregation (max_by)."""
+def offset_keys_sql(commits: DataFrame, *, coordinator: Coordinator) -> DataFrame:
+    """Reference implementation of `offset_keys` with Spark's own aggregation (max_by).
+
+    A plain tombstone at t removes a value whose "effect" position is below t. New coordinator
+    (TXN-4): every record's effect is its own position. Scala loader (semantics.md 1.3): a
+    committed transactional value takes effect at its commit marker, a pending one never is
+    removed by a tombstone.
+    """
     counts = F.col("txn_status").isin(NOT_TRANSACTIONAL, COMMITTED)
+    if coordinator.is_scala:
+        effect = (
+            F.when(F.col("txn_status") == COMMITTED, F.col("marker_offset"))
+            .when(F.col("txn_status") == PENDING, F.lit(2**63 - 1))
+            .otherwise(F.col("log_offset"))
+        )
+    else:
+        effect = F.col("log_offset")
+    key = Window.partitionBy(*OFFSET_KEY)
+    last_tombstone = F.coalesce(
+        F.max(F.when(F.col("is_tombstone"), F.col("log_offset"))).over(key), F.lit(-1)
+    )
+    flagged = commits.withColumns({"_effect": effect, "_last_tombstone": last_tombstone})
+    live = counts & ~F.col("is_tombstone") & (F.col("_effect") > F.col("_last_tombstone"))
     newest = F.struct(*[F.col(c) for c in _OFFSET_FIELDS])
-    tombstone_offset = F.max(F.when(F.col("is_tombstone"), F.col("log_offset")))
-    pending_offset = F.max(F.when(F.col("txn_status") == PENDING, F.col("log_offset")))
     return (
-        commits.groupBy(*OFFSET_KEY)
+        flagged.groupBy(*OFFSET_KEY)
         .agg(
+            F.max_by(newest, F.when(live, F.col("log_offset"))).alias("value"),
             F.max_by(newest, F.when(counts, F.col("log_offset"))).alias("newest"),
-            tombstone_offset.alias("last_tombstone_offset"),
-            pending_offset.alias("last_pending_offset"),
+            F.max(F.when(F.col("txn_status") == PENDING, F.col("_effect"))).alias("_pending"),
+            F.first("_last_tombstone").alias("_last_tombstone"),
             F.max(F.when(~F.col("is_tombstone"), F.col("log_offset"))).alias("last_value_offset"),
         )
+        .withColumn("newest", F.coalesce("value", "newest"))
         .select(
             *OFFSET_KEY,
             "newest.*",
-            (F.col("newest").isNotNull() & ~F.col("newest.is_tombstone")).alias(
-                "has_committed_offset"
+            F.col("value").isNotNull().alias("has_committed_offset"),
+            F.coalesce(F.col("_pending") > F.col("_last_tombstone"), F.lit(False)).alias(
+                "has_pending_transaction"
             ),
-            F.coalesce(
-                F.col("last_pending_offset")
-                > F.coalesce(F.col("last_tombstone_offset"), F.lit(-1)),
-                F.lit(False),
-            ).alias("has_pending_transaction"),
             "last_value_offset",
         )
     )
@@ -172,11 +192,13 @@ def group_offset_summary(keys: DataFrame) -> DataFrame:
 
 
 def latest_per_key_batches(
-    batches: Iterator[pa.RecordBatch], schema: pa.Schema
+    batches: Iterator[pa.RecordBatch], schema: pa.Schema, *, coordinator: Coordinator
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: all of a task's records at once (keys never straddle tasks)."""
     collected = list(batches)
     if not collected:
         return
-    result = compaction.latest_per_key(pa.Table.from_batches(collected)).cast(schema)
+    result = compaction.latest_per_key(
+        pa.Table.from_batches(collected), coordinator=coordinator
+    ).cast(schema)
     yield from result.to_batches(max_chunksize=65_536)

@@ -106,7 +106,7 @@ def audit(
     compaction and the group replay run once per run instead of once per table.
     """
     commits = compact.with_transaction_status(decoded)
-    keys = cache(compact.offset_keys(commits, tasks=compaction_tasks))
+    keys = cache(compact.offset_keys(commits, tasks=compaction_tasks, coordinator=coordinator))
     summary = compact.group_offset_summary(keys)
     group_state = replay_groups(
         group_events(decoded, summary, coordinator=coordinator), coordinator=coordinator
