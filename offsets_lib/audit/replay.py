@@ -33,6 +33,11 @@ _MEMBER_STATES = {
     STREAMS: {1: "STABLE", 2: "UNREVOKED_TASKS", 3: "UNRELEASED_TASKS", 127: "UNKNOWN"},
 }
 _STABLE_MEMBER_STATE = {CONSUMER: 0, SHARE: 0, STREAMS: 1}
+# G-M4: a current-assignment tombstone leaves the member with these epochs (Kafka's
+# LEAVE_GROUP_MEMBER_EPOCH); a member that has no current-assignment record yet has the member
+# builder's defaults (epoch 0, previous epoch -1, state STABLE).
+LEFT_MEMBER_EPOCH = -1
+_NEW_MEMBER_EPOCHS = (0, -1)
 EVERY_VALUE_TYPES = frozenset({4, 9})
 """Record types whose every value the replay reads (their topic names accumulate). Of any
 other type it reads only the newest value of each key: an older value of the same key is
@@ -96,8 +101,12 @@ class _Modern:
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
     assignments: dict[str, dict[str, Any]] = field(default_factory=dict)
     regexes: dict[str, list[str]] = field(default_factory=dict)
-    topology_topics: list[str] = field(default_factory=list)
     topic_names: dict[str, str] = field(default_factory=dict)
+    # streams (G-T2, G-T3): the topology's epoch and subscribed topics (None: no topology), and
+    # the topology epoch the coordinator validated (-1 when never validated)
+    topology_epoch: int | None = None
+    topology_topics: list[str] = field(default_factory=list)
+    validated_topology_epoch: int = -1
 
 
 @dataclass
@@ -161,9 +170,14 @@ def replay_group(
         if event.is_tombstone and (modern is None or modern.family != family):
             continue  # deleting something of a group that does not exist: nothing happens
         if modern is None or modern.family != family:
-            if classic is not None:
+            if family == SHARE and (classic is not None or modern is not None):
+                # a share group never takes over an id another group holds (2.4, G-U3)
+                notes.append("share group records for an id held by another group were ignored")
+                continue
+            if classic:  # G-U1/G-U3 replace an Empty classic group after its tombstone; a simple
+                # group ({}) needs none (G-U4: its tombstone may have been compacted away)
                 notes.append(f"{family} group records replaced a classic group (G-U1)")
-                classic = None
+            classic = None
             modern = _Modern(family)
         _apply_modern(modern, event)
     if classic is not None:
@@ -287,6 +301,9 @@ def _apply_modern(group: _Modern, event: Event) -> None:
     kind, value, member_id = event.record_type, event.value or {}, event.member_id or ""
     if kind in (3, 11, 17):
         group.epoch = value.get("Epoch", 0)
+        if kind == 17:  # G-T3: absent (written by 4.1) = -1
+            validated = value.get("ValidatedTopologyEpoch")
+            group.validated_topology_epoch = -1 if validated is None else validated
     elif kind in (6, 12, 20):
         group.target_epoch = -1 if event.is_tombstone else value.get("AssignmentEpoch", 0)
     elif kind in (5, 10, 19):
@@ -295,7 +312,10 @@ def _apply_modern(group: _Modern, event: Event) -> None:
         else:
             group.members[member_id] = value
     elif kind in (8, 14, 22):
-        group.assignments[member_id] = {} if event.is_tombstone else value
+        if not event.is_tombstone:
+            group.assignments[member_id] = value
+        elif member_id in group.members:  # G-M4: the member is reset, not removed
+            group.assignments[member_id] = _left(group, group.assignments.get(member_id))
     elif kind == 16:
         if event.is_tombstone:
             group.regexes.pop(event.regular_expression or "", None)
@@ -305,7 +325,16 @@ def _apply_modern(group: _Modern, event: Event) -> None:
         for topic in value.get("Topics") or []:
             group.topic_names[str(topic.get("TopicId"))] = topic.get("TopicName")
     elif kind == 23:
+        group.topology_epoch = None if event.is_tombstone else value.get("Epoch", 0)
         group.topology_topics = [] if event.is_tombstone else _topology_topics(value)
+
+
+def _left(group: _Modern, assignment: dict[str, Any] | None) -> dict[str, Any]:
+    """G-M4: a current-assignment tombstone sets member epoch and previous epoch to -1 and
+    clears the partitions; the member's state stays what it was."""
+    state = (assignment or {}).get("State", _STABLE_MEMBER_STATE[group.family])
+    return {"MemberEpoch": LEFT_MEMBER_EPOCH, "PreviousMemberEpoch": LEFT_MEMBER_EPOCH,
+            "State": state}  # fmt: skip
 
 
 def _topology_topics(value: dict[str, Any]) -> list[str]:
@@ -318,24 +347,10 @@ def _topology_topics(value: dict[str, Any]) -> list[str]:
 
 
 def _modern_row(group: _Modern) -> dict[str, Any]:
-    """G-M6 (state) and G-M7 (subscriptions) for a replayed modern group."""
+    """G-M6 / G-T5 (state) and G-M7 / G-T6 (subscriptions) for a replayed modern group."""
     members = [_modern_member(group, mid, meta) for mid, meta in sorted(group.members.items())]
-    stable_code = _STABLE_MEMBER_STATE[group.family]
-    if not members:
-        state = "Empty"
-    elif group.family == SHARE:
-        state = "Stable"
-    elif group.epoch > group.target_epoch:
-        state = "Assigning"
-    elif any(
-        group.assignments.get(m["member_id"], {}).get("State") != stable_code
-        or m["member_epoch"] != group.target_epoch
-        for m in members
-    ):
-        state = "Reconciling"
-    else:
-        state = "Stable"
     if group.family == STREAMS:
+        # G-T6: the topology's source and repartition source topics (none without one, or Empty)
         subscribed = group.topology_topics if members else []
     else:
         subscribed = sorted(
@@ -345,7 +360,7 @@ def _modern_row(group: _Modern) -> dict[str, Any]:
     return {
         "group_type": group.family,
         "protocol_type": "consumer" if group.family == CONSUMER else group.family,
-        "state": state,
+        "state": _modern_state(group, members),
         "generation": group.epoch,
         "protocol": None,
         "leader": None,
@@ -357,10 +372,37 @@ def _modern_row(group: _Modern) -> dict[str, Any]:
     }
 
 
+def _modern_state(group: _Modern, members: list[dict[str, Any]]) -> str:
+    """G-M6 (consumer), G-T5 (streams), share groups: the first state that holds."""
+    if not members:
+        return "Empty"
+    if group.family == SHARE:  # 2.4: Empty or Stable
+        return "Stable"
+    if group.family == STREAMS and (
+        group.topology_epoch is None or group.topology_epoch != group.validated_topology_epoch
+    ):
+        return "NotReady"
+    if group.epoch > group.target_epoch:
+        return "Assigning"
+    stable = (_STABLE_MEMBER_STATE[group.family], group.target_epoch)  # G-T4 "reconciled"
+    if any(_state_and_epoch(group, m["member_id"]) != stable for m in members):
+        return "Reconciling"
+    return "Stable"
+
+
+def _state_and_epoch(group: _Modern, member_id: str) -> tuple[int | None, int | None]:
+    """A member's state code and member epoch (G-M5/G-T4), the builder's defaults without a
+    current-assignment record."""
+    assignment = group.assignments.get(member_id)
+    if assignment is None:
+        return _STABLE_MEMBER_STATE[group.family], _NEW_MEMBER_EPOCHS[0]
+    return assignment.get("State"), assignment.get("MemberEpoch")
+
+
 def _modern_member(group: _Modern, member_id: str, meta: dict[str, Any]) -> dict[str, Any]:
     assignment = group.assignments.get(member_id)
-    if assignment is None or assignment == {}:
-        epoch, previous, state_code = (-2 if assignment == {} else 0), None, None
+    if assignment is None:  # no current-assignment record yet: the member builder's defaults
+        (epoch, previous), state_code = _NEW_MEMBER_EPOCHS, _STABLE_MEMBER_STATE[group.family]
     else:
         epoch = assignment.get("MemberEpoch")
         previous = assignment.get("PreviousMemberEpoch")

@@ -210,8 +210,8 @@ GROUPS = TableSpec(
             _col(
                 "state",
                 StringType(),
-                "Group state inferred from the log: Empty, Stable, Assigning, Reconciling or Dead "
-                "(semantics.md section 2).",
+                "Group state inferred from the log: Empty, Stable, Assigning, Reconciling, "
+                "NotReady (streams groups) or Dead (semantics.md section 2).",
             ),
             _col(
                 "generation",
@@ -282,7 +282,8 @@ MEMBERS = TableSpec(
             _col(
                 "member_epoch",
                 IntegerType(),
-                "Member epoch of a modern member (-2 after its assignment tombstone); the group "
+                "Member epoch of a modern member (-1 after its current-assignment tombstone, -2 "
+                "while a static member is temporarily away, semantics.md G-M4); the group "
                 "generation for classic members.",
             ),
             _offsets_partition("the member's records"),
@@ -307,7 +308,8 @@ MEMBERS = TableSpec(
                 "member_state",
                 StringType(),
                 "Modern member reconciliation state: STABLE, UNREVOKED_PARTITIONS or "
-                "UNRELEASED_PARTITIONS; null for classic members.",
+                "UNRELEASED_PARTITIONS (streams members: STABLE, UNREVOKED_TASKS or "
+                "UNRELEASED_TASKS); null for classic members.",
             ),
             _col(
                 "server_assignor",

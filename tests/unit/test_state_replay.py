@@ -316,7 +316,7 @@ def test_any_sequence_of_group_records_replays_without_error(events, scala):
         event.log_offset = offset
     row = replay(*events, scala=scala)
     assert row["state"] in {
-        "Dead", "Empty", "Stable", "Assigning", "Reconciling",
+        "Dead", "Empty", "Stable", "Assigning", "Reconciling", "NotReady",
     }  # fmt: skip
     assert row["group_id"] == G
 
@@ -346,3 +346,166 @@ def test_replay_batches_handles_many_groups_and_partitions():
         (1, "a", 5),
         (1, "b", 5),
     ]
+
+
+# ---- G-M4: a member that leaves ---------------------------------------------------------------
+
+
+def test_current_assignment_tombstone_resets_the_member_to_epoch_minus_one():
+    """G-M4: the tombstone keeps the member, with member and previous epoch -1 and no
+    partitions; its state stays; -1 never equals the target epoch, so the group reconciles."""
+    row = replay(
+        ev(1, 3, {"Epoch": 2}), ev(2, 6, {"AssignmentEpoch": 2}), member(3, "m1"),
+        member(4, "m2"), assignment(5, "m1", epoch=2), assignment(6, "m2", epoch=2),
+        ev(7, 8, None, MemberId="m2"),
+    )  # fmt: skip
+    left = members_of(row)["m2"]
+    assert (left["member_epoch"], left["previous_member_epoch"], left["member_state"]) == (
+        -1, -1, "STABLE",
+    )  # fmt: skip
+    assert (left["assigned_partitions"], left["partitions_pending_revocation"]) == ([], [])
+    assert (row["member_count"], row["state"]) == (2, "Reconciling")
+
+
+def test_static_member_temporary_leave_keeps_the_member_with_epoch_minus_two():
+    """G-M4: consumerGroupStaticMemberGroupLeave writes a current-assignment value, epoch -2."""
+    row = replay(
+        ev(1, 3, {"Epoch": 2}), ev(2, 6, {"AssignmentEpoch": 2}), member(3, "m1"),
+        assignment(4, "m1", epoch=2), assignment(5, "m1", epoch=-2, partitions=()),
+    )  # fmt: skip
+    assert members_of(row)["m1"]["member_epoch"] == -2
+    assert (row["member_count"], row["state"]) == (1, "Reconciling")
+
+
+def test_member_without_current_assignment_has_the_member_defaults():
+    """ConsumerGroupMember.Builder: epoch 0, previous epoch -1, state STABLE."""
+    row = replay(ev(1, 3, {"Epoch": 0}), member(2, "m1"))
+    m1 = members_of(row)["m1"]
+    assert (m1["member_epoch"], m1["previous_member_epoch"], m1["member_state"]) == (
+        0, -1, "STABLE",
+    )  # fmt: skip
+    assert row["state"] == "Stable"
+
+
+# ---- streams groups (G-T1..G-T8) -------------------------------------------------------------
+
+
+def streams_member(offset: int, member_id: str) -> Event:
+    return ev(
+        offset, 19, {"ClientId": "cl", "ProcessId": "p", "TopologyEpoch": 1}, MemberId=member_id
+    )
+
+
+def streams_assignment(offset: int, member_id: str, epoch: int, state_code: int = 1) -> Event:
+    value = {"MemberEpoch": epoch, "PreviousMemberEpoch": epoch - 1, "State": state_code}
+    return ev(offset, 22, value, MemberId=member_id)
+
+
+def topology(offset: int, epoch: int = 1) -> Event:
+    def info(name: str) -> dict:
+        return {"Name": name, "Partitions": 1, "ReplicationFactor": 1, "TopicConfigs": []}
+
+    subtopologies = [
+        {"SubtopologyId": "0", "SourceTopics": ["orders"], "SourceTopicRegex": ["re.*"],
+         "StateChangelogTopics": [info("app-store-changelog")],
+         "RepartitionSinkTopics": ["app-by-key-repartition"], "RepartitionSourceTopics": [],
+         "CopartitionGroups": []},
+        {"SubtopologyId": "1", "SourceTopics": [], "SourceTopicRegex": [],
+         "StateChangelogTopics": [], "RepartitionSinkTopics": [],
+         "RepartitionSourceTopics": [info("app-by-key-repartition")], "CopartitionGroups": []},
+    ]  # fmt: skip
+    return ev(offset, 23, {"Epoch": epoch, "Subtopologies": subtopologies})
+
+
+def streams_group(*, validated: int | None = 1, epoch: int = 3, target: int = 3) -> list[Event]:
+    metadata = {"Epoch": epoch, "MetadataHash": 0}
+    if validated is not None:
+        metadata["ValidatedTopologyEpoch"] = validated
+    return [
+        ev(1, 17, metadata), topology(2), ev(3, 20, {"AssignmentEpoch": target}),
+        streams_member(4, "s1"), streams_assignment(5, "s1", epoch=target),
+    ]  # fmt: skip
+
+
+def test_streams_group_states():
+    """G-T5, first that holds: Empty, NotReady, Assigning, Reconciling, Stable."""
+    assert replay(ev(1, 17, {"Epoch": 3}), topology(2))["state"] == "Empty"
+    stable = replay(*streams_group())
+    assert (stable["group_type"], stable["protocol_type"], stable["state"]) == (
+        "streams", "streams", "Stable",
+    )  # fmt: skip
+    assert stable["generation"] == 3
+    assert replay(*streams_group(epoch=4))["state"] == "Assigning"
+    for code in (2, 3, 0):  # UNREVOKED_TASKS, UNRELEASED_TASKS, and 0 (STABLE only for consumers)
+        events = [*streams_group(), streams_assignment(6, "s1", epoch=3, state_code=code)]
+        assert replay(*events)["state"] == "Reconciling", code
+
+
+def test_streams_group_not_ready():
+    """G-T5: no topology, or a topology epoch the coordinator has not validated (G-T3: an
+    absent ValidatedTopologyEpoch, as 4.1 writes it, is -1)."""
+    for events in (
+        streams_group(validated=None),
+        streams_group(validated=0),
+        [*streams_group(), ev(6, 23, None)],  # topology tombstone
+        [e for e in streams_group() if e.record_type != 23],
+    ):
+        row = replay(*events)
+        assert row["state"] == "NotReady"
+    # NotReady groups are subscribed (G-T6); without a topology there is nothing to subscribe to
+    assert replay(*streams_group(validated=0))["subscribed_topics"] == [
+        "app-by-key-repartition", "orders",
+    ]  # fmt: skip
+    no_topology = [e for e in streams_group() if e.record_type != 23]
+    assert replay(*no_topology)["subscribed_topics"] == []
+
+
+def test_streams_member_states_are_named_with_the_streams_codes():
+    """G-T4: 1 STABLE, 2 UNREVOKED_TASKS, 3 UNRELEASED_TASKS."""
+    for code, name in ((1, "STABLE"), (2, "UNREVOKED_TASKS"), (3, "UNRELEASED_TASKS")):
+        events = [*streams_group(), streams_assignment(6, "s1", epoch=3, state_code=code)]
+        assert members_of(replay(*events))["s1"]["member_state"] == name
+
+
+def test_streams_subscribed_topics_are_source_and_repartition_source_topics():
+    """G-T6: not changelog topics, not regex sources, not repartition sinks (by themselves)."""
+    assert replay(*streams_group())["subscribed_topics"] == ["app-by-key-repartition", "orders"]
+    emptied = replay(
+        *streams_group(), ev(6, 22, None, MemberId="s1"), ev(7, 19, None, MemberId="s1")
+    )
+    assert (emptied["state"], emptied["subscribed_topics"]) == ("Empty", [])  # G-T8
+
+
+def test_streams_group_replaces_a_simple_group():
+    """G-U3/G-U4: offsets first made a simple group; the streams records replace it quietly."""
+    row = replay(offsets_at(0), *streams_group())
+    assert (row["group_type"], row["state"], row["state_notes"]) == ("streams", "Stable", None)
+
+
+def test_consumer_group_replaces_a_simple_group_of_a_compacted_log():
+    """G-U4: the GroupMetadata tombstone between the offsets and the group was compacted away."""
+    row = replay(offsets_at(0), ev(2, 3, {"Epoch": 1}), member(3, "m1"), assignment(4, "m1", 0))
+    assert (row["group_type"], row["generation"], row["state_notes"]) == ("consumer", 1, None)
+
+
+# ---- share groups -----------------------------------------------------------------------------
+
+
+def test_share_group_states():
+    assert replay(ev(1, 11, {"Epoch": 2}))["state"] == "Empty"
+    row = replay(
+        ev(1, 11, {"Epoch": 2}),
+        ev(2, 10, {"ClientId": "c", "SubscribedTopicNames": ["t"]}, MemberId="m"),
+    )
+    assert (row["group_type"], row["protocol_type"], row["state"], row["subscribed_topics"]) == (
+        "share", "share", "Stable", ["t"],
+    )  # fmt: skip
+
+
+def test_share_group_never_replaces_another_group():
+    """2.4: getOrMaybeCreateShareGroup fails on a group of another type, even a simple one."""
+    row = replay(offsets_at(0), ev(1, 11, {"Epoch": 2}))
+    assert (row["group_type"], row["protocol_type"], row["state"]) == ("classic", None, "Empty")
+    assert "share" in row["state_notes"]
+    row = replay(ev(1, 3, {"Epoch": 1}), member(2, "m1"), ev(3, 11, {"Epoch": 2}))
+    assert (row["group_type"], row["member_count"]) == ("consumer", 1)
