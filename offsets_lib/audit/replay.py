@@ -43,6 +43,9 @@ EVERY_VALUE_TYPES = frozenset({4, 9})
 other type it reads only the newest value of each key: an older value of the same key is
 replaced, or its group dropped, before the group's row is built, so a caller may pass
 `value=None` for those (batch_decode.decode_task_records does)."""
+LAST_VALUE_TYPES = frozenset({8, 14, 22})
+"""Current-assignment records: a tombstone keeps the member's state from the value before it
+(G-M4), so the replay also reads the newest value of each such key."""
 
 PARTITION = pa.struct(
     [
@@ -307,14 +310,16 @@ def _apply_modern(group: _Modern, event: Event) -> None:
     elif kind in (6, 12, 20):
         group.target_epoch = -1 if event.is_tombstone else value.get("AssignmentEpoch", 0)
     elif kind in (5, 10, 19):
-        if event.is_tombstone:
+        if event.is_tombstone:  # the member is gone, with its current assignment
             group.members.pop(member_id, None)
+            group.assignments.pop(member_id, None)
         else:
             group.members[member_id] = value
     elif kind in (8, 14, 22):
         if not event.is_tombstone:
             group.assignments[member_id] = value
-        elif member_id in group.members:  # G-M4: the member is reset, not removed
+        elif member_id in group.members or member_id in group.assignments:
+            # G-M4: the member is reset, not removed
             group.assignments[member_id] = _left(group, group.assignments.get(member_id))
     elif kind == 16:
         if event.is_tombstone:

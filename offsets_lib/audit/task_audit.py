@@ -125,7 +125,11 @@ def audit_records(
     """
     if not batches:
         return {}
-    records = decode_task_records(batches, every_value_of=replay.EVERY_VALUE_TYPES)
+    records = decode_task_records(
+        batches,
+        every_value_of=replay.EVERY_VALUE_TYPES,
+        newest_value_of=replay.LAST_VALUE_TYPES,
+    )
     decoded, values, source = records.table, records.values, records.source  # rows reordered
     history = pa.chunked_array(
         [b.column("is_history") for b in batches], type=pa.bool_()

@@ -63,7 +63,10 @@ class TaskRecords:
 
 
 def decode_task_records(
-    batches: list[pa.RecordBatch], *, every_value_of: frozenset[int] | None = None
+    batches: list[pa.RecordBatch],
+    *,
+    every_value_of: frozenset[int] | None = None,
+    newest_value_of: frozenset[int] = frozenset(),
 ) -> TaskRecords:
     """Decode a task's batches for the audit (no full-length merge of the paths' columns: the
     audit does not depend on row order).
@@ -71,8 +74,10 @@ def decode_task_records(
     With `every_value_of` (record types), the values of group-level records are decoded only
     where a reader of the values needs them: for those types always, for other types only for
     the newest decodable record of each key in its offsets-topic partition (older values of a
-    key are replaced by it). The other records are still checked against their layouts, so
-    errors, keys and every other column are exactly what the codec gives.
+    key are replaced by it) and, for the types in `newest_value_of`, also the newest value of
+    each key (a reader that updates the previous value on a tombstone needs it). The other
+    records are still checked against their layouts, so errors, keys and every other column are
+    exactly what the codec gives.
     """
     if not batches:
         return TaskRecords(DECODED_ARROW.empty_table(), {}, np.zeros(0, dtype=np.int64), {})
@@ -88,7 +93,9 @@ def decode_task_records(
     codec_rows = np.setdiff1d(slow_rows, walked_rows, assume_unique=True)
     decoded, fields = _decode_rows(source, codec_rows, as_json=False)
     if walked is not None and len(walked_rows):
-        keep = _values_needed(source, walked, walked_rows, codec_rows, decoded, every_value_of)
+        keep = _values_needed(
+            source, walked, walked_rows, codec_rows, decoded, every_value_of, newest_value_of
+        )
         extra, extra_fields = _decode_rows(source, walked_rows[keep], as_json=False)
         fields.update((len(decoded) + j, v) for j, v in extra_fields.items())
         decoded += extra
@@ -143,13 +150,12 @@ def _values_needed(
     codec_rows: np.ndarray,
     decoded: list[dict[str, Any]],
     every_value_of: frozenset[int],
+    newest_value_of: frozenset[int],
 ) -> np.ndarray:
     """Which walked rows must still be decoded by the codec: non-tombstones of a type in
-    `every_value_of`, or the newest decodable group-level record of their key (ties included)."""
-    codec_ok = np.array(
-        [row.get("error") is None and (row.get("record_type") or 0) >= 2 for row in decoded],
-        dtype=bool,
-    )
+    `every_value_of`, the newest decodable group-level record of their key (ties included), or,
+    for a type in `newest_value_of`, the newest value of their key."""
+    codec_ok = np.array([_is_group_row(row) for row in decoded], dtype=bool)
     rows = np.concatenate([walked_rows, codec_rows[codec_ok] if len(codec_rows) else codec_rows])
     picked = pa.array(rows)
     keys = source.column("key").take(picked).combine_chunks()
@@ -168,8 +174,22 @@ def _values_needed(
     is_newest = np.empty(len(rows), dtype=bool)
     is_newest[order] = offset[order] == newest[run]
     has_value = ~np.asarray(walked.columns["is_tombstone"], dtype=bool)
-    always = np.isin(np.asarray(walked.columns["record_type"]), list(every_value_of))
-    return has_value & (is_newest[: len(walked_rows)] | always)
+    record_type = np.asarray(walked.columns["record_type"])
+    always = np.isin(record_type, list(every_value_of))
+    wanted = is_newest[: len(walked_rows)] | always
+    if newest_value_of:
+        codec_values = [not row.get("is_tombstone") for row in decoded if _is_group_row(row)]
+        values = np.concatenate([has_value, np.asarray(codec_values, dtype=bool)])
+        value_offset = np.where(values, offset, -(2**63))
+        newest_value = np.maximum.reduceat(value_offset[order], starts)
+        is_newest_value = np.empty(len(rows), dtype=bool)
+        is_newest_value[order] = value_offset[order] == newest_value[run]
+        wanted |= is_newest_value[: len(walked_rows)] & np.isin(record_type, list(newest_value_of))
+    return has_value & wanted
+
+
+def _is_group_row(row: dict[str, Any]) -> bool:
+    return row.get("error") is None and (row.get("record_type") or 0) >= 2
 
 
 def _subset(walked: layout_scan.Scanned, mask: np.ndarray) -> layout_scan.Scanned:

@@ -191,7 +191,7 @@ def _audit(monkeypatch, batches: list[pa.RecordBatch], every_value_of) -> dict[s
         patch.setattr(
             task_audit,
             "decode_task_records",
-            lambda b, **_: real(b, every_value_of=every_value_of),
+            lambda b, **kw: real(b, **{**kw, "every_value_of": every_value_of}),
         )
         return task_audit.audit_records(batches)
 
@@ -278,3 +278,30 @@ def test_metrics_count_group_metadata_writes_without_their_values(monkeypatch) -
     _assert_same_audit(monkeypatch, [batch])
     metrics = task_audit.audit_records([batch])[task_audit.METRIC]
     assert metrics.column("group_metadata_writes").to_pylist() == [2]
+
+
+def test_a_current_assignment_tombstone_keeps_the_state_of_the_value_before_it(monkeypatch) -> None:
+    """G-M4: the tombstone resets epochs and partitions but not the member's state, so the value
+    before the tombstone (not the newest record of its key) must be decoded too."""
+
+    def record(record_type: int, value: dict | None, **key: str) -> tuple[bytes, bytes | None]:
+        key_bytes = wire.encode_key(record_type, {"GroupId": "g", **key})
+        encoded = None if value is None else wire.encode_value(record_type, 0, value)
+        return key_bytes, encoded
+
+    assignment = {"MemberEpoch": 2, "PreviousMemberEpoch": 1, "State": 1}  # UNREVOKED_PARTITIONS
+    rows = [
+        record(3, {"Epoch": 2}),
+        record(6, {"AssignmentEpoch": 2}),
+        record(5, {"ClientId": "c", "SubscribedTopicNames": ["orders"]}, MemberId="m"),
+        record(8, assignment, MemberId="m"),
+        record(8, None, MemberId="m"),
+    ]
+    batch = _raw_batch([(offset, key, value) for offset, (key, value) in enumerate(rows)])
+    _assert_same_audit(monkeypatch, [batch])
+    (group,) = task_audit.audit_records([batch])[task_audit.GROUP].to_pylist()
+    (member,) = group["members"]
+    assert (member["member_epoch"], member["previous_member_epoch"], member["member_state"]) == (
+        -1, -1, "UNREVOKED_PARTITIONS",
+    )  # fmt: skip
+    assert group["state"] == "Reconciling"

@@ -11,46 +11,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from offsets_lib import wire
 from offsets_lib.audit import compaction, task_audit
 from offsets_lib.audit.coordinator import Coordinator
+from tests.log_builder import batch, commit, marker, tombstone
 
 SCALA = [Coordinator.CLASSIC_2_4, Coordinator.CLASSIC_2_1, Coordinator.PRE_2_1]
 P, Q = 7, 8  # producer ids
-
-
-def commit(offset: int, producer: int = -1, *, group: str = "g", partition: int = 0) -> dict:
-    """An offset commit of `offset` for (group, orders, partition); transactional if producer."""
-    key = wire.encode_key(1, {"group": group, "topic": "orders", "partition": partition})
-    fields = {"offset": offset, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 1_000}
-    return {"key": key, "value": wire.encode_value(1, 3, fields), "producer_id": producer}
-
-
-def tombstone(*, group: str = "g", partition: int = 0) -> dict:
-    key = wire.encode_key(1, {"group": group, "topic": "orders", "partition": partition})
-    return {"key": key, "value": None, "producer_id": -1}
-
-
-def marker(producer: int, kind: str = "commit") -> dict:
-    key, value = wire.encode_control(kind, 0)
-    return {"key": key, "value": value, "producer_id": producer, "is_control": True}
-
-
-def batch(records: list[dict]) -> pa.RecordBatch:
-    """The records at log offsets 0, 1, 2... of offsets-topic partition 0."""
-    rows = []
-    for offset, record in enumerate(records):
-        producer = record["producer_id"]
-        is_control = record.get("is_control", False)
-        rows.append(
-            {
-                "log_partition": 0, "log_offset": offset, "log_timestamp_ms": 1_000 + offset,
-                "key": record["key"], "value": record["value"], "producer_id": producer,
-                "producer_epoch": 0 if producer >= 0 else -1,
-                "is_transactional": producer >= 0, "is_control": is_control, "is_history": False,
-            }
-        )  # fmt: skip
-    return pa.RecordBatch.from_pylist(rows, schema=task_audit.RAW_ARROW)
 
 
 def audit(records: list[dict], coordinator: Coordinator) -> tuple[dict, dict]:
