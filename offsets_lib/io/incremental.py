@@ -13,6 +13,9 @@ with the audit's own transaction and compaction functions; ``engine.pipeline.kep
     TXN-2), which later records can only override;
   - the newest value record of any transaction status (``last_value_offset``, the position of
     the group's offset-summary event for G-S1);
+  - the committed value under each coordinator's transaction rule (under the Scala loader a
+    transactional value committed after a newer tombstone re-creates the offset, semantics.md
+    1.3, so it can be older than the newest counting record);
   - the newest tombstone (``has_pending_transaction`` compares pending records with it, TXN-4);
   - every still-pending transactional record, with its producer id (its marker may come in a
     later increment);
