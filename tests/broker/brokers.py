@@ -1,0 +1,164 @@
+"""One Apache Kafka broker in KRaft combined mode (broker + controller) on 127.0.0.1.
+
+Started with ``java -cp '<jars>/*' kafka.Kafka server.properties`` after
+``kafka.tools.StorageTool format``, on free ports, with its own log dir; `restart` keeps the
+log dir so the coordinator loads its state back from ``__consumer_offsets``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from tests.broker import kafka_dist
+
+STARTUP_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 20.0
+JVM_OPTIONS = ("-Xms256m", "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+# Settings that make the coordinator's clocks short enough for a test (issue 16).
+FAST_SETTINGS: dict[str, str] = {
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "offsets.retention.minutes": "1",
+    "offsets.retention.check.interval.ms": "500",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+    "num.partitions": "1",
+    "auto.create.topics.enable": "false",
+    "log.flush.interval.messages": "1",
+}
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _reachable(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _java(version: str) -> str:
+    """Java 17 runs 3.9 and 4.x; JAVA_HOME wins when set."""
+    home = os.environ.get("KAFKA_JAVA_HOME") or os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+class KafkaBroker:
+    """A broker of `version` under `work_dir` (log dir, config, stdout log)."""
+
+    def __init__(self, version: str, work_dir: Path, settings: Mapping[str, str] | None = None):
+        self.version = version
+        self.work_dir = work_dir
+        self.log_dir = work_dir / "data"
+        self.jars = kafka_dist.resolve(version)
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.settings = {**FAST_SETTINGS, **(settings or {})}
+        self.proc: subprocess.Popen | None = None
+        self._write_config()
+        self._format()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    def _classpath(self) -> str:
+        return f"{self.jars}/*"
+
+    def _write_config(self) -> None:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        lines = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.log_dir),
+            **self.settings,
+        }
+        self.config = self.work_dir / "server.properties"
+        self.config.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+
+    def _format(self) -> None:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        command = [_java(self.version), *JVM_OPTIONS, "-cp", self._classpath()]
+        command += ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.config)]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+
+    def start(self) -> None:
+        command = [_java(self.version), *JVM_OPTIONS, "-cp", self._classpath()]
+        command += ["kafka.Kafka", str(self.config)]
+        with open(self.work_dir / "broker.out", "ab") as out:
+            self.proc = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not _reachable(self.port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                tail = (self.work_dir / "broker.out").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"Kafka {self.version} did not start:\n{tail}")
+            time.sleep(0.1)
+        self._wait_ready(deadline)
+
+    def _wait_ready(self, deadline: float) -> None:
+        """Metadata answers and the group coordinator is loaded (a group describe succeeds)."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        while True:
+            try:
+                admin.list_topics(timeout=2.0)
+                admin.list_consumer_groups(request_timeout=2.0).result()
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=STOP_TIMEOUT_S)
+
+    def restart(self) -> None:
+        """Stop and start on the same log dir: the coordinator replays __consumer_offsets."""
+        self.stop()
+        self.start()
+
+    def kill(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait(timeout=STOP_TIMEOUT_S)

@@ -1,0 +1,454 @@
+"""Situations driven by real clients (confluent-kafka) against a real coordinator.
+
+Each situation owns its topics and groups (named after it) and leaves the broker in a state
+that stays put until the test session ends: members that should stay are kept alive by the
+`Driver`'s poll thread, the others leave before the first snapshot. `offset_deletes` lists the
+OffsetDelete requests issued after the first snapshot (the job predicts their error codes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+JOIN_TIMEOUT_S = 30.0
+
+
+@dataclass
+class Outcome:
+    """What a situation leaves: its groups and the OffsetDelete requests to issue later."""
+
+    groups: list[str]
+    offset_deletes: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Situation:
+    name: str
+    drive: Callable[[Driver, str], Outcome]
+    min_major: int = 3  # the oldest broker major version that has the feature
+
+
+SITUATIONS: list[Situation] = []
+
+
+def situation(name: str, *, min_major: int = 3):
+    def register(fn: Callable[[Driver, str], Outcome]) -> Callable[[Driver, str], Outcome]:
+        SITUATIONS.append(Situation(name, fn, min_major))
+        return fn
+
+    return register
+
+
+class Driver:
+    """Clients against one broker; keeps live members polling until `close`."""
+
+    def __init__(self, bootstrap: str):
+        self.bootstrap = bootstrap
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+        self._alive: list[Consumer] = []
+        self._producers: list[Producer] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._pump = threading.Thread(target=self._poll_forever, daemon=True)
+        self._pump.start()
+
+    def _poll_forever(self) -> None:
+        while not self._stop.is_set():
+            with self._lock:
+                alive = list(self._alive)
+            for consumer in alive:
+                with contextlib.suppress(Exception):
+                    consumer.poll(0)
+            time.sleep(0.05)
+
+    def topic(self, name: str, partitions: int = 2) -> str:
+        futures = self.admin.create_topics([NewTopic(name, partitions, 1)])
+        futures[name].result()
+        deadline = time.monotonic() + 10
+        while len(self.admin.list_topics(name, timeout=5).topics[name].partitions) < partitions:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"topic {name} not ready")
+            time.sleep(0.1)
+        return name
+
+    def produce(self, topic: str, partitions: int, count: int) -> None:
+        producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0})
+        for partition in range(partitions):
+            for i in range(count):
+                producer.produce(topic, value=b"v%d" % i, partition=partition)
+        producer.flush(10)
+
+    def consumer(self, group: str, protocol: str = "classic", **conf: object) -> Consumer:
+        settings: dict[str, object] = {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 0,
+        }
+        if protocol == "consumer":
+            settings["group.protocol"] = "consumer"
+        else:
+            settings.update({"session.timeout.ms": 30000, "heartbeat.interval.ms": 500})
+        settings.update({k.replace("_", "."): v for k, v in conf.items()})
+        return Consumer(settings)
+
+    def join(self, consumers: list[Consumer], topics: list[str] | None = None) -> None:
+        """Subscribe (when `topics`) and poll until every consumer has an assignment."""
+        if topics is not None:
+            for consumer in consumers:
+                consumer.subscribe(topics)
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        while True:
+            for consumer in consumers:
+                consumer.poll(0.05)
+            if all(c.assignment() for c in consumers):
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError("consumers did not get an assignment")
+        # one more round so every member has acknowledged its assignment
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            for consumer in consumers:
+                consumer.poll(0.05)
+
+    def keep_alive(self, *consumers: Consumer) -> None:
+        with self._lock:
+            self._alive.extend(consumers)
+
+    def leave(self, consumer: Consumer) -> None:
+        with self._lock:
+            if consumer in self._alive:
+                self._alive.remove(consumer)
+        consumer.close()
+
+    @staticmethod
+    def commit(consumer: Consumer, offsets: dict[tuple[str, int], int], **kw: object) -> None:
+        tps = [TopicPartition(t, p, o, **kw) for (t, p), o in offsets.items()]
+        consumer.commit(offsets=tps, asynchronous=False)
+
+    def transactional(self, txn_id: str) -> Producer:
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "transactional.id": txn_id,
+                "transaction.timeout.ms": 600000,
+                "log_level": 0,
+            }
+        )
+        producer.init_transactions(20)
+        self._producers.append(producer)
+        return producer
+
+    def close(self) -> None:
+        self._stop.set()
+        self._pump.join(timeout=5)
+        for consumer in self._alive:
+            with contextlib.suppress(KafkaException):
+                consumer.close()
+        self._alive.clear()
+        for producer in self._producers:
+            with contextlib.suppress(Exception):
+                producer.abort_transaction(5)
+
+
+def _tps(topic: str, *partitions: int) -> list[tuple[str, int]]:
+    return [(topic, p) for p in partitions]
+
+
+# ---- classic groups --------------------------------------------------------------------------
+
+
+@situation("simple-assign")
+def simple_assign(d: Driver, name: str) -> Outcome:
+    """assign() + commit (generation -1, no member): a simple group; metadata and leader epoch."""
+    topic = d.topic(f"{name}-t", 3)
+    group = f"{name}-g"
+    consumer = d.consumer(group)
+    consumer.assign([TopicPartition(topic, p) for p in range(3)])
+    d.commit(consumer, {(topic, 0): 5, (topic, 1): 7}, metadata="m-1")
+    d.commit(consumer, {(topic, 2): 11})
+    d.commit(consumer, {(topic, 1): 8})  # a later commit replaces the first one
+    consumer.close()
+    return Outcome([group])
+
+
+@situation("classic-eager-two-members")
+def classic_eager(d: Driver, name: str) -> Outcome:
+    topic = d.topic(f"{name}-t", 4)
+    group = f"{name}-g"
+    members = [d.consumer(group, client_id=f"{name}-c{i}") for i in range(2)]
+    d.join(members, [topic])
+    for consumer in members:
+        d.commit(consumer, {(t.topic, t.partition): 3 for t in consumer.assignment()})
+    d.keep_alive(*members)
+    return Outcome([group])
+
+
+@situation("classic-cooperative-member-left")
+def classic_cooperative(d: Driver, name: str) -> Outcome:
+    topic = d.topic(f"{name}-t", 4)
+    group = f"{name}-g"
+    conf = {"partition.assignment.strategy": "cooperative-sticky"}
+    members = [d.consumer(group, client_id=f"{name}-c{i}", **conf) for i in range(3)]
+    d.join(members, [topic])
+    for consumer in members:
+        d.commit(consumer, {(t.topic, t.partition): 2 for t in consumer.assignment()})
+    members[2].close()
+    d.join(members[:2])
+    d.keep_alive(*members[:2])
+    return Outcome([group])
+
+
+@situation("classic-subscription-changes")
+def classic_subscription(d: Driver, name: str) -> Outcome:
+    first, second = d.topic(f"{name}-a", 2), d.topic(f"{name}-b", 2)
+    group = f"{name}-g"
+    consumer = d.consumer(group, client_id=f"{name}-c")
+    d.join([consumer], [first])
+    d.commit(consumer, {(first, 0): 1, (first, 1): 1})
+    consumer.subscribe([first, second])
+    deadline = time.monotonic() + JOIN_TIMEOUT_S
+    while len(consumer.assignment()) < 4 and time.monotonic() < deadline:
+        consumer.poll(0.05)
+    d.join([consumer])
+    d.commit(consumer, {(second, 0): 4})
+    d.keep_alive(consumer)
+    return Outcome([group])
+
+
+@situation("classic-static-member")
+def classic_static(d: Driver, name: str) -> Outcome:
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    consumer = d.consumer(group, client_id=f"{name}-c", group_instance_id=f"{name}-i1")
+    d.join([consumer], [topic])
+    d.commit(consumer, {(topic, 0): 9, (topic, 1): 10})
+    d.keep_alive(consumer)
+    return Outcome([group])
+
+
+@situation("classic-emptied")
+def classic_emptied(d: Driver, name: str) -> Outcome:
+    """Members commit then leave: an Empty consumer group whose offsets expire."""
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    consumer = d.consumer(group, client_id=f"{name}-c")
+    d.join([consumer], [topic])
+    d.commit(consumer, {(topic, 0): 4, (topic, 1): 6})
+    consumer.close()
+    return Outcome([group])
+
+
+@situation("classic-emptied-then-rejoined")
+def classic_rejoined(d: Driver, name: str) -> Outcome:
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    first = d.consumer(group, client_id=f"{name}-c1")
+    d.join([first], [topic])
+    d.commit(first, {(topic, 0): 4, (topic, 1): 6})
+    first.close()
+    second = d.consumer(group, client_id=f"{name}-c2")
+    d.join([second], [topic])
+    d.commit(second, {(topic, 1): 8})
+    d.keep_alive(second)
+    return Outcome([group])
+
+
+@situation("offset-delete")
+def offset_delete(d: Driver, name: str) -> Outcome:
+    """OffsetDelete on an Empty group, on a group subscribed to the topic, on a missing group."""
+    topic, other = d.topic(f"{name}-t", 2), d.topic(f"{name}-o", 1)
+    empty, stable = f"{name}-empty", f"{name}-stable"
+    consumer = d.consumer(empty)
+    consumer.assign([TopicPartition(topic, 0)])
+    d.commit(consumer, {(topic, 0): 3, (topic, 1): 4, (other, 0): 5})
+    consumer.close()
+    member = d.consumer(stable, client_id=f"{name}-c")
+    d.join([member], [topic])
+    d.commit(member, {(topic, 0): 1, (topic, 1): 1})
+    assigned = d.consumer(stable, client_id=f"{name}-x")
+    assigned.assign([TopicPartition(other, 0)])
+    d.commit(assigned, {(other, 0): 2})
+    assigned.close()
+    d.keep_alive(member)
+    deletes = [
+        (empty, _tps(topic, 0, 1)),
+        (stable, [*_tps(topic, 0), *_tps(other, 0)]),
+        (f"{name}-missing", _tps(topic, 0)),
+    ]
+    return Outcome([empty, stable], offset_deletes=deletes)
+
+
+@situation("delete-groups")
+def delete_groups(d: Driver, name: str) -> Outcome:
+    topic = d.topic(f"{name}-t", 1)
+    gone, kept = f"{name}-gone", f"{name}-kept"
+    for group in (gone, kept):
+        consumer = d.consumer(group)
+        consumer.assign([TopicPartition(topic, 0)])
+        d.commit(consumer, {(topic, 0): 2})
+        consumer.close()
+    d.admin.delete_consumer_groups([gone])[gone].result()
+    return Outcome([gone, kept])
+
+
+@situation("admin-offset-reset")
+def offset_reset(d: Driver, name: str) -> Outcome:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    consumer = d.consumer(group, client_id=f"{name}-c")
+    d.join([consumer], [topic])
+    d.commit(consumer, {(topic, 0): 10, (topic, 1): 10})
+    consumer.close()
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 1)])
+    d.admin.alter_consumer_group_offsets([request])[group].result()
+    return Outcome([group])
+
+
+@situation("topic-deleted")
+def topic_deleted(d: Driver, name: str) -> Outcome:
+    topic, kept = d.topic(f"{name}-t", 2), d.topic(f"{name}-k", 1)
+    group = f"{name}-g"
+    consumer = d.consumer(group)
+    consumer.assign([TopicPartition(topic, 0)])
+    d.commit(consumer, {(topic, 0): 3, (topic, 1): 3, (kept, 0): 3})
+    consumer.close()
+    d.admin.delete_topics([topic])[topic].result()
+    time.sleep(1.0)  # the coordinator removes the offsets when the metadata update reaches it
+    return Outcome([group])
+
+
+# ---- transactional offsets -------------------------------------------------------------------
+
+
+def _txn_offsets(d: Driver, producer: Producer, group: str, offsets: dict) -> None:
+    metadata_source = d.consumer(group)
+    producer.begin_transaction()
+    tps = [TopicPartition(t, p, o) for (t, p), o in offsets.items()]
+    producer.send_offsets_to_transaction(tps, metadata_source.consumer_group_metadata(), 20)
+    metadata_source.close()
+
+
+@situation("txn-committed")
+def txn_committed(d: Driver, name: str) -> Outcome:
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    producer = d.transactional(f"{name}-txn")
+    _txn_offsets(d, producer, group, {(topic, 0): 12, (topic, 1): 13})
+    producer.commit_transaction(20)
+    return Outcome([group])
+
+
+@situation("txn-aborted")
+def txn_aborted(d: Driver, name: str) -> Outcome:
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    consumer = d.consumer(group)
+    consumer.assign([TopicPartition(topic, 0)])
+    d.commit(consumer, {(topic, 0): 2})
+    consumer.close()
+    producer = d.transactional(f"{name}-txn")
+    _txn_offsets(d, producer, group, {(topic, 0): 20, (topic, 1): 21})
+    producer.abort_transaction(20)
+    return Outcome([group])
+
+
+@situation("txn-pending")
+def txn_pending(d: Driver, name: str) -> Outcome:
+    """Offsets staged by a transaction left open: OffsetFetch(require_stable) says unstable."""
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    consumer = d.consumer(group)
+    consumer.assign([TopicPartition(topic, 0)])
+    d.commit(consumer, {(topic, 0): 2})
+    consumer.close()
+    producer = d.transactional(f"{name}-txn")
+    _txn_offsets(d, producer, group, {(topic, 0): 30, (topic, 1): 31})
+    return Outcome([group])
+
+
+@situation("txn-plain-commit-before-marker")
+def txn_commit_between(d: Driver, name: str) -> Outcome:
+    """A plain commit lands between a transaction's offsets and its COMMIT marker."""
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    producer = d.transactional(f"{name}-txn")
+    _txn_offsets(d, producer, group, {(topic, 0): 40, (topic, 1): 41})
+    consumer = d.consumer(group)
+    consumer.assign([TopicPartition(topic, 0)])
+    d.commit(consumer, {(topic, 0): 50})
+    consumer.close()
+    producer.commit_transaction(20)
+    return Outcome([group])
+
+
+# ---- KIP-848 consumer groups (the new coordinator) -------------------------------------------
+
+
+@situation("consumer-regex", min_major=4)
+def consumer_regex(d: Driver, name: str) -> Outcome:
+    topics = [d.topic(f"{name}-a", 2), d.topic(f"{name}-b", 1)]
+    group = f"{name}-g"
+    members = [d.consumer(group, "consumer", client_id=f"{name}-c{i}") for i in range(2)]
+    d.join(members, [f"^{name}-.*"])
+    deadline = time.monotonic() + JOIN_TIMEOUT_S
+    while sum(len(m.assignment()) for m in members) < 3 and time.monotonic() < deadline:
+        for m in members:
+            m.poll(0.05)
+    for consumer in members:
+        d.commit(consumer, {(t.topic, t.partition): 6 for t in consumer.assignment()})
+    d.keep_alive(*members)
+    return Outcome([group], notes=[f"topics {topics}"])
+
+
+@situation("consumer-emptied", min_major=4)
+def consumer_emptied(d: Driver, name: str) -> Outcome:
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    consumer = d.consumer(group, "consumer", client_id=f"{name}-c")
+    d.join([consumer], [topic])
+    d.commit(consumer, {(topic, 0): 8, (topic, 1): 9})
+    consumer.close()
+    return Outcome([group])
+
+
+@situation("consumer-static-member-stays", min_major=4)
+def consumer_static(d: Driver, name: str) -> Outcome:
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    members = [
+        d.consumer(group, "consumer", client_id=f"{name}-c{i}", group_instance_id=f"{name}-i{i}")
+        for i in range(2)
+    ]
+    d.join(members, [topic])
+    for consumer in members:
+        d.commit(consumer, {(t.topic, t.partition): 4 for t in consumer.assignment()})
+    d.keep_alive(*members)
+    return Outcome([group])
+
+
+@situation("classic-upgraded-to-consumer", min_major=4)
+def classic_upgrade(d: Driver, name: str) -> Outcome:
+    """An Empty classic group with offsets becomes a consumer group when a KIP-848 member joins."""
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    classic = d.consumer(group, client_id=f"{name}-classic")
+    d.join([classic], [topic])
+    d.commit(classic, {(topic, 0): 5, (topic, 1): 5})
+    classic.close()
+    modern = d.consumer(group, "consumer", client_id=f"{name}-modern")
+    d.join([modern], [topic])
+    d.commit(modern, {(topic, 0): 6})
+    d.keep_alive(modern)
+    return Outcome([group])

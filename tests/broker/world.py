@@ -1,0 +1,496 @@
+"""One broker's world: drive every situation, snapshot the broker, audit its log, compare.
+
+Phases (one broker start, one retention wait per version):
+
+1. *live*: every situation runs; the broker's answers (ListGroups, DescribeGroups,
+   OffsetFetch with and without require_stable) are taken, its log segments dumped and audited
+   with ``offsets run --as-of <now>``; the two views are compared per group.
+2. *offset-delete*: the job's ``delete_error`` of each requested partition is compared with the
+   error code of the real OffsetDelete.
+3. *expiry*: the log is dumped again and audited ``--as-of T`` (T after the 1-minute retention);
+   the broker's cleanup passes T; the offset and group tombstones it wrote must be exactly the
+   predicted ones, each written within one cleanup interval after the predicted ``expires_at``.
+4. *reload*: the broker restarts on the same log dir; its answers are compared with an audit of
+   the final log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from click.testing import CliRunner
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+
+from offsets_lib.cli import main as offsets_cli
+from tests.broker import segments
+from tests.broker.brokers import KafkaBroker
+from tests.broker.recorder import Recorder
+from tests.broker.situations import SITUATIONS, Driver, Outcome, Situation
+
+RETENTION = "1m"
+CLEANUP_INTERVAL_MS = 500
+EXPIRY_SLACK_MS = 1500  # a cleanup pass that starts late still writes within this
+COORDINATOR = {4: "new", 3: "classic-2.4"}
+
+
+# ---- the two views of a group ------------------------------------------------------------
+
+
+@dataclass
+class GroupView:
+    listed: bool = False
+    state: str | None = None
+    group_type: str | None = None
+    simple: bool | None = None
+    protocol: str | None = None
+    members: list[tuple] = field(default_factory=list)
+    offsets: dict[tuple[str, int], tuple] = field(default_factory=dict)
+    unstable: bool = False
+
+
+_STATES = {
+    "EMPTY": "Empty",
+    "STABLE": "Stable",
+    "PREPARING_REBALANCE": "PreparingRebalance",
+    "COMPLETING_REBALANCE": "CompletingRebalance",
+    "DEAD": "Dead",
+    "UNKNOWN": "Unknown",
+}
+
+
+def _state_name(state: Any) -> str:
+    name = getattr(state, "name", str(state))
+    return _STATES.get(name, name.title().replace("_", ""))
+
+
+def broker_view(admin, groups: Iterable[str]) -> dict[str, GroupView]:
+    groups = list(groups)
+    views = {g: GroupView() for g in groups}
+    listing = admin.list_consumer_groups(request_timeout=10).result()
+    for item in listing.valid:
+        if item.group_id in views:
+            views[item.group_id].listed = True
+            views[item.group_id].group_type = item.type.name.lower()
+    for group in groups:
+        view = views[group]
+        described = _describe(admin, group)
+        if described is None:
+            view.state = "Dead"
+            continue
+        view.state = _state_name(described.state)
+        view.simple = described.is_simple_consumer_group
+        view.protocol = described.partition_assignor or None
+        view.members = sorted(
+            (
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.host,
+                sorted((tp.topic, tp.partition) for tp in (m.assignment.topic_partitions or [])),
+            )
+            for m in described.members
+        )
+    for group in groups:
+        view = views[group]
+        request = [ConsumerGroupTopicPartitions(group)]
+        result = admin.list_consumer_group_offsets(request, request_timeout=10)[group].result()
+        for tp in result.topic_partitions:
+            if tp.error is None and tp.offset >= 0:
+                # librdkafka hands metadata over as a C string: empty is None, a trailing NUL is cut
+                view.offsets[(tp.topic, tp.partition)] = (
+                    tp.offset,
+                    tp.leader_epoch,
+                    tp.metadata or "",
+                )
+        try:
+            stable = admin.list_consumer_group_offsets(
+                request, require_stable=True, request_timeout=10
+            )[group].result()
+            view.unstable = any(tp.error is not None for tp in stable.topic_partitions)
+        except KafkaException as exc:
+            view.unstable = "UNSTABLE" in str(exc)
+    return views
+
+
+def _describe(admin, group: str):
+    """DescribeGroups, retried while the coordinator loads; None = GROUP_ID_NOT_FOUND."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return admin.describe_consumer_groups([group], request_timeout=10)[group].result()
+        except KafkaException as exc:
+            error = exc.args[0]
+            if error.name() == "GROUP_ID_NOT_FOUND":
+                return None
+            if (
+                not error.retriable() and "LOAD" not in error.name()
+            ) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def _rows(tables: Path, name: str, run_id: str) -> list[dict]:
+    from deltalake import DeltaTable
+
+    table = DeltaTable(str(tables / name)).to_pyarrow_table(filters=[("run_id", "=", run_id)])
+    return table.to_pylist()
+
+
+@dataclass
+class JobRun:
+    tables: Path
+    run_id: str
+    groups: dict[str, dict]
+    members: list[dict]
+    offsets: list[dict]
+    offset_decisions: list[dict]
+    group_decisions: dict[str, dict]
+
+
+def run_job(
+    spark, dump: Path, tables: Path, run_id: str, as_of_ms: int, coordinator: str
+) -> JobRun:
+    del spark  # the session fixture is what the CLI's session builder reuses
+    args = ["run", "--source", "parquet", "--input", str(dump), "--output", str(tables)]
+    args += ["--run-id", run_id, "--retention", RETENTION, "--as-of", str(as_of_ms)]
+    args += ["--coordinator", coordinator]
+    result = CliRunner().invoke(offsets_cli, args)
+    assert result.exit_code == 0, result.output
+    return JobRun(
+        tables,
+        run_id,
+        {r["group_id"]: r for r in _rows(tables, "groups", run_id)},
+        _rows(tables, "members", run_id),
+        _rows(tables, "offsets", run_id),
+        _rows(tables, "offset_decisions", run_id),
+        {r["group_id"]: r for r in _rows(tables, "group_decisions", run_id)},
+    )
+
+
+def job_view(
+    run: JobRun, groups: Iterable[str], topic_names: dict[str, str]
+) -> dict[str, GroupView]:
+    views: dict[str, GroupView] = {}
+    for group in groups:
+        row = run.groups.get(group)
+        view = GroupView()
+        decision = run.group_decisions.get(group) or {}
+        if decision.get("deleted"):  # what the broker shows once its cleanup passed as_of
+            row = None
+        if row is not None:
+            view.state = row["state"]
+            view.listed = row["state"] != "Dead"
+            view.group_type = row["group_type"] if view.listed else None
+            view.simple = row["protocol_type"] is None or row["protocol_type"] == ""
+            view.protocol = row["protocol"] if row["group_type"] == "classic" else None
+            view.unstable = bool(row["has_pending_transactions"])
+        else:
+            view.state = "Dead"
+        members = [m for m in run.members if m["group_id"] == group and row is not None]
+        view.members = sorted(
+            (
+                m["member_id"],
+                m["group_instance_id"],
+                m["client_id"],
+                m["client_host"],
+                sorted(
+                    (p["topic"] or topic_names.get(p["topic_id"]), p["partition"])
+                    for p in (m["assigned_partitions"] or [])
+                ),
+            )
+            for m in members
+        )
+        expired = {
+            (d["topic"], d["partition"])
+            for d in run.offset_decisions
+            if d["group_id"] == group and d["expired"]
+        }
+        for o in run.offsets:
+            if o["group_id"] == group and (o["topic"], o["partition"]) not in expired:
+                key = (o["topic"], o["partition"])
+                metadata = (o["metadata"] or "").rstrip("\x00")  # see broker_view
+                view.offsets[key] = (o["committed_offset"], o["leader_epoch"], metadata)
+        views[group] = view
+    return views
+
+
+def compare_views(
+    recorder: Recorder,
+    version: str,
+    situation: str,
+    phase: str,
+    broker: dict[str, GroupView],
+    job: dict[str, GroupView],
+) -> None:
+    for group, seen in broker.items():
+        mine = job[group]
+
+        def check(what: str, b, j, group=group) -> None:
+            recorder.compare(version, situation, phase, f"{group} {what}", b, j)
+
+        check("listed", seen.listed, mine.listed)
+        check("state", seen.state, mine.state)
+        if seen.listed:
+            check("type", seen.group_type, mine.group_type)
+            if seen.group_type == "classic":
+                check("protocol_type is null", seen.simple, mine.simple)
+                if not seen.simple:
+                    check("protocol", seen.protocol, mine.protocol)
+            check("members", seen.members, mine.members)
+        check("unstable (require_stable)", seen.unstable, mine.unstable)
+        for key in sorted(set(seen.offsets) | set(mine.offsets)):
+            check(f"offset {key[0]}/{key[1]}", seen.offsets.get(key), mine.offsets.get(key))
+
+
+# ---- tombstones the broker wrote -------------------------------------------------------------
+
+
+def _key_group(key: bytes) -> tuple[int, str]:
+    version = struct.unpack_from(">h", key, 0)[0]
+    length = struct.unpack_from(">h", key, 2)[0]
+    return version, key[4 : 4 + length].decode()
+
+
+def tombstones_after(table, after: dict[int, int]) -> tuple[dict, set]:
+    """Offset tombstones {(group, topic, partition): ts_ms} and group tombstones written after."""
+    offsets: dict[tuple[str, str, int], int] = {}
+    groups: set[str] = set()
+    for row in table.to_pylist():
+        if row["is_control"] or row["value"] is not None:
+            continue
+        if row["offset"] < after.get(row["partition"], 0):
+            continue
+        version, group = _key_group(row["key"])
+        ts_ms = int(row["timestamp"].timestamp() * 1000)
+        if version in (0, 1):
+            pos = 4 + len(group.encode())
+            tlen = struct.unpack_from(">h", row["key"], pos)[0]
+            topic = row["key"][pos + 2 : pos + 2 + tlen].decode()
+            partition = struct.unpack_from(">i", row["key"], pos + 2 + tlen)[0]
+            offsets[(group, topic, partition)] = ts_ms
+        elif version in (2, 3):
+            groups.add(group)
+    return offsets, groups
+
+
+def _end_offsets(table) -> dict[int, int]:
+    ends: dict[int, int] = {}
+    for row in table.select(["partition", "offset"]).to_pylist():
+        ends[row["partition"]] = max(ends.get(row["partition"], 0), row["offset"] + 1)
+    return ends
+
+
+def _ms(value: datetime | None) -> int | None:
+    return None if value is None else int(value.timestamp() * 1000)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+# ---- the world -------------------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    version: str
+    recorder: Recorder
+    outcomes: dict[str, Outcome]
+    errors: dict[str, str]
+    timings: dict[str, float]
+
+
+def _topic_names(admin) -> dict[str, str]:
+    from confluent_kafka import TopicCollection
+
+    names = [t for t in admin.list_topics(timeout=10).topics if not t.startswith("__")]
+    if not names:
+        return {}
+    described = admin.describe_topics(TopicCollection(names))
+    out = {}
+    for name, future in described.items():
+        with contextlib.suppress(KafkaException):
+            topic_id = future.result().topic_id
+            high, low = topic_id.get_most_significant_bits(), topic_id.get_least_significant_bits()
+            out[str(uuid.UUID(int=((high % 2**64) << 64) | (low % 2**64)))] = name
+    return out
+
+
+def situations_for(major: int) -> list[Situation]:
+    return [s for s in SITUATIONS if s.min_major <= major]
+
+
+def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
+    broker = KafkaBroker(version, work / "broker")
+    coordinator = COORDINATOR[broker.major]
+    broker.start()
+    driver = Driver(broker.bootstrap)
+    outcomes: dict[str, Outcome] = {}
+    errors: dict[str, str] = {}
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    try:
+        for s in situations_for(broker.major):
+            try:
+                outcomes[s.name] = s.drive(driver, s.name)
+            except Exception as exc:  # reported by that situation's test
+                errors[s.name] = f"{type(exc).__name__}: {exc!r}"
+        timings["drive"] = time.monotonic() - started
+        driven_ms = now_ms()
+        time.sleep(1.0)
+        groups = {g for o in outcomes.values() for g in o.groups}
+
+        # 1. live: the broker's answers, then the log they come from, then the OffsetDeletes
+        seen = broker_view(driver.admin, groups)
+        names = _topic_names(driver.admin)
+        live_ms = now_ms()
+        live = segments.write_dump(broker.log_dir, work / "dump-live")
+        live_ends = _end_offsets(live)
+        deleted: dict[str, dict] = {
+            name: {g: _offset_delete(driver.admin, g, parts) for g, parts in o.offset_deletes}
+            for name, o in outcomes.items()
+        }
+        run = run_job(spark, work / "dump-live", work / "tables", "live", live_ms, coordinator)
+        mine = job_view(run, groups, names)
+        for name, outcome in outcomes.items():
+            compare_views(
+                recorder,
+                version,
+                name,
+                "live",
+                {g: seen[g] for g in outcome.groups},
+                {g: mine[g] for g in outcome.groups},
+            )
+
+        # 2. offset-delete: the job's delete_error against the real error codes
+        decisions = {(d["group_id"], d["topic"], d["partition"]): d for d in run.offset_decisions}
+        removed: set[tuple[str, str, int]] = set()
+        for name, outcome in outcomes.items():
+            for group, partitions in outcome.offset_deletes:
+                actual = deleted[name][group]
+                for topic, partition in partitions:
+                    decision = decisions.get((group, topic, partition))
+                    predicted = _predicted_delete_error(run, group, decision)
+                    recorder.compare(
+                        version,
+                        name,
+                        "offset-delete",
+                        f"{group} {topic}/{partition} error",
+                        actual.get((topic, partition)),
+                        predicted,
+                    )
+                    if actual.get((topic, partition)) is None:
+                        removed.add((group, topic, partition))
+
+        # 3. expiry: predicted on the live log at T, then read back after the broker passed T
+        # T: one retention (1 minute) after the last commit, so every Empty group has expired
+        as_of_ms = max(driven_ms + 62_000, now_ms() + 3_000)
+        run = run_job(spark, work / "dump-live", work / "tables", "expiry", as_of_ms, coordinator)
+        wait_s = (as_of_ms + 2 * CLEANUP_INTERVAL_MS + EXPIRY_SLACK_MS - now_ms()) / 1000
+        time.sleep(max(wait_s, 0))
+        after_ms = now_ms()
+        after = segments.write_dump(broker.log_dir, work / "dump-after-expiry")
+        offset_stones, group_stones = tombstones_after(after, live_ends)
+        for key in removed:
+            offset_stones.pop(key, None)
+        _compare_expiry(recorder, version, outcomes, run, offset_stones, group_stones, after_ms)
+        timings["expiry"] = time.monotonic() - started
+
+        # 4. reload: the coordinator replays its log after a restart
+        driver.close()
+        time.sleep(1.0)
+        broker.stop()
+        segments.write_dump(broker.log_dir, work / "dump-final")
+        broker.start()
+        seen = broker_view(driver.admin, groups)
+        reload_ms = now_ms()
+        run = run_job(spark, work / "dump-final", work / "tables", "reload", reload_ms, coordinator)
+        mine = job_view(run, groups, _topic_names(driver.admin) | names)
+        for name, outcome in outcomes.items():
+            compare_views(
+                recorder,
+                version,
+                name,
+                "reload",
+                {g: seen[g] for g in outcome.groups},
+                {g: mine[g] for g in outcome.groups},
+            )
+        timings["total"] = time.monotonic() - started
+    finally:
+        driver.close()
+        broker.stop()
+        broker.kill()
+    return World(version, recorder, outcomes, errors, timings)
+
+
+def _offset_delete(admin, group: str, partitions: list[tuple[str, int]]) -> dict:
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in partitions])
+    try:
+        result = admin.delete_consumer_group_offsets([request], request_timeout=10)[group].result()
+    except KafkaException as exc:
+        name = exc.args[0].name()
+        return dict.fromkeys(partitions, name)
+    out = {}
+    for tp in result.topic_partitions:
+        out[(tp.topic, tp.partition)] = None if tp.error is None else tp.error.name()
+    return out
+
+
+def _predicted_delete_error(run: JobRun, group: str, decision: dict | None) -> str | None:
+    if decision is not None:
+        return decision["delete_error"]
+    row = run.groups.get(group)
+    if row is None or row["state"] == "Dead":
+        return "GROUP_ID_NOT_FOUND"
+    return None  # no committed offset: deleting nothing succeeds
+
+
+def _compare_expiry(recorder, version, outcomes, run, offset_stones, group_stones, after_ms):
+    as_of = None
+    for name, outcome in outcomes.items():
+        for d in run.offset_decisions:
+            if d["group_id"] not in outcome.groups:
+                continue
+            as_of = as_of or _ms(d["as_of"])
+            key = (d["group_id"], d["topic"], d["partition"])
+            expires_ms = _ms(d["expires_at"])
+            if expires_ms is not None and _ms(d["as_of"]) < expires_ms <= after_ms:
+                continue  # switches between as_of and the read-back: not decided by either
+            what = f"{key[0]} {key[1]}/{key[2]}"
+            stone = offset_stones.get(key)
+            recorder.compare(
+                version, name, "expiry", f"{what} expired", stone is not None, bool(d["expired"])
+            )
+            if stone is not None and expires_ms is not None:
+                on_time = expires_ms <= stone <= expires_ms + CLEANUP_INTERVAL_MS + EXPIRY_SLACK_MS
+                recorder.compare(
+                    version,
+                    name,
+                    "expiry",
+                    f"{what} tombstone written at expires_at",
+                    True,
+                    on_time if on_time else f"expires_at {expires_ms}, tombstone {stone}",
+                )
+        for group in outcome.groups:
+            decision = run.group_decisions.get(group)
+            if decision is None:
+                continue
+            deletes_ms = _ms(decision["deletes_at"])
+            if deletes_ms is not None and _ms(decision["as_of"]) < deletes_ms <= after_ms:
+                continue
+            recorder.compare(
+                version,
+                name,
+                "expiry",
+                f"{group} group deleted",
+                group in group_stones,
+                bool(decision["deleted"]),
+            )
