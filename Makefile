@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test bench bench-large lint format package clean check-java
+.PHONY: help setup run test bench bench-large lint format package clean check-java broker-jars verify-broker
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -25,7 +25,17 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-setup: $(STAMP) ## create .venv with the project (editable) and the dev tools
+setup: $(STAMP) broker-jars ## create .venv with the project (editable) and the dev tools
+
+# Apache Kafka broker jars for tests/broker (Maven Central -> ~/.cache/kafka-offsets-audit;
+# a no-op when the cache is complete).
+broker-jars: $(STAMP)
+	@command -v mvn >/dev/null 2>&1 || { echo "Maven is required to fetch the Kafka broker jars for tests/broker: install it (Debian: apt-get install -y maven) and rerun." >&2; exit 2; }
+	@$(BIN)/python tests/broker/kafka_dist.py
+
+verify-broker: setup ## real Kafka brokers as the oracle: per version and situation, values compared and agreeing
+	@rm -f build/broker-checks.json
+	$(BIN)/pytest -q tests/broker; status=$$?; $(BIN)/python tests/broker/recorder.py build/broker-checks.json; exit $$status
 
 run: setup ## generate a sample dump, audit it, print the summary
 	$(BIN)/offsets generate --out $(SAMPLE)/dump --groups 2000 --records 200000 --seed 7

@@ -17,7 +17,9 @@ Phases (one broker start, one retention wait per version):
 from __future__ import annotations
 
 import contextlib
+import json
 import struct
+import subprocess
 import time
 import uuid
 from collections.abc import Iterable
@@ -27,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
 
 from offsets_lib.cli import main as offsets_cli
-from tests.broker import segments
+from tests.broker import kafka_dist, segments
 from tests.broker.brokers import KafkaBroker
 from tests.broker.recorder import Recorder
 from tests.broker.situations import SITUATIONS, Driver, Outcome, Situation
@@ -54,6 +56,9 @@ class GroupView:
     members: list[tuple] = field(default_factory=list)
     offsets: dict[tuple[str, int], tuple] = field(default_factory=dict)
     unstable: bool = False
+    exact_state: str | None = None  # Kafka's Java Admin client
+    epochs: tuple | None = None  # consumer groups: (group epoch, target assignment epoch)
+    member_epochs: dict[str, int] | None = None
 
 
 _STATES = {
@@ -71,7 +76,22 @@ def _state_name(state: Any) -> str:
     return _STATES.get(name, name.title().replace("_", ""))
 
 
-def broker_view(admin, groups: Iterable[str]) -> dict[str, GroupView]:
+JAVA_ADMIN = Path(__file__).with_name("KafkaAdmin.java")
+JAVA_ADMIN_VERSION = "4.4.0"  # its Admin client shows epochs and exact states of every broker
+
+
+def java_admin(bootstrap: str, command: str, items: list[str]) -> list[dict]:
+    """Run tests/broker/KafkaAdmin.java (Kafka's Java Admin client); its JSON lines."""
+    if not items:
+        return []
+    jars = kafka_dist.resolve(JAVA_ADMIN_VERSION)
+    args = ["java", "-cp", f"{jars}/*", str(JAVA_ADMIN), command, bootstrap, *items]
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, GroupView]:
     groups = list(groups)
     views = {g: GroupView() for g in groups}
     listing = admin.list_consumer_groups(request_timeout=10).result()
@@ -79,6 +99,15 @@ def broker_view(admin, groups: Iterable[str]) -> dict[str, GroupView]:
         if item.group_id in views:
             views[item.group_id].listed = True
             views[item.group_id].group_type = item.type.name.lower()
+    for exact in java_admin(bootstrap, "describe", groups):
+        view = views[exact["group"]]
+        if exact.get("error"):
+            view.exact_state = "Dead" if exact["error"] == "GROUP_ID_NOT_FOUND" else exact["error"]
+            continue
+        view.exact_state = exact["state"]
+        if exact["type"] == "Consumer":
+            view.epochs = (exact["group_epoch"], exact["target_assignment_epoch"])
+            view.member_epochs = {m["member_id"]: m["member_epoch"] for m in exact["members"]}
     for group in groups:
         view = views[group]
         described = _describe(admin, group)
@@ -192,8 +221,11 @@ def job_view(
             view.simple = row["protocol_type"] is None or row["protocol_type"] == ""
             view.protocol = row["protocol"] if row["group_type"] == "classic" else None
             view.unstable = bool(row["has_pending_transactions"])
+            view.exact_state = row["state"]
+            if row["group_type"] == "consumer":
+                view.epochs = (row["generation"], row["target_assignment_epoch"])
         else:
-            view.state = "Dead"
+            view.state = view.exact_state = "Dead"
         members = [m for m in run.members if m["group_id"] == group and row is not None]
         view.members = sorted(
             (
@@ -213,6 +245,8 @@ def job_view(
             for d in run.offset_decisions
             if d["group_id"] == group and d["expired"]
         }
+        if view.epochs is not None:
+            view.member_epochs = {m["member_id"]: m["member_epoch"] for m in members}
         for o in run.offsets:
             if o["group_id"] == group and (o["topic"], o["partition"]) not in expired:
                 key = (o["topic"], o["partition"])
@@ -220,6 +254,11 @@ def job_view(
                 view.offsets[key] = (o["committed_offset"], o["leader_epoch"], metadata)
         views[group] = view
     return views
+
+
+def _as_librdkafka_state(state: str | None) -> str | None:
+    """librdkafka (confluent-kafka 2.16) has no Assigning/Reconciling/NotReady: it says UNKNOWN."""
+    return "Unknown" if state in ("Assigning", "Reconciling", "NotReady") else state
 
 
 def compare_views(
@@ -237,7 +276,11 @@ def compare_views(
             recorder.compare(version, situation, phase, f"{group} {what}", b, j)
 
         check("listed", seen.listed, mine.listed)
-        check("state", seen.state, mine.state)
+        check("state (librdkafka)", seen.state, _as_librdkafka_state(mine.state))
+        check("state", seen.exact_state, mine.exact_state)
+        if seen.epochs is not None or mine.epochs is not None:
+            check("group epoch, target assignment epoch", seen.epochs, mine.epochs)
+            check("member epochs", seen.member_epochs, mine.member_epochs)
         if seen.listed:
             check("type", seen.group_type, mine.group_type)
             if seen.group_type == "classic":
@@ -349,14 +392,17 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         groups = {g for o in outcomes.values() for g in o.groups}
 
         # 1. live: the broker's answers, then the log they come from, then the OffsetDeletes
-        seen = broker_view(driver.admin, groups)
+        seen = broker_view(driver.admin, groups, broker.bootstrap)
         names = _topic_names(driver.admin)
         live_ms = now_ms()
         live = segments.write_dump(broker.log_dir, work / "dump-live")
         live_ends = _end_offsets(live)
-        deleted: dict[str, dict] = {
-            name: {g: _offset_delete(driver.admin, g, parts) for g, parts in o.offset_deletes}
-            for name, o in outcomes.items()
+        requests = [
+            f"{g}/{t}:{p}" for o in outcomes.values() for g, ps in o.offset_deletes for t, p in ps
+        ]
+        deleted = {
+            (r["group"], r["topic"], r["partition"]): r["error"]
+            for r in java_admin(broker.bootstrap, "delete-offsets", requests)
         }
         run = run_job(spark, work / "dump-live", work / "tables", "live", live_ms, coordinator)
         mine = job_view(run, groups, names)
@@ -375,8 +421,8 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         removed: set[tuple[str, str, int]] = set()
         for name, outcome in outcomes.items():
             for group, partitions in outcome.offset_deletes:
-                actual = deleted[name][group]
                 for topic, partition in partitions:
+                    actual = deleted.get((group, topic, partition), "NO ANSWER")
                     decision = decisions.get((group, topic, partition))
                     predicted = _predicted_delete_error(run, group, decision)
                     recorder.compare(
@@ -384,10 +430,10 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
                         name,
                         "offset-delete",
                         f"{group} {topic}/{partition} error",
-                        actual.get((topic, partition)),
+                        actual,
                         predicted,
                     )
-                    if actual.get((topic, partition)) is None:
+                    if actual is None:
                         removed.add((group, topic, partition))
 
         # 3. expiry: predicted on the live log at T, then read back after the broker passed T
@@ -410,7 +456,7 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         broker.stop()
         segments.write_dump(broker.log_dir, work / "dump-final")
         broker.start()
-        seen = broker_view(driver.admin, groups)
+        seen = broker_view(driver.admin, groups, broker.bootstrap)
         reload_ms = now_ms()
         run = run_job(spark, work / "dump-final", work / "tables", "reload", reload_ms, coordinator)
         mine = job_view(run, groups, _topic_names(driver.admin) | names)
@@ -429,19 +475,6 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         broker.stop()
         broker.kill()
     return World(version, recorder, outcomes, errors, timings)
-
-
-def _offset_delete(admin, group: str, partitions: list[tuple[str, int]]) -> dict:
-    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in partitions])
-    try:
-        result = admin.delete_consumer_group_offsets([request], request_timeout=10)[group].result()
-    except KafkaException as exc:
-        name = exc.args[0].name()
-        return dict.fromkeys(partitions, name)
-    out = {}
-    for tp in result.topic_partitions:
-        out[(tp.topic, tp.partition)] = None if tp.error is None else tp.error.name()
-    return out
 
 
 def _predicted_delete_error(run: JobRun, group: str, decision: dict | None) -> str | None:
