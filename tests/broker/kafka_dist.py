@@ -19,16 +19,18 @@ from pathlib import Path
 # The newest 4.x (KRaft only, the new group coordinator) and the last 3.x (classic coordinator by
 # default). Older releases (2.x, ZooKeeper) are not run: see tests/broker/conftest.py.
 VERSIONS: tuple[str, ...] = ("4.4.0", "3.9.1")
+# Kafka Streams (and the share consumer of its kafka-clients) for tests/broker/JavaGroups.java.
+STREAMS_VERSION = "4.3.1"
 STAMP = ".complete"
 
 _POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>
   <groupId>local.kafka-offsets-audit</groupId>
-  <artifactId>kafka-broker-{version}</artifactId>
+  <artifactId>{artifact}-jars-{version}</artifactId>
   <version>1</version>
   <dependencies>
     <dependency>
-      <groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId>
+      <groupId>org.apache.kafka</groupId><artifactId>{artifact}</artifactId>
       <version>{version}</version>
     </dependency>{extra}
   </dependencies>
@@ -48,19 +50,21 @@ def cache_root() -> Path:
     return Path(os.environ.get("KAFKA_JARS_CACHE", default))
 
 
-def jar_dir(version: str) -> Path:
+def jar_dir(version: str, artifact: str = "kafka_2.13") -> Path:
     """The folder holding every jar of `version`'s broker (the `-cp 'dir/*'` of `kafka.Kafka`)."""
-    return cache_root() / f"kafka-{version}"
+    prefix = "kafka" if artifact == "kafka_2.13" else artifact
+    return cache_root() / f"{prefix}-{version}"
 
 
-def is_resolved(version: str) -> bool:
-    return (jar_dir(version) / STAMP).exists()
+def resolve_streams() -> Path:
+    """kafka-streams and its kafka-clients, for the Streams and share-group members."""
+    return resolve(STREAMS_VERSION, "kafka-streams")
 
 
-def resolve(version: str) -> Path:
-    """Copy `version`'s broker jars into the cache (no-op when already complete)."""
-    target = jar_dir(version)
-    if is_resolved(version):
+def resolve(version: str, artifact: str = "kafka_2.13") -> Path:
+    """Copy `artifact`'s jars at `version` into the cache (no-op when already complete)."""
+    target = jar_dir(version, artifact)
+    if (target / STAMP).exists():
         return target
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -69,8 +73,9 @@ def resolve(version: str) -> Path:
             "install it (Debian: apt-get install -y maven) and rerun `make setup`."
         )
     extra = _LOG4J2_BINDING if int(version.split(".")[0]) >= 4 else ""
+    pom = _POM.format(version=version, artifact=artifact, extra=extra)
     with tempfile.TemporaryDirectory(prefix="kafka-pom-") as work:
-        (Path(work) / "pom.xml").write_text(_POM.format(version=version, extra=extra))
+        (Path(work) / "pom.xml").write_text(pom)
         partial = target.with_name(target.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
         command = [mvn, "-q", "-B", "dependency:copy-dependencies", "-DincludeScope=runtime"]
@@ -85,6 +90,8 @@ def resolve(version: str) -> Path:
 def main(argv: list[str]) -> int:
     for version in argv or VERSIONS:
         print(f"kafka {version}: {resolve(version)}")
+    if not argv:
+        print(f"kafka-streams {STREAMS_VERSION}: {resolve_streams()}")
     return 0
 
 

@@ -445,9 +445,9 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         after_ms = now_ms()
         after = segments.write_dump(broker.log_dir, work / "dump-after-expiry")
         offset_stones, group_stones = tombstones_after(after, live_ends)
-        for key in removed:
-            offset_stones.pop(key, None)
-        _compare_expiry(recorder, version, outcomes, run, offset_stones, group_stones, after_ms)
+        _compare_expiry(
+            recorder, version, outcomes, run, offset_stones, group_stones, after_ms, removed
+        )
         timings["expiry"] = time.monotonic() - started
 
         # 4. reload: the coordinator replays its log after a restart
@@ -486,7 +486,9 @@ def _predicted_delete_error(run: JobRun, group: str, decision: dict | None) -> s
     return None  # no committed offset: deleting nothing succeeds
 
 
-def _compare_expiry(recorder, version, outcomes, run, offset_stones, group_stones, after_ms):
+def _compare_expiry(
+    recorder, version, outcomes, run, offset_stones, group_stones, after_ms, removed
+):
     as_of = None
     for name, outcome in outcomes.items():
         for d in run.offset_decisions:
@@ -494,6 +496,8 @@ def _compare_expiry(recorder, version, outcomes, run, offset_stones, group_stone
                 continue
             as_of = as_of or _ms(d["as_of"])
             key = (d["group_id"], d["topic"], d["partition"])
+            if key in removed:
+                continue  # deleted by the OffsetDelete phase (compared there)
             expires_ms = _ms(d["expires_at"])
             if expires_ms is not None and _ms(d["as_of"]) < expires_ms <= after_ms:
                 continue  # switches between as_of and the read-back: not decided by either
