@@ -55,8 +55,9 @@ public class JavaGroups {
             try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(props)) {
                 consumer.subscribe(List.of(args[3]));
                 long deadline = System.currentTimeMillis() + 30_000;
-                while (consumer.assignment().isEmpty() && System.currentTimeMillis() < deadline) {
-                    consumer.poll(Duration.ofMillis(200));
+                int received = 0;  // the input topic has records: a member that got some is assigned
+                while (received == 0 && System.currentTimeMillis() < deadline) {
+                    received = consumer.poll(Duration.ofMillis(200)).count();
                 }
                 consumer.commitSync();
                 System.out.println("READY");

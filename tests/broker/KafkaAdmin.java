@@ -16,7 +16,14 @@ import java.util.Properties;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.MemberDescription;
+import org.apache.kafka.clients.admin.ShareGroupDescription;
+import org.apache.kafka.clients.admin.ShareMemberDescription;
+import org.apache.kafka.clients.admin.StreamsGroupDescription;
+import org.apache.kafka.clients.admin.StreamsGroupMemberDescription;
+import org.apache.kafka.common.GroupState;
+import org.apache.kafka.common.GroupType;
 import org.apache.kafka.common.KafkaFuture;
 
 public class KafkaAdmin {
@@ -69,32 +76,63 @@ public class KafkaAdmin {
     }
 
     static void describe(Admin admin, List<String> groups) throws Exception {
-        {
-            Map<String, KafkaFuture<ConsumerGroupDescription>> described =
-                admin.describeConsumerGroups(groups).describedGroups();
-            for (String group : groups) {
-                StringBuilder out = new StringBuilder("{\"group\": " + str(group));
-                try {
-                    ConsumerGroupDescription d = described.get(group).get();
-                    out.append(", \"type\": ").append(str(d.type()));
-                    out.append(", \"state\": ").append(str(d.groupState()));
-                    out.append(", \"group_epoch\": ").append(opt(d.groupEpoch()));
-                    out.append(", \"target_assignment_epoch\": ").append(opt(d.targetAssignmentEpoch()));
-                    out.append(", \"members\": [");
+        Map<String, GroupType> types = new LinkedHashMap<>();
+        for (GroupListing listing : admin.listGroups().all().get()) {
+            listing.type().ifPresent(type -> types.put(listing.groupId(), type));
+        }
+        for (String group : groups) {
+            StringBuilder out = new StringBuilder("{\"group\": " + str(group));
+            GroupType type = types.getOrDefault(group, GroupType.CLASSIC);
+            try {
+                if (type == GroupType.STREAMS) {
+                    StreamsGroupDescription d =
+                        admin.describeStreamsGroups(List.of(group)).describedGroups().get(group).get();
+                    head(out, type, d.groupState(), d.groupEpoch(), d.targetAssignmentEpoch());
                     String sep = "";
-                    for (MemberDescription m : d.members()) {
-                        out.append(sep).append("{\"member_id\": ").append(str(m.consumerId()));
-                        out.append(", \"member_epoch\": ").append(opt(m.memberEpoch()));
-                        out.append(", \"upgraded\": ").append(opt(m.upgraded())).append("}");
+                    for (StreamsGroupMemberDescription m : d.members()) {
+                        out.append(sep).append(member(m.memberId(), m.memberEpoch(), null));
                         sep = ", ";
                     }
-                    out.append("]");
-                } catch (Exception e) {
-                    Throwable cause = e.getCause() == null ? e : e.getCause();
-                    out.append(", \"error\": ").append(str(Errors.forException(cause).name()));
+                } else if (type == GroupType.SHARE) {
+                    ShareGroupDescription d =
+                        admin.describeShareGroups(List.of(group)).describedGroups().get(group).get();
+                    head(out, type, d.groupState(), d.groupEpoch(), d.targetAssignmentEpoch());
+                    String sep = "";
+                    for (ShareMemberDescription m : d.members()) {
+                        out.append(sep).append(member(m.consumerId(), m.memberEpoch(), null));
+                        sep = ", ";
+                    }
+                } else {
+                    ConsumerGroupDescription d =
+                        admin.describeConsumerGroups(List.of(group)).describedGroups().get(group).get();
+                    head(out, d.type(), d.groupState(), d.groupEpoch().orElse(null),
+                        d.targetAssignmentEpoch().orElse(null));
+                    String sep = "";
+                    for (MemberDescription m : d.members()) {
+                        out.append(sep).append(
+                            member(m.consumerId(), m.memberEpoch().orElse(null), m.upgraded().orElse(null)));
+                        sep = ", ";
+                    }
                 }
-                System.out.println(out.append("}"));
+                out.append("]");
+            } catch (Exception e) {
+                Throwable cause = e.getCause() == null ? e : e.getCause();
+                out.append(", \"error\": ").append(str(Errors.forException(cause).name()));
             }
+            System.out.println(out.append("}"));
         }
+    }
+
+    static void head(StringBuilder out, GroupType type, GroupState state, Integer epoch, Integer target) {
+        out.append(", \"type\": ").append(str(type));
+        out.append(", \"state\": ").append(str(state));
+        out.append(", \"group_epoch\": ").append(str(epoch));
+        out.append(", \"target_assignment_epoch\": ").append(str(target));
+        out.append(", \"members\": [");
+    }
+
+    static String member(String id, Integer epoch, Boolean upgraded) {
+        return "{\"member_id\": " + str(id) + ", \"member_epoch\": " + str(epoch)
+            + ", \"upgraded\": " + str(upgraded) + "}";
     }
 }

@@ -9,15 +9,48 @@ OffsetDelete requests issued after the first snapshot (the job predicts their er
 from __future__ import annotations
 
 import contextlib
+import json
+import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.broker import kafka_dist
+
 JOIN_TIMEOUT_S = 30.0
+HERE = Path(__file__).parent
+JAVA_ADMIN_VERSION = "4.4.0"  # its Admin client shows epochs and exact states of every broker
+
+
+_CLASSES: dict[str, str] = {}
+
+
+def java_classpath(source: str, jars: Path) -> str:
+    """`source` compiled once per session (javac), ahead of `jars`: a classpath for `java`."""
+    if source not in _CLASSES:
+        classes = tempfile.mkdtemp(prefix=f"{Path(source).stem}-")
+        command = ["javac", "-nowarn", "-d", classes, "-cp", f"{jars}/*", str(HERE / source)]
+        subprocess.run(command, check=True, capture_output=True, timeout=120)
+        _CLASSES[source] = f"{classes}:{jars}/*"
+    return _CLASSES[source]
+
+
+def java_admin(bootstrap: str, command: str, items: list[str]) -> list[dict]:
+    """Run tests/broker/KafkaAdmin.java (Kafka's Java Admin client); its JSON lines."""
+    if not items:
+        return []
+    classpath = java_classpath("KafkaAdmin.java", kafka_dist.resolve(JAVA_ADMIN_VERSION))
+    args = ["java", "-XX:TieredStopAtLevel=1", "-cp", classpath, "KafkaAdmin", command, bootstrap]
+    args += items
+    done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
 @dataclass
@@ -34,14 +67,31 @@ class Situation:
     name: str
     drive: Callable[[Driver, str], Outcome]
     min_major: int = 3  # the oldest broker major version that has the feature
+    # Its groups keep members until the end: no offset of it expires, so it runs first and the
+    # situations whose offsets expire one retention after their commit run last (all of them
+    # must still be there at the first snapshot).
+    keeps_members: bool = False
+    # Driven just before the broker restarts; compared in the reload phase only.
+    late: bool = False
+    # major -> (what the live broker shows, why): documented behaviour a dump cannot show.
+    documented_live: dict = field(default_factory=dict)
 
 
 SITUATIONS: list[Situation] = []
 
 
-def situation(name: str, *, min_major: int = 3):
+def situation(
+    name: str,
+    *,
+    min_major: int = 3,
+    keeps_members: bool = False,
+    late: bool = False,
+    documented_live: dict | None = None,
+):
     def register(fn: Callable[[Driver, str], Outcome]) -> Callable[[Driver, str], Outcome]:
-        SITUATIONS.append(Situation(name, fn, min_major))
+        SITUATIONS.append(
+            Situation(name, fn, min_major, keeps_members, late, documented_live or {})
+        )
         return fn
 
     return register
@@ -55,6 +105,7 @@ class Driver:
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
         self._alive: list[Consumer] = []
         self._producers: list[Producer] = []
+        self._java: list[subprocess.Popen] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._pump = threading.Thread(target=self._poll_forever, daemon=True)
@@ -148,7 +199,34 @@ class Driver:
         self._producers.append(producer)
         return producer
 
+    def java_member(self, *args: str, keep: bool) -> None:
+        """A Streams or share-group member (tests/broker/JavaGroups.java); READY = working."""
+        classpath = java_classpath("JavaGroups.java", kafka_dist.resolve_streams())
+        command = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath, "JavaGroups"]
+        command += [*args, "keep" if keep else "once"]
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self._java.append(proc)
+        line = proc.stdout.readline()  # blocks until READY or exit
+        if line.strip() != "READY":
+            proc.kill()
+            raise RuntimeError(f"{args[0]} member did not start: {line!r}")
+        if not keep:
+            proc.wait(timeout=60)
+
     def close(self) -> None:
+        for proc in self._java:
+            with contextlib.suppress(Exception):
+                proc.stdin.close()
+                proc.wait(timeout=30)
+            if proc.poll() is None:
+                proc.kill()
+        self._java.clear()
         self._stop.set()
         self._pump.join(timeout=5)
         for consumer in self._alive:
@@ -181,7 +259,7 @@ def simple_assign(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-eager-two-members")
+@situation("classic-eager-two-members", keeps_members=True)
 def classic_eager(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 4)
     group = f"{name}-g"
@@ -193,7 +271,7 @@ def classic_eager(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-cooperative-member-left")
+@situation("classic-cooperative-member-left", keeps_members=True)
 def classic_cooperative(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 4)
     group = f"{name}-g"
@@ -208,7 +286,7 @@ def classic_cooperative(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-subscription-changes")
+@situation("classic-subscription-changes", keeps_members=True)
 def classic_subscription(d: Driver, name: str) -> Outcome:
     first, second = d.topic(f"{name}-a", 2), d.topic(f"{name}-b", 2)
     group = f"{name}-g"
@@ -225,7 +303,7 @@ def classic_subscription(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-static-member")
+@situation("classic-static-member", keeps_members=True)
 def classic_static(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 2)
     group = f"{name}-g"
@@ -248,7 +326,7 @@ def classic_emptied(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-emptied-then-rejoined")
+@situation("classic-emptied-then-rejoined", keeps_members=True)
 def classic_rejoined(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 2)
     group = f"{name}-g"
@@ -392,7 +470,7 @@ def txn_commit_between(d: Driver, name: str) -> Outcome:
 # ---- KIP-848 consumer groups (the new coordinator) -------------------------------------------
 
 
-@situation("consumer-regex", min_major=4)
+@situation("consumer-regex", min_major=4, keeps_members=True)
 def consumer_regex(d: Driver, name: str) -> Outcome:
     topics = [d.topic(f"{name}-a", 2), d.topic(f"{name}-b", 1)]
     group = f"{name}-g"
@@ -419,7 +497,7 @@ def consumer_emptied(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("consumer-static-member-stays", min_major=4)
+@situation("consumer-static-member-stays", min_major=4, keeps_members=True)
 def consumer_static(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 2)
     group = f"{name}-g"
@@ -434,7 +512,7 @@ def consumer_static(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-upgraded-to-consumer", min_major=4)
+@situation("classic-upgraded-to-consumer", min_major=4, keeps_members=True)
 def classic_upgrade(d: Driver, name: str) -> Outcome:
     """An Empty classic group with offsets becomes a consumer group when a KIP-848 member joins."""
     topic = d.topic(f"{name}-t", 2)
@@ -448,3 +526,64 @@ def classic_upgrade(d: Driver, name: str) -> Outcome:
     d.commit(modern, {(topic, 0): 6})
     d.keep_alive(modern)
     return Outcome([group])
+
+
+@situation(
+    "txn-offset-delete-before-marker",
+    late=True,
+    documented_live={
+        3: (
+            {},
+            "offsets: the live Scala coordinator drops the pending transactional offset with the"
+            " committed one (removeOffsets); its loader keeps it (semantics.md section 1.3)",
+        )
+    },
+)
+def txn_tombstone_between(d: Driver, name: str) -> Outcome:
+    """An OffsetDelete tombstone lands between a transaction's offsets and its COMMIT marker.
+
+    The live coordinators drop the pending offset with the committed one (TXN-4); the Scala
+    loader does not, so after a restart a 3.x broker shows the transaction's offset
+    (semantics.md section 1.3).
+    """
+    topic = d.topic(f"{name}-t", 1)
+    group = f"{name}-g"
+    consumer = d.consumer(group)
+    consumer.assign([TopicPartition(topic, 0)])
+    d.commit(consumer, {(topic, 0): 2})
+    consumer.close()
+    producer = d.transactional(f"{name}-txn")
+    _txn_offsets(d, producer, group, {(topic, 0): 30})
+    java_admin(d.bootstrap, "delete-offsets", [f"{group}/{topic}:0"])
+    producer.commit_transaction(20)
+    return Outcome([group])
+
+
+# ---- groups of Kafka's Java clients: Streams (KIP-1071) and share groups (KIP-932) ------------
+
+
+def _streams(d: Driver, name: str, keep: bool) -> Outcome:
+    source, sink = d.topic(f"{name}-in", 2), d.topic(f"{name}-out", 2)
+    d.produce(source, 2, 3)
+    state_dir = tempfile.mkdtemp(prefix=f"{name}-")
+    d.java_member("streams", d.bootstrap, f"{name}-app", source, sink, state_dir, keep=keep)
+    return Outcome([f"{name}-app"])
+
+
+@situation("streams-running", min_major=4, keeps_members=True)
+def streams_running(d: Driver, name: str) -> Outcome:
+    return _streams(d, name, keep=True)
+
+
+@situation("streams-closed", min_major=4)
+def streams_closed(d: Driver, name: str) -> Outcome:
+    return _streams(d, name, keep=False)
+
+
+@situation("share-group", min_major=4, keeps_members=True)
+def share_group(d: Driver, name: str) -> Outcome:
+    """A share group (KIP-932): records in __consumer_offsets, never offsets, never deleted."""
+    topic = d.topic(f"{name}-t", 1)
+    d.produce(topic, 1, 3)
+    d.java_member("share", d.bootstrap, f"{name}-g", topic, keep=True)
+    return Outcome([f"{name}-g"])

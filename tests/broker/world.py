@@ -17,9 +17,7 @@ Phases (one broker start, one retention wait per version):
 from __future__ import annotations
 
 import contextlib
-import json
 import struct
-import subprocess
 import time
 import uuid
 from collections.abc import Iterable
@@ -32,15 +30,18 @@ from click.testing import CliRunner
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
 
 from offsets_lib.cli import main as offsets_cli
-from tests.broker import kafka_dist, segments
+from tests.broker import segments
 from tests.broker.brokers import KafkaBroker
 from tests.broker.recorder import Recorder
-from tests.broker.situations import SITUATIONS, Driver, Outcome, Situation
+from tests.broker.situations import SITUATIONS, Driver, Outcome, Situation, java_admin
 
 RETENTION = "1m"
 CLEANUP_INTERVAL_MS = 500
 EXPIRY_SLACK_MS = 1500  # a cleanup pass that starts late still writes within this
 COORDINATOR = {4: "new", 3: "classic-2.4"}
+# Record types whose tombstone deletes a group: classic, consumer, share, streams metadata
+# (records.md section 2).
+GROUP_METADATA_KEY_TYPES = (2, 3, 11, 17)
 
 
 # ---- the two views of a group ------------------------------------------------------------
@@ -59,6 +60,7 @@ class GroupView:
     exact_state: str | None = None  # Kafka's Java Admin client
     epochs: tuple | None = None  # consumer groups: (group epoch, target assignment epoch)
     member_epochs: dict[str, int] | None = None
+    modern_only: bool = False  # a streams or share group: members compared by id only
 
 
 _STATES = {
@@ -76,21 +78,6 @@ def _state_name(state: Any) -> str:
     return _STATES.get(name, name.title().replace("_", ""))
 
 
-JAVA_ADMIN = Path(__file__).with_name("KafkaAdmin.java")
-JAVA_ADMIN_VERSION = "4.4.0"  # its Admin client shows epochs and exact states of every broker
-
-
-def java_admin(bootstrap: str, command: str, items: list[str]) -> list[dict]:
-    """Run tests/broker/KafkaAdmin.java (Kafka's Java Admin client); its JSON lines."""
-    if not items:
-        return []
-    jars = kafka_dist.resolve(JAVA_ADMIN_VERSION)
-    args = ["java", "-cp", f"{jars}/*", str(JAVA_ADMIN), command, bootstrap, *items]
-    done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-
-
 def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, GroupView]:
     groups = list(groups)
     views = {g: GroupView() for g in groups}
@@ -105,11 +92,18 @@ def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, Group
             view.exact_state = "Dead" if exact["error"] == "GROUP_ID_NOT_FOUND" else exact["error"]
             continue
         view.exact_state = exact["state"]
-        if exact["type"] == "Consumer":
+        if exact["type"] != "Classic":
             view.epochs = (exact["group_epoch"], exact["target_assignment_epoch"])
             view.member_epochs = {m["member_id"]: m["member_epoch"] for m in exact["members"]}
+        if exact["type"] in ("Streams", "Share"):  # librdkafka knows neither: Java's view only
+            view.listed, view.group_type = True, exact["type"].lower()
+            view.state = _librdkafka_state(exact["state"])
+            view.members = sorted((m["member_id"],) for m in exact["members"])
+            view.modern_only = True
     for group in groups:
         view = views[group]
+        if view.modern_only:
+            continue
         described = _describe(admin, group)
         if described is None:
             view.state = "Dead"
@@ -130,7 +124,10 @@ def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, Group
     for group in groups:
         view = views[group]
         request = [ConsumerGroupTopicPartitions(group)]
-        result = admin.list_consumer_group_offsets(request, request_timeout=10)[group].result()
+        try:
+            result = admin.list_consumer_group_offsets(request, request_timeout=10)[group].result()
+        except KafkaException:  # a share group has no offsets to fetch
+            continue
         for tp in result.topic_partitions:
             if tp.error is None and tp.offset >= 0:
                 # librdkafka hands metadata over as a C string: empty is None, a trailing NUL is cut
@@ -222,7 +219,7 @@ def job_view(
             view.protocol = row["protocol"] if row["group_type"] == "classic" else None
             view.unstable = bool(row["has_pending_transactions"])
             view.exact_state = row["state"]
-            if row["group_type"] == "consumer":
+            if row["group_type"] != "classic":
                 view.epochs = (row["generation"], row["target_assignment_epoch"])
         else:
             view.state = view.exact_state = "Dead"
@@ -247,6 +244,8 @@ def job_view(
         }
         if view.epochs is not None:
             view.member_epochs = {m["member_id"]: m["member_epoch"] for m in members}
+        if row is not None and row["group_type"] in ("streams", "share"):
+            view.members = sorted((m["member_id"],) for m in members)
         for o in run.offsets:
             if o["group_id"] == group and (o["topic"], o["partition"]) not in expired:
                 key = (o["topic"], o["partition"])
@@ -256,7 +255,7 @@ def job_view(
     return views
 
 
-def _as_librdkafka_state(state: str | None) -> str | None:
+def _librdkafka_state(state: str | None) -> str | None:
     """librdkafka (confluent-kafka 2.16) has no Assigning/Reconciling/NotReady: it says UNKNOWN."""
     return "Unknown" if state in ("Assigning", "Reconciling", "NotReady") else state
 
@@ -276,7 +275,7 @@ def compare_views(
             recorder.compare(version, situation, phase, f"{group} {what}", b, j)
 
         check("listed", seen.listed, mine.listed)
-        check("state (librdkafka)", seen.state, _as_librdkafka_state(mine.state))
+        check("state (librdkafka)", seen.state, _librdkafka_state(mine.state))
         check("state", seen.exact_state, mine.exact_state)
         if seen.epochs is not None or mine.epochs is not None:
             check("group epoch, target assignment epoch", seen.epochs, mine.epochs)
@@ -319,7 +318,7 @@ def tombstones_after(table, after: dict[int, int]) -> tuple[dict, set]:
             topic = row["key"][pos + 2 : pos + 2 + tlen].decode()
             partition = struct.unpack_from(">i", row["key"], pos + 2 + tlen)[0]
             offsets[(group, topic, partition)] = ts_ms
-        elif version in (2, 3):
+        elif version in GROUP_METADATA_KEY_TYPES:
             groups.add(group)
     return offsets, groups
 
@@ -367,8 +366,9 @@ def _topic_names(admin) -> dict[str, str]:
     return out
 
 
-def situations_for(major: int) -> list[Situation]:
-    return [s for s in SITUATIONS if s.min_major <= major]
+def situations_for(major: int, *, late: bool) -> list[Situation]:
+    chosen = [s for s in SITUATIONS if s.min_major <= major and s.late == late]
+    return sorted(chosen, key=lambda s: not s.keeps_members)  # stable: file order otherwise
 
 
 def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
@@ -381,7 +381,7 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
     timings: dict[str, float] = {}
     started = time.monotonic()
     try:
-        for s in situations_for(broker.major):
+        for s in situations_for(broker.major, late=False):
             try:
                 outcomes[s.name] = s.drive(driver, s.name)
             except Exception as exc:  # reported by that situation's test
@@ -450,8 +450,25 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         )
         timings["expiry"] = time.monotonic() - started
 
-        # 4. reload: the coordinator replays its log after a restart
+        # 4. reload: the coordinator replays its log after a restart. The late situations run
+        # now (their offsets must not have expired when the broker loads them back).
         driver.close()
+        late = Driver(broker.bootstrap)
+        for s in situations_for(broker.major, late=True):
+            try:
+                outcomes[s.name] = s.drive(late, s.name)
+            except Exception as exc:
+                errors[s.name] = f"{type(exc).__name__}: {exc!r}"
+                continue
+            if broker.major in s.documented_live:
+                what, reason = s.documented_live[broker.major]
+                mine = broker_view(late.admin, outcomes[s.name].groups, broker.bootstrap)
+                for g in outcomes[s.name].groups:
+                    recorder.compare(
+                        version, s.name, "live", f"{g} {reason}", mine[g].offsets, what
+                    )
+        late.close()
+        groups = {g for o in outcomes.values() for g in o.groups}
         time.sleep(1.0)
         broker.stop()
         segments.write_dump(broker.log_dir, work / "dump-final")
