@@ -2,6 +2,9 @@
 //   describe BOOTSTRAP GROUP...            group/member epochs of KIP-848 groups and the exact
 //                                          state (librdkafka says UNKNOWN for Assigning/Reconciling)
 //   delete-offsets BOOTSTRAP GROUP/TOPIC:PARTITION...   OffsetDelete, Kafka's error name per partition
+//   offsets BOOTSTRAP GROUP...             OffsetFetch (exact metadata: librdkafka reads it as a
+//                                          C string). require_stable stays with librdkafka: the
+//                                          Java client retries UNSTABLE_OFFSET_COMMIT until timeout
 // Run with the single-file source launcher: java -cp '<kafka jars>/*' tests/broker/KafkaAdmin.java
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -17,6 +20,8 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.ListConsumerGroupOffsetsOptions;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
 import org.apache.kafka.clients.admin.ShareMemberDescription;
@@ -30,8 +35,13 @@ public class KafkaAdmin {
     static String str(Object value) {
         if (value == null) return "null";
         if (value instanceof Integer || value instanceof Boolean) return value.toString();
-        String s = value.toString().replace("\\", "\\\\").replace("\"", "\\\"");
-        return "\"" + s + "\"";
+        StringBuilder s = new StringBuilder("\"");
+        for (char c : value.toString().toCharArray()) {
+            if (c == '"' || c == '\\') s.append('\\').append(c);
+            else if (c < 0x20 || c == 0x7f) s.append(String.format("\\u%04x", (int) c));
+            else s.append(c);
+        }
+        return s.append('"').toString();
     }
 
     static String opt(Optional<?> value) {
@@ -45,8 +55,33 @@ public class KafkaAdmin {
         try (Admin admin = Admin.create(props)) {
             if (args[0].equals("delete-offsets")) {
                 deleteOffsets(admin, items);
+            } else if (args[0].equals("offsets")) {
+                offsets(admin, items, false);
             } else {
                 describe(admin, items);
+            }
+        }
+    }
+
+    // OffsetFetch per group, without and with require_stable (KIP-447).
+    static void offsets(Admin admin, List<String> groups, boolean requireStable) {
+        for (String group : groups) {
+            String head = "{\"group\": " + str(group) + ", \"require_stable\": " + requireStable;
+            try {
+                var options = new ListConsumerGroupOffsetsOptions().requireStable(requireStable);
+                Map<TopicPartition, OffsetAndMetadata> offsets =
+                    admin.listConsumerGroupOffsets(group, options).partitionsToOffsetAndMetadata().get();
+                for (Map.Entry<TopicPartition, OffsetAndMetadata> e : offsets.entrySet()) {
+                    OffsetAndMetadata o = e.getValue();
+                    if (o == null) continue;
+                    System.out.println(head + ", \"topic\": " + str(e.getKey().topic())
+                        + ", \"partition\": " + e.getKey().partition() + ", \"offset\": " + o.offset()
+                        + ", \"leader_epoch\": " + opt(o.leaderEpoch())
+                        + ", \"metadata\": " + str(o.metadata()) + "}");
+                }
+            } catch (Exception e) {
+                Throwable cause = e.getCause() == null ? e : e.getCause();
+                System.out.println(head + ", \"error\": " + str(Errors.forException(cause).name()) + "}");
             }
         }
     }

@@ -9,7 +9,13 @@ from tests.broker.situations import SITUATIONS
 
 # Known disagreements another change fixes (issue 16, "Known disagreements"); the lead removes
 # the marks when merging that fix. strict: a mark that no longer applies fails.
-KNOWN: dict[tuple[int, str], str] = {}
+KNOWN: dict[tuple[int, str], str] = {
+    (3, "txn-offset-delete-before-marker"): (
+        "known disagreement (issue 16): under classic-2.4 the job applies TXN-4, but the Scala "
+        "loader keeps a pending transactional offset across a plain tombstone, so the reloaded "
+        "3.9 broker shows the transaction's offset (semantics.md section 1.3)"
+    ),
+}
 
 
 def _cases():
@@ -23,6 +29,7 @@ def _cases():
             yield pytest.param(major, s.name, id=f"{VERSIONS[major]}-{s.name}", marks=marks)
 
 
+@pytest.mark.broker
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.timeout(900)

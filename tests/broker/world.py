@@ -100,6 +100,11 @@ def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, Group
             view.state = _librdkafka_state(exact["state"])
             view.members = sorted((m["member_id"],) for m in exact["members"])
             view.modern_only = True
+    for row in java_admin(bootstrap, "offsets", groups):
+        if row.get("error") is None:  # a share group has no offsets to fetch
+            key = (row["topic"], row["partition"])
+            offset = (row["offset"], row["leader_epoch"], row["metadata"])
+            views[row["group"]].offsets[key] = offset
     for group in groups:
         view = views[group]
         if view.modern_only:
@@ -124,18 +129,6 @@ def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, Group
     for group in groups:
         view = views[group]
         request = [ConsumerGroupTopicPartitions(group)]
-        try:
-            result = admin.list_consumer_group_offsets(request, request_timeout=10)[group].result()
-        except KafkaException:  # a share group has no offsets to fetch
-            continue
-        for tp in result.topic_partitions:
-            if tp.error is None and tp.offset >= 0:
-                # librdkafka hands metadata over as a C string: empty is None, a trailing NUL is cut
-                view.offsets[(tp.topic, tp.partition)] = (
-                    tp.offset,
-                    tp.leader_epoch,
-                    tp.metadata or "",
-                )
         try:
             stable = admin.list_consumer_group_offsets(
                 request, require_stable=True, request_timeout=10
@@ -249,8 +242,7 @@ def job_view(
         for o in run.offsets:
             if o["group_id"] == group and (o["topic"], o["partition"]) not in expired:
                 key = (o["topic"], o["partition"])
-                metadata = (o["metadata"] or "").rstrip("\x00")  # see broker_view
-                view.offsets[key] = (o["committed_offset"], o["leader_epoch"], metadata)
+                view.offsets[key] = (o["committed_offset"], o["leader_epoch"], o["metadata"])
         views[group] = view
     return views
 
@@ -382,10 +374,12 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
     started = time.monotonic()
     try:
         for s in situations_for(broker.major, late=False):
+            began = time.monotonic()
             try:
                 outcomes[s.name] = s.drive(driver, s.name)
             except Exception as exc:  # reported by that situation's test
                 errors[s.name] = f"{type(exc).__name__}: {exc!r}"
+            timings[s.name] = round(time.monotonic() - began, 1)
         timings["drive"] = time.monotonic() - started
         driven_ms = now_ms()
         time.sleep(1.0)
