@@ -54,8 +54,10 @@ public class JavaGroups {
             props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
             try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(props)) {
                 consumer.subscribe(List.of(args[3]));
-                long deadline = System.currentTimeMillis() + 30_000;
-                int received = 0;  // the input topic has records: a member that got some is assigned
+                // share.auto.offset.reset is `latest`: records produced before need not arrive;
+                // a few seconds of polling is enough for the member to join and get partitions
+                long deadline = System.currentTimeMillis() + 3_000;
+                int received = 0;
                 while (received == 0 && System.currentTimeMillis() < deadline) {
                     received = consumer.poll(Duration.ofMillis(200)).count();
                 }
