@@ -10,11 +10,8 @@ from tests.broker.situations import SITUATIONS
 # Known disagreements another change fixes (issue 16, "Known disagreements"); the lead removes
 # the marks when merging that fix. strict: a mark that no longer applies fails.
 KNOWN: dict[tuple[int, str], str] = {
-    (3, "txn-offset-delete-before-marker"): (
-        "known disagreement (issue 16): under classic-2.4 the job applies TXN-4, but the Scala "
-        "loader keeps a pending transactional offset across a plain tombstone, so the reloaded "
-        "3.9 broker shows the transaction's offset (semantics.md section 1.3)"
-    ),
+    # (3, "txn-offset-delete-before-marker") was here until main's TXN-4 fix (0fb294e): the
+    # reloaded 3.9 broker shows the transaction's offset, and the job now does too.
 }
 
 
