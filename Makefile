@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -m offsets_lib.tools.jars  # hadoop-aws + AWS SDK bundle into Ivy's cache
 	touch $(STAMP)
 
 setup: $(STAMP) ## create .venv with the project (editable) and the dev tools

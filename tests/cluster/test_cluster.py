@@ -25,6 +25,7 @@ TABLES = (
     "group_decisions", "lag",
 )  # fmt: skip
 RUN_TIMEOUT_S = 900
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
@@ -125,13 +126,134 @@ def test_offsets_run_on_s3a_with_only_the_standard_variables(s3: S3Server, refer
     assert "cluster-test-secret" not in reference["log"]
 
 
-def test_spark_submit_to_the_cluster_equals_the_local_run(
-    s3: S3Server, cluster: SparkCluster, dump: str, reference
-) -> None:
+def lease_holder(s3: S3Server, output: str) -> str | None:
+    """The run id in the output's lease object, None when there is none."""
+    import json
+
+    import pyarrow.fs as pafs
+
+    from offsets_lib.io import storage
+    from offsets_lib.io.lock import LOCK_NAME
+
+    with aws(s3):
+        fs, root = storage.filesystem(f"{output}/{LOCK_NAME}")
+        if fs.get_file_info(root).type != pafs.FileType.File:
+            return None
+        with fs.open_input_stream(root) as stream:
+            return json.loads(stream.read())["run_id"]
+
+
+def wait_until(condition, process: subprocess.Popen, log: Path) -> None:
+    """Poll `condition` while `process` runs (fails if it ends first)."""
+    import time
+
+    while not condition():
+        assert process.poll() is None, log.read_text()[-3000:]
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def cluster_run(s3: S3Server, cluster: SparkCluster, dump: str, tmp_path_factory) -> dict:
+    """The job submitted to the cluster; while it holds the output, a second run (local mode,
+    another run id) tries the same output."""
     output = s3.uri("tables/cluster")
     job = cluster.submit(["--input", dump, "--output", output, "--run-id", RUN_ID], s3.env)
     log = cluster.submitted[-1]
-    assert finished(job, log) == 0, log.read_text()[-3000:]
+    wait_until(lambda: lease_holder(s3, output) == RUN_ID, job, log)
+    contender_log = tmp_path_factory.mktemp("contender") / "run.log"
+    contender = offsets_cli(
+        "run", "--input", dump, "--output", output, "--run-id", "contender",
+        env=s3.env, log=contender_log,
+    )  # fmt: skip
+    overlapped = job.poll() is None
+    code = finished(job, log)
+    return {
+        "output": output, "code": code, "log": log, "overlapped": overlapped,
+        "contender_code": contender.returncode, "contender_log": contender_log.read_text(),
+    }  # fmt: skip
+
+
+def test_spark_submit_to_the_cluster_equals_the_local_run(
+    s3: S3Server, cluster: SparkCluster, cluster_run: dict, reference
+) -> None:
+    assert cluster_run["code"] == 0, cluster_run["log"].read_text()[-3000:]
     assert "app-" in (cluster.root / "master.log").read_text()  # it ran on the cluster
+    assert all_tables(s3, cluster_run["output"]) == reference["tables"]
+    assert lease_holder(s3, cluster_run["output"]) is None  # released
+
+
+def test_a_second_writer_on_the_same_object_store_output_fails_with_exit_5(
+    s3: S3Server, cluster_run: dict
+) -> None:
+    assert cluster_run["overlapped"], "the cluster run ended before the contender tried"
+    assert cluster_run["contender_code"] == 5, cluster_run["contender_log"][-3000:]
+    message = cluster_run["contender_log"].strip().splitlines()[-1]
+    assert f"is being written by run {RUN_ID}" in message and "_offsets_audit.lock" in message
+    output = cluster_run["output"]
+    for name in (*TABLES, "runs"):  # no row of the contender anywhere
+        with aws(s3):
+            from offsets_lib.io import sink
+
+            run_ids = set(sink.read_table(output, name, columns=["run_id"]).column(0).to_pylist())
+        assert run_ids <= {RUN_ID}, name
+    assert [r["status"] for r in runs_rows(s3, output)] == ["succeeded"]
+
+
+def test_a_worker_killed_mid_audit_is_retried_and_changes_nothing(
+    s3: S3Server, cluster: SparkCluster, dump: str, reference, cluster_run
+) -> None:
+    """Runs after the other cluster tests: it leaves one worker."""
+    import pyarrow.fs as pafs
+
+    from offsets_lib.io import storage
+
+    output = s3.uri("tables/worker-killed")
+    job = cluster.submit(["--input", dump, "--output", output, "--run-id", RUN_ID], s3.env)
+    log = cluster.submitted[-1]
+
+    def pieces_written() -> bool:  # the map stage is done: the audit stage starts now
+        with aws(s3):
+            fs, root = storage.filesystem(f"{output}/_staging")
+            if fs.get_file_info(root).type != pafs.FileType.Directory:
+                return False
+            found = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+            return any(i.path.endswith(".arrow") for i in found)
+
+    wait_until(pieces_written, job, log)
+    victim = cluster.workers[0]
+    os.killpg(victim.pid, 9)  # the worker, its executor and the executor's Python workers
+    victim.wait()
+    assert finished(job, log) == 0, log.read_text()[-3000:]
     assert all_tables(s3, output) == reference["tables"]
+    assert [r["status"] for r in runs_rows(s3, output)] == ["succeeded"]
+
+
+def test_a_driver_killed_between_commits_publishes_nothing_and_the_rerun_once(
+    s3: S3Server, dump: str, reference, tmp_path
+) -> None:
+    from offsets_lib.io import storage
+
+    output = s3.uri("tables/driver-killed")
+    command = [
+        "-m", "tests.support.crash_after_commit", "groups", "run",
+        "--input", dump, "--output", output, "--run-id", RUN_ID,
+    ]  # fmt: skip
+    log = tmp_path / "crash.log"
+    with log.open("wb") as out:
+        crashed = subprocess.run(
+            [str(BIN / "python"), *command], env=clean_env(s3.env), stdout=out,
+            stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S, check=False, cwd=REPO_ROOT,
+        )  # fmt: skip
+    assert crashed.returncode == 137, log.read_text()[-3000:]
+    with aws(s3):
+        assert not storage.is_delta_table(f"{output}/runs")  # no run is claimed
+    assert table_rows(s3, output, "groups") == reference["tables"]["groups"]  # committed first
+    assert lease_holder(s3, output) == RUN_ID  # the dead run's lease stays
+
+    rerun = offsets_cli(
+        "run", "--input", dump, "--output", output, "--run-id", RUN_ID, env=s3.env,
+        log=tmp_path / "rerun.log",
+    )  # fmt: skip
+    assert rerun.returncode == 0, (tmp_path / "rerun.log").read_text()[-3000:]
+    assert all_tables(s3, output) == reference["tables"]  # exactly once
     assert [r["status"] for r in runs_rows(s3, output)] == ["succeeded"]
