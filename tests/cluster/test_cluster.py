@@ -257,3 +257,13 @@ def test_a_driver_killed_between_commits_publishes_nothing_and_the_rerun_once(
     assert rerun.returncode == 0, (tmp_path / "rerun.log").read_text()[-3000:]
     assert all_tables(s3, output) == reference["tables"]  # exactly once
     assert [r["status"] for r in runs_rows(s3, output)] == ["succeeded"]
+
+
+def test_the_airflow_dag_submits_the_s3a_packages_of_the_installed_spark() -> None:
+    import re
+
+    from offsets_lib.job import session
+
+    dag = (REPO_ROOT / "jobs" / "airflow_dag.py").read_text()
+    [packages] = re.findall(r'^PACKAGES = "([^"]+)"', dag, flags=re.MULTILINE)
+    assert packages.split(",") == session.s3a_packages()
