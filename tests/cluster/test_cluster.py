@@ -203,23 +203,11 @@ def test_a_worker_killed_mid_audit_is_retried_and_changes_nothing(
     s3: S3Server, cluster: SparkCluster, dump: str, reference, cluster_run
 ) -> None:
     """Runs after the other cluster tests: it leaves one worker."""
-    import pyarrow.fs as pafs
-
-    from offsets_lib.io import storage
-
     output = s3.uri("tables/worker-killed")
     job = cluster.submit(["--input", dump, "--output", output, "--run-id", RUN_ID], s3.env)
     log = cluster.submitted[-1]
 
-    def pieces_written() -> bool:  # the map stage is done: the audit stage starts now
-        with aws(s3):
-            fs, root = storage.filesystem(f"{output}/_staging")
-            if fs.get_file_info(root).type != pafs.FileType.Directory:
-                return False
-            found = fs.get_file_info(pafs.FileSelector(root, recursive=True))
-            return any(i.path.endswith(".arrow") for i in found)
-
-    wait_until(pieces_written, job, log)
+    wait_until(lambda: _has_pieces(s3, output), job, log)
     victim = cluster.workers[0]
     os.killpg(victim.pid, 9)  # the worker, its executor and the executor's Python workers
     victim.wait()
@@ -267,3 +255,65 @@ def test_the_airflow_dag_submits_the_s3a_packages_of_the_installed_spark() -> No
     dag = (REPO_ROOT / "jobs" / "airflow_dag.py").read_text()
     [packages] = re.findall(r'^PACKAGES = "([^"]+)"', dag, flags=re.MULTILINE)
     assert packages.split(",") == session.s3a_packages()
+
+
+def test_a_stalled_object_store_never_leaves_a_half_published_run(
+    s3: S3Server, dump: str, reference, tmp_path
+) -> None:
+    """The S3 server stops answering (SIGSTOP) for STALL_S once the audit stage starts: the run
+    either rides it out or fails with a clear exit; it never claims success with partial tables,
+    and a rerun with the same run id publishes once."""
+    import signal
+    import time
+
+    output = s3.uri("tables/stalled")
+    log = tmp_path / "stalled.log"
+    with log.open("wb") as out:
+        run = subprocess.Popen(
+            [str(BIN / "offsets"), "run", "--input", dump, "--output", output, "--run-id", RUN_ID],
+            env=clean_env(s3.env), stdout=out, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    wait_until(lambda: _has_pieces(s3, output), run, log)
+    os.killpg(s3.process.pid, signal.SIGSTOP)
+    try:
+        time.sleep(STALL_S)  # the fault's duration, not a wait for a result
+    finally:
+        os.killpg(s3.process.pid, signal.SIGCONT)
+    code = finished(run, log)
+    statuses = [r["status"] for r in runs_rows(s3, output)] if _has_runs(s3, output) else []
+    if code == 0:
+        assert statuses == ["succeeded"]
+    else:
+        assert "succeeded" not in statuses, log.read_text()[-3000:]
+        assert "Traceback" not in log.read_text().splitlines()[-1]
+        rerun = offsets_cli(
+            "run", "--input", dump, "--output", output, "--run-id", RUN_ID, env=s3.env,
+            log=tmp_path / "rerun.log",
+        )  # fmt: skip
+        assert rerun.returncode == 0, (tmp_path / "rerun.log").read_text()[-3000:]
+        assert [r["status"] for r in runs_rows(s3, output)] == ["succeeded"]
+    assert all_tables(s3, output) == reference["tables"]
+
+
+STALL_S = 20
+
+
+def _has_pieces(s3: S3Server, output: str) -> bool:
+    """The map stage wrote pieces (the audit stage starts now)."""
+    import pyarrow.fs as pafs
+
+    from offsets_lib.io import storage
+
+    with aws(s3):
+        fs, root = storage.filesystem(f"{output}/_staging")
+        if fs.get_file_info(root).type != pafs.FileType.Directory:
+            return False
+        found = fs.get_file_info(pafs.FileSelector(root, recursive=True))
+        return any(i.path.endswith(".arrow") for i in found)
+
+
+def _has_runs(s3: S3Server, output: str) -> bool:
+    from offsets_lib.io import storage
+
+    with aws(s3):
+        return storage.is_delta_table(f"{output}/runs")
