@@ -37,14 +37,16 @@ LOCAL_DEFAULTS: dict[str, str] = {
 
 
 def hadoop_version() -> str:
-    """The Hadoop client version bundled with the installed pyspark (hadoop-aws must match)."""
+    """The Hadoop client version of this Spark (hadoop-aws must match): from the jars of
+    SPARK_HOME (spark-submit) or of the installed pyspark."""
     import pyspark
 
-    jars = Path(pyspark.__file__).parent / "jars"
-    found = sorted(jars.glob("hadoop-client-api-*.jar"))
-    if not found:
-        raise RuntimeError(f"no hadoop-client-api jar under {jars}")
-    return found[-1].name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+    homes = [os.environ.get("SPARK_HOME"), str(Path(pyspark.__file__).parent)]
+    for home in filter(None, homes):
+        found = sorted((Path(home) / "jars").glob("hadoop-client-api-*.jar"))
+        if found:
+            return found[-1].name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+    raise RuntimeError(f"no hadoop-client-api jar under the jars of {homes}")
 
 
 def s3a_packages() -> list[str]:
