@@ -317,3 +317,15 @@ def _has_runs(s3: S3Server, output: str) -> bool:
 
     with aws(s3):
         return storage.is_delta_table(f"{output}/runs")
+
+
+def test_offsets_fetch_reads_the_tables_on_the_object_store(s3: S3Server, reference) -> None:
+    import json
+
+    done = subprocess.run(
+        [str(BIN / "offsets"), "fetch", "--output", reference["output"], "--all-groups", "--json"],
+        env=clean_env(s3.env), capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    fetched = json.loads(done.stdout)
+    assert fetched, done.stdout[:500]
