@@ -100,13 +100,17 @@ def _acquire(path: Path, output: str, info: dict) -> int:
 
 @contextmanager
 def output_lock(output: str, run_id: str) -> Iterator[None]:
-    """Hold the output's lock for the duration of a run (local paths; other URIs are not locked).
+    """Hold the output's lock for the duration of a run (local paths: flock; S3: a lease object
+    written with conditional writes; other URIs are not locked).
 
     Raises OutputLocked at once when another run holds it.
     """
-    if storage.is_object_store(output):
+    if storage.scheme(storage.arrow_uri(output)) == "s3":
         with _ObjectStoreLease(output, run_id):
             yield
+        return
+    if "://" in output and not output.startswith("file://"):
+        yield  # e.g. gs://, hdfs://: no lock here; Delta's own commit conflicts only
         return
     root = Path(output.removeprefix("file://"))
     root.mkdir(parents=True, exist_ok=True)
