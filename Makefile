@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -m offsets_lib.tools.jars  # hadoop-aws + AWS SDK bundle into Ivy's cache
 	touch $(STAMP)
 
 setup: $(STAMP) broker-jars ## create .venv with the project (editable) and the dev tools
@@ -61,7 +62,7 @@ format: setup ## apply ruff's formatter and fixes
 package: setup ## build the wheel and the --py-files zip into dist/
 	rm -rf dist && mkdir -p dist
 	$(BIN)/pip wheel --quiet --no-deps -w dist .
-	$(BIN)/python -c 'import pathlib, zipfile; files = sorted(p for p in pathlib.Path("offsets_lib").rglob("*") if p.is_file() and "__pycache__" not in p.parts); z = zipfile.ZipFile("dist/offsets_lib.zip", "w", zipfile.ZIP_DEFLATED); [z.write(p) for p in files]; z.close()'
+	$(BIN)/python -m offsets_lib.tools.package dist/offsets_lib.zip
 
 clean: ## remove generated data, tables and build output
 	rm -rf $(SAMPLE) dist build bench/data bench/results.json .pytest_cache

@@ -2,7 +2,8 @@
 
 Each run executes the spark-submit line below for the hour that just ended::
 
-    spark-submit --py-files $RELEASE/dist/offsets_lib.zip --files $RELEASE/conf/prod-example.toml \\
+    spark-submit --packages org.apache.hadoop:hadoop-aws:3.5.0 \\
+        --py-files $RELEASE/dist/offsets_lib.zip --files $RELEASE/conf/prod-example.toml \\
         $RELEASE/jobs/offsets_job.py --conf prod-example.toml \\
         --as-of <data_interval_end> --run-id <airflow run_id>
 
@@ -33,6 +34,9 @@ except ImportError:  # Airflow 2
 
 RELEASE = os.environ.get("OFFSETS_AUDIT_RELEASE", "/opt/kafka-offsets-audit").rstrip("/")
 PROFILE = "prod-example.toml"
+# s3a:// dumps and tables: Hadoop's S3A connector matching the cluster's Hadoop (Spark 4.2 bundles
+# Hadoop 3.5.0; offsets_lib.job.session.s3a_packages() names it for the installed pyspark)
+PACKAGES = "org.apache.hadoop:hadoop-aws:3.5.0"
 
 with DAG(
     dag_id="kafka_offsets_audit",
@@ -51,6 +55,7 @@ with DAG(
         name="kafka-offsets-audit-{{ ts_nodash }}",
         application=f"{RELEASE}/jobs/offsets_job.py",
         py_files=f"{RELEASE}/dist/offsets_lib.zip",
+        packages=PACKAGES,
         files=f"{RELEASE}/conf/{PROFILE}",  # cluster mode: lands in the driver's working dir
         env_vars={"OFFSETS_CONF_DIR": f"{RELEASE}/conf"},  # client mode: where --conf looks
         conf={"spark.sql.session.timeZone": "UTC"},

@@ -99,19 +99,17 @@ def _latest_run(output: str) -> str:
 
 
 def _lag_rows(output, run_id, end_offsets, bootstrap_servers, kafka_options, groups) -> list:
-    from deltalake import DeltaTable
-
     from offsets_lib.audit import lag
-    from offsets_lib.io import sink, watermarks
+    from offsets_lib.io import sink, storage, watermarks
     from offsets_lib.io.sources import InputNotReadable
 
     for name in ("runs", "offsets"):
-        if not DeltaTable.is_deltatable(sink.table_uri(output, name)):
+        if not storage.is_delta_table(sink.table_uri(output, name)):
             raise InputNotReadable(f"no {name} table under {output}")
     run_id = run_id or _latest_run(output)
     columns = list(lag.LAG_COLUMNS)
     if not end_offsets and not bootstrap_servers:
-        if not DeltaTable.is_deltatable(sink.table_uri(output, "lag")):
+        if not storage.is_delta_table(sink.table_uri(output, "lag")):
             raise click.UsageError(
                 f"no lag table under {output}: give --end-offsets FILE or --bootstrap-servers"
             )

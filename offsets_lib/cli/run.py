@@ -92,7 +92,7 @@ def run_command(**kw: object) -> None:
         options = _options(kw, now_ms=now_ms)
     except UsageError as exc:
         fail(EXIT_USAGE, str(exc))
-    spark = session.get_or_create()
+    spark = session.get_or_create(storage_uris=[*options.inputs, options.output])
     try:
         raw, increment = _read_source(spark, options, full=bool(kw.get("full")))
         report = run_module.execute(

@@ -38,6 +38,7 @@ from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.engine import routing
 from offsets_lib.engine.pipeline import TaskEmitter
+from offsets_lib.io import storage
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,6 @@ _READ_COLUMNS = (
     "key", "value", "partition", "offset", "timestamp",
     "producer_id", "producer_epoch", "is_transactional", "is_control",
 )  # fmt: skip
-_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}
 
 MAP_ARROW = pa.schema(
     [
@@ -75,14 +75,7 @@ class Unit:
     row_groups: tuple[int, ...] | None = None
 
 
-def arrow_uri(uri: str) -> str:
-    """A Spark/Hadoop file URI as pyarrow names it (s3a:// and s3n:// are s3://)."""
-    scheme, sep, rest = uri.partition("://")
-    if sep and scheme in _SCHEME_ALIASES:
-        return f"{_SCHEME_ALIASES[scheme]}://{rest}"
-    if uri.startswith("file:") and not uri.startswith("file://"):
-        return "file://" + uri[len("file:") :]  # Spark's file:/a/b
-    return uri
+arrow_uri = storage.arrow_uri  # the name pieces and tests use
 
 
 def plan(files: list[str], staging_uri: str, *, map_tasks: int) -> list[list[Unit]] | None:
@@ -91,8 +84,8 @@ def plan(files: list[str], staging_uri: str, *, map_tasks: int) -> list[list[Uni
     if not files:
         return None
     try:
-        pafs.FileSystem.from_uri(arrow_uri(staging_uri))
-        located = [(uri, *pafs.FileSystem.from_uri(arrow_uri(uri))) for uri in files]
+        storage.filesystem(staging_uri)
+        located = [(uri, *storage.filesystem(uri)) for uri in files]
         fs = located[0][1]
         if all(other.equals(fs) for _uri, other, _path in located):  # one listing call
             infos = fs.get_file_info([path for _uri, _fs, path in located])
@@ -197,7 +190,7 @@ def _write_pieces(
 ) -> Iterator[pa.RecordBatch]:
     """Map task: read its units batch by batch; each batch's records, sorted by audit task,
     become one IPC record batch per task (a piece) in the map task's file."""
-    fs, root = pafs.FileSystem.from_uri(pieces_uri)
+    fs, root = storage.filesystem(pieces_uri)
     fs.create_dir(root, recursive=True)
     name = f"{uuid.uuid4().hex}.arrow"
     out: dict[str, list] = {name: [] for name in MAP_ARROW.names}
@@ -230,7 +223,7 @@ def piece_options(fs: pafs.FileSystem) -> pa.ipc.IpcWriteOptions:
 
 
 def _read_unit(uri: str, row_groups: list[int] | None) -> Iterator[pa.Table]:
-    fs, path = pafs.FileSystem.from_uri(arrow_uri(uri))
+    fs, path = storage.filesystem(uri)
     with fs.open_input_file(path) as handle:
         parquet = pq.ParquetFile(handle)
         present = [c for c in _READ_COLUMNS if c in parquet.schema_arrow.names]
@@ -273,7 +266,7 @@ def _audit_pieces(
         records = []
         for path, batch, copy in by_label[label]:
             if path not in readers:
-                fs, local = pafs.FileSystem.from_uri(path)
+                fs, local = storage.filesystem(path)
                 handles.append(fs.open_input_file(local))
                 readers[path] = pa.ipc.open_file(handles[-1])
             piece = readers[path].get_batch(batch)

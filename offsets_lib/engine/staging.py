@@ -23,6 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.audit.task_audit import KIND_ARROW, STATS
+from offsets_lib.io import storage
 
 if TYPE_CHECKING:
     from deltalake.transaction import AddAction
@@ -70,7 +71,7 @@ class Staging:
 
     def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]:
         """Write each non-empty result table as one Parquet file; yield the manifest rows."""
-        fs, root = pafs.FileSystem.from_uri(self.uri)
+        fs, root = storage.filesystem(self.uri)
         rows: list[dict[str, Any]] = []
         for kind, table in tables.items():
             if kind == STATS:
@@ -161,6 +162,6 @@ def written_files(
 
 
 def _remove(uri: str) -> None:
-    fs, root = pafs.FileSystem.from_uri(uri)
+    fs, root = storage.filesystem(uri)
     if fs.get_file_info(root).type != pafs.FileType.NotFound:
         fs.delete_dir(root)

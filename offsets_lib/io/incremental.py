@@ -72,7 +72,7 @@ from pyspark.sql.types import (
 
 from offsets_lib.audit.schemas import DECODED
 from offsets_lib.audit.tables import RUN_ID, TableSpec
-from offsets_lib.io import sink
+from offsets_lib.io import sink, storage
 from offsets_lib.wire.decoded import POSITIONED_ARROW
 
 log = logging.getLogger(__name__)
@@ -157,12 +157,11 @@ class Increment:
 
 def read_checkpoint(output: str, topic: str) -> Checkpoint | None:
     """The newest checkpoint of ``topic`` under ``output``, or None (never run, or no table)."""
-    from deltalake import DeltaTable
-
     uri = sink.table_uri(output, CHECKPOINT_TABLE)
-    if not DeltaTable.is_deltatable(uri):
+    if not storage.is_delta_table(uri):
         return None
-    rows = [r for r in DeltaTable(uri).to_pyarrow_table().to_pylist() if r["topic"] == topic]
+    stored = storage.delta_table(uri).to_pyarrow_table().to_pylist()
+    rows = [r for r in stored if r["topic"] == topic]
     if not rows:
         return None
     newest = max(r["sequence"] for r in rows)
@@ -177,9 +176,7 @@ def read_checkpoint(output: str, topic: str) -> Checkpoint | None:
 
 def read_state(spark: SparkSession, output: str, checkpoint: Checkpoint) -> DataFrame:
     """The stored records of ``checkpoint`` (DECODED schema)."""
-    from deltalake import DeltaTable
-
-    dt = DeltaTable(sink.table_uri(output, STATE_TABLE))
+    dt = storage.delta_table(sink.table_uri(output, STATE_TABLE))
     files = dt.file_uris(file_pruning_predicate=[(RUN_ID, "=", checkpoint.state_id)])
     if not files:
         return spark.createDataFrame([], DECODED)
@@ -242,10 +239,8 @@ def store(kept: DataFrame, increment: Increment, *, output: str, run_id: str) ->
 def _drop_old_states(output: str, *, keep: str) -> None:
     """Best effort: remove state partitions no checkpoint needs any more (files stay until
     ``DeltaTable.vacuum``)."""
-    from deltalake import DeltaTable
-
     try:
-        dt = DeltaTable(sink.table_uri(output, STATE_TABLE))
+        dt = storage.delta_table(sink.table_uri(output, STATE_TABLE))
         quoted = keep.replace("'", "''")
         dt.delete(predicate=f"{RUN_ID} != '{quoted}'")
     except Exception as exc:  # the checkpoint is committed; an old partition is only space

@@ -12,6 +12,15 @@ both take it over. The file holds the holder's run id, pid and host, for the mes
 
 The file is removed on release (while still locked); a run that locked a file which was removed
 or replaced meanwhile retries on the new one, so removal cannot let two runs in.
+
+On an object store (s3a://...) a local flock locks nothing: the lock is then a lease object
+`<output>/_offsets_audit.lock` written with S3's conditional writes. It is created with
+`If-None-Match: *` (exactly one of two racing runs creates it), renewed by its holder with
+`If-Match: <etag>` every LEASE_S / 3, and removed on release. A lease that was not renewed for
+LEASE_S (its holder was killed) is taken over with `If-Match` on the etag that was read, so two
+runs that find the same stale lease cannot both take it. A rerun with the holder's own run id
+takes the lease over at once: Airflow retries a run only after its previous attempt ended. Each
+Delta commit is itself conditional (io/storage.py), so even without the lease no commit is lost.
 """
 
 from __future__ import annotations
@@ -26,9 +35,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from threading import Event, Thread
+from typing import Any
+
+from offsets_lib.io import storage
 
 LOCK_NAME = "_offsets_audit.lock"
 _ATTEMPTS = 20  # re-opens after losing a race with a release that removed the file
+LEASE_S = 600.0  # an object-store lease not renewed for this long belongs to a dead run
 
 
 class OutputLocked(RuntimeError):
@@ -86,12 +100,17 @@ def _acquire(path: Path, output: str, info: dict) -> int:
 
 @contextmanager
 def output_lock(output: str, run_id: str) -> Iterator[None]:
-    """Hold the output's lock for the duration of a run (local paths; other URIs are not locked).
+    """Hold the output's lock for the duration of a run (local paths: flock; S3: a lease object
+    written with conditional writes; other URIs are not locked).
 
     Raises OutputLocked at once when another run holds it.
     """
+    if storage.scheme(storage.arrow_uri(output)) == "s3":
+        with _ObjectStoreLease(output, run_id):
+            yield
+        return
     if "://" in output and not output.startswith("file://"):
-        yield  # object stores: rely on Delta's own commit conflicts
+        yield  # e.g. gs://, hdfs://: no lock here; Delta's own commit conflicts only
         return
     root = Path(output.removeprefix("file://"))
     root.mkdir(parents=True, exist_ok=True)
@@ -110,3 +129,102 @@ def output_lock(output: str, run_id: str) -> Iterator[None]:
             if _same_file(fd, path):
                 path.unlink()  # still locked: a waiting opener re-checks and retries
         os.close(fd)  # releases the flock
+
+
+class _ObjectStoreLease:
+    """The output's lease object on S3 (conditional writes; see the module docstring)."""
+
+    def __init__(self, output: str, run_id: str) -> None:
+        from obstore.store import from_url
+
+        self.output, self.run_id = output, run_id
+        root = storage.arrow_uri(output).rstrip("/")
+        endpoint = storage.endpoint_url()
+        config: dict[str, Any] = {"region": storage.region()}
+        if endpoint:
+            config["endpoint"] = endpoint
+        self.store = from_url(
+            root, config=config, client_options={"allow_http": bool(endpoint)}
+        )  # credentials: the AWS environment or profile, read by the client itself
+        self.where = f"{output.rstrip('/')}/{LOCK_NAME}"
+        self.etag: str | None = None
+        self.stop = Event()
+        self.renewer = Thread(target=self._renew, name="output-lease", daemon=True)
+
+    def _body(self) -> bytes:
+        now = time.time()
+        info = {"run_id": self.run_id, "pid": os.getpid(), "host": socket.gethostname()}
+        return json.dumps(info | {"since": now, "renewed": now}).encode()
+
+    def __enter__(self) -> None:
+        import obstore
+        from obstore.exceptions import AlreadyExistsError, PreconditionError
+
+        try:
+            self.etag = obstore.put(self.store, LOCK_NAME, self._body(), mode="create")["e_tag"]
+        except AlreadyExistsError:
+            holder, etag = self._holder()
+            if etag is None:  # released meanwhile: the next attempt of this run may retry
+                raise self._locked({}) from None
+            if holder.get("run_id") != self.run_id and not self._expired(holder):
+                raise self._locked(holder) from None
+            try:  # a dead run's lease, or this run's own earlier attempt
+                self.etag = obstore.put(self.store, LOCK_NAME, self._body(), mode={"e_tag": etag})[
+                    "e_tag"
+                ]
+            except PreconditionError:
+                raise self._locked(self._holder()[0]) from None
+        self.renewer.start()
+
+    def __exit__(self, *_exc: object) -> None:
+        import obstore
+
+        self.stop.set()
+        self.renewer.join()
+        _holder, etag = self._holder()
+        if etag is not None and etag == self.etag:  # still ours
+            with contextlib.suppress(Exception):
+                obstore.delete(self.store, LOCK_NAME)
+
+    def _holder(self) -> tuple[dict, str | None]:
+        import obstore
+        from obstore.exceptions import NotFoundError
+
+        try:
+            got = obstore.get(self.store, LOCK_NAME)
+            body = bytes(got.bytes())
+            etag = got.meta["e_tag"]
+        except NotFoundError:
+            return {}, None
+        try:
+            info = json.loads(body)
+        except ValueError:
+            info = {}
+        return (info if isinstance(info, dict) else {}), etag
+
+    @staticmethod
+    def _expired(holder: dict) -> bool:
+        renewed = holder.get("renewed")
+        return not isinstance(renewed, int | float) or time.time() - renewed > LEASE_S
+
+    def _locked(self, holder: dict) -> OutputLocked:
+        return OutputLocked(
+            f"output {self.output} is being written by run {holder.get('run_id', '?')}"
+            f" (pid {holder.get('pid', '?')} on {holder.get('host', '?')},"
+            f" lease {self.where}); try again later"
+        )
+
+    def _renew(self) -> None:
+        """Keep the lease fresh while the run lasts; a lost lease is logged (the run's Delta
+        commits stay conditional, so nothing is overwritten)."""
+        import logging
+
+        import obstore
+
+        while not self.stop.wait(LEASE_S / 3):
+            try:
+                self.etag = obstore.put(
+                    self.store, LOCK_NAME, self._body(), mode={"e_tag": self.etag}
+                )["e_tag"]
+            except Exception as exc:
+                logging.getLogger(__name__).error("could not renew %s: %s", self.where, exc)

@@ -36,8 +36,8 @@ are never referenced by the log; ``DeltaTable.vacuum`` removes them.
 ``DeltaSparkSessionExtension``; ``delta_spark_available(spark)`` tells whether it can run.
 
 Limits: the output must be a path both the driver and the executors can reach (local, or any
-URI that Spark's Hadoop file systems, ``pyarrow.fs.FileSystem.from_uri`` and delta-rs all
-understand; only local is tested).
+URI that Spark's Hadoop file systems, pyarrow and delta-rs all understand: local, and
+``s3a://`` through io/storage.py, tested against an S3-compatible server).
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from offsets_lib.audit.tables import RUN_ID, TableSpec, table_spec
+from offsets_lib.io import storage
 
 __all__ = [
     "SchemaMismatchError",
@@ -221,7 +222,7 @@ def _check_run_id(run_id: object) -> str:
 
 
 def _open_table(uri: str) -> DeltaTable | None:
-    return DeltaTable(uri) if DeltaTable.is_deltatable(uri) else None
+    return storage.delta_table(uri) if storage.is_delta_table(uri) else None
 
 
 # ---- executor side: Parquet files + file rows ------------------------------------------------
@@ -357,13 +358,14 @@ def _commit(spec: TableSpec, uri: str, actions: list[AddAction], *, run_id: str)
     dt = _open_table(uri)
     if dt is None:
         create_table_with_add_actions(
-            uri,
+            storage.arrow_uri(uri),
             Schema.from_arrow(schema),
             actions,
             mode="error",
             partition_by=list(spec.partition_by),
             name=spec.name,
             description=spec.comment,
+            storage_options=storage.delta_options(uri) or None,
             commit_properties=props,
         )
     else:
@@ -376,7 +378,7 @@ def _commit(spec: TableSpec, uri: str, actions: list[AddAction], *, run_id: str)
             partition_filters=[(RUN_ID, "=", run_id)],
             commit_properties=props,
         )
-    version = DeltaTable(uri).version()
+    version = storage.delta_table(uri).version()
     log.info(
         "committed %s v%d: run %s, %d rows, %d files",
         spec.name,
@@ -480,7 +482,7 @@ def write_files(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> 
 
 
 def _partition_folder(output: str, spec: TableSpec, run_id: str) -> tuple[pafs.FileSystem, str]:
-    return pafs.FileSystem.from_uri(f"{table_uri(output, spec.name)}/{_partition_dir(run_id)}")
+    return storage.filesystem(f"{table_uri(output, spec.name)}/{_partition_dir(run_id)}")
 
 
 def _add_actions(
@@ -595,7 +597,7 @@ def read_table(
     output: str, name: str, *, run_id: str | None = None, columns: list[str] | None = None
 ) -> pa.Table:
     """Read a table (one run's partition when ``run_id`` is given) with delta-rs."""
-    dt = DeltaTable(table_uri(output, name))
+    dt = storage.delta_table(table_uri(output, name))
     filters = [(RUN_ID, "=", run_id)] if run_id is not None else None
     return dt.to_pyarrow_table(filters=filters, columns=columns)
 

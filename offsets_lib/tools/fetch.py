@@ -335,14 +335,13 @@ class RunSnapshot:
 
 
 def _delta_dataset(output: str, name: str):
-    from deltalake import DeltaTable
-
+    from offsets_lib.io import storage
     from offsets_lib.io.sink import table_uri
 
     uri = table_uri(output, name)
-    if not DeltaTable.is_deltatable(uri):
+    if not storage.is_delta_table(uri):
         return None
-    return DeltaTable(uri).to_pyarrow_dataset()
+    return storage.delta_table(uri).to_pyarrow_dataset()
 
 
 def load_run(output: str, run_id: str | None = None) -> RunSnapshot:

@@ -53,9 +53,9 @@ class AuditRun:
 
 def table_exists(output: str, name: str) -> bool:
     """True when ``<output>/<name>`` is a Delta table."""
-    from deltalake import DeltaTable
+    from offsets_lib.io import storage
 
-    return DeltaTable.is_deltatable(sink.table_uri(output, name))
+    return storage.is_delta_table(sink.table_uri(output, name))
 
 
 def _read(output: str, name: str, run_id: str | None = None) -> pd.DataFrame:

@@ -1,0 +1,108 @@
+"""Where tables and files live: local disk or an object store, named the same for every client.
+
+Spark reaches S3 through Hadoop's S3A (`s3a://`, job/session.py configures it); pyarrow and
+delta-rs run in the driver and in the Python workers of every executor and name the same
+objects `s3://`. Every pyarrow and delta-rs access goes through this module, so one `--output`
+URI means the same objects everywhere.
+
+Settings come from the standard AWS environment (or the profile the AWS SDKs read):
+``AWS_ENDPOINT_URL`` (an S3-compatible server; path-style requests then), ``AWS_ACCESS_KEY_ID``
+/ ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``. Nothing here reads or logs a secret: the clients
+find the credentials themselves.
+
+delta-rs commits to S3 with conditional puts (``If-None-Match: *`` on the next log entry), so two
+writers can never both write version N of a table: the loser gets a commit conflict, never a
+lost or overwritten commit. No DynamoDB lock table is needed (S3 and most S3-compatible servers
+support conditional writes since 2024).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+import pyarrow.fs as pafs
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+_SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}  # Hadoop's names of S3 -> pyarrow's and delta-rs'
+OBJECT_STORE_SCHEMES = ("s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "az", "adl")
+DEFAULT_REGION = "us-east-1"  # what S3-compatible servers expect when no region is configured
+
+
+def scheme(uri: str) -> str:
+    """The URI's scheme ('' for a local path)."""
+    head, sep, _rest = uri.partition("://")
+    return head.lower() if sep else ""
+
+
+def is_object_store(uri: str) -> bool:
+    """True for S3/GCS/Azure URIs: no rename, no flock, shared by driver and executors."""
+    return scheme(uri) in OBJECT_STORE_SCHEMES
+
+
+def arrow_uri(uri: str) -> str:
+    """A Spark/Hadoop file URI as pyarrow and delta-rs name it (s3a:// and s3n:// are s3://)."""
+    head, sep, rest = uri.partition("://")
+    if sep and head.lower() in _SCHEME_ALIASES:
+        return f"{_SCHEME_ALIASES[head.lower()]}://{rest}"
+    if uri.startswith("file:") and not uri.startswith("file://"):
+        return "file://" + uri[len("file:") :]  # Spark's file:/a/b
+    return uri
+
+
+def endpoint_url() -> str | None:
+    """The S3 endpoint other than AWS's (``AWS_ENDPOINT_URL_S3`` wins over
+    ``AWS_ENDPOINT_URL``, as in the AWS SDKs), or None for AWS itself."""
+    return os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+
+
+def region() -> str:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or DEFAULT_REGION
+
+
+def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's file system and path for a URI (local path, file://, s3a://, s3://, gs://...).
+
+    pyarrow's S3 client reads the endpoint, region and credentials from the AWS environment;
+    requests are path-style unless ``force_virtual_addressing``, which S3-compatible servers
+    need.
+    """
+    target = arrow_uri(uri)
+    if scheme(target) != "s3":
+        return pafs.FileSystem.from_uri(target)
+    bucket_and_key = target.partition("://")[2]
+    endpoint = endpoint_url()
+    fs = pafs.S3FileSystem(
+        region=region(),
+        endpoint_override=endpoint,
+        scheme="http" if endpoint and endpoint.startswith("http://") else "https",
+    )
+    return fs, bucket_and_key.rstrip("/")
+
+
+def delta_options(uri: str) -> dict[str, str]:
+    """delta-rs storage options for a table URI (no secret: delta-rs reads the credentials from
+    the environment itself). S3: conditional-put commits, plain HTTP for a local endpoint."""
+    if scheme(arrow_uri(uri)) != "s3":
+        return {}
+    options = {"AWS_CONDITIONAL_PUT": "etag", "AWS_REGION": region()}
+    endpoint = endpoint_url()
+    if endpoint:
+        options["AWS_ENDPOINT_URL"] = endpoint
+        options["AWS_ALLOW_HTTP"] = str(endpoint.startswith("http://")).lower()
+    return options
+
+
+def delta_table(uri: str) -> DeltaTable:
+    """The Delta table at a URI, opened with the storage's options."""
+    from deltalake import DeltaTable
+
+    return DeltaTable(arrow_uri(uri), storage_options=delta_options(uri) or None)
+
+
+def is_delta_table(uri: str) -> bool:
+    from deltalake import DeltaTable
+
+    return DeltaTable.is_deltatable(arrow_uri(uri), storage_options=delta_options(uri) or None)
