@@ -26,7 +26,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m offsets_lib.tools.jars  # hadoop-aws + AWS SDK bundle into Ivy's cache
 	touch $(STAMP)
 
-setup: $(STAMP) broker-jars ## create .venv with the project (editable) and the dev tools
+setup: $(STAMP) broker-jars ## create .venv with the project (editable) and the dev tools; fetch the JVM packages
+	@$(BIN)/python -m offsets_lib.job.session --warm
 
 # Apache Kafka broker jars for tests/broker (Maven Central -> ~/.cache/kafka-offsets-audit;
 # a no-op when the cache is complete).
@@ -40,7 +41,8 @@ verify-broker: setup ## real Kafka brokers as the oracle: per version and situat
 
 run: setup ## generate a sample dump, audit it, print the summary
 	$(BIN)/offsets generate --out $(SAMPLE)/dump --groups 2000 --records 200000 --seed 7
-	$(BIN)/offsets run --source parquet --input $(SAMPLE)/dump --output $(SAMPLE)/tables --run-id sample
+	$(BIN)/offsets run --source parquet --input $(SAMPLE)/dump --output $(SAMPLE)/tables --run-id sample \
+		--end-offsets $(SAMPLE)/dump/_end_offsets.csv
 
 test: setup ## run the whole test suite
 	$(BIN)/pytest -q

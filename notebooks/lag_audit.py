@@ -86,21 +86,24 @@ display(
 # a group that stopped committing is the one falling behind, or gone.
 
 # %%
-if run.has("lag"):
-    worst = q.worst_lagging_groups(run.tables["lag"], top_n)
+worst = q.worst_lagging_groups(run.tables["lag"], top_n) if run.has("lag") else None
+if worst is not None and worst["total_lag"].notna().any():
     lag_column, lag_label = "total_lag", "total lag (records)"
 else:
-    display(Markdown("_No `lag` table in this run: showing hours since the last commit._"))
+    display(Markdown("_No lag known in this run: showing hours since the last commit._"))
     worst = q.staleness_by_group(offsets, run.as_of, top_n)
     lag_column, lag_label = "hours_since_commit", "hours since the group's last commit"
 display(worst)
 
 # %%
-fig, ax = plt.subplots(figsize=(9, 0.35 * max(len(worst), 3) + 1))
-ax.barh(worst["group_id"][::-1], worst[lag_column][::-1], color="tab:red")
-ax.set_xlabel(lag_label)
-ax.set_title(f"Lag by group (top {len(worst)})")
-show(fig, "lag_by_group")
+if worst.empty:
+    display(Markdown("_Nothing to plot: no group has committed offsets in this run._"))
+else:
+    fig, ax = plt.subplots(figsize=(9, 0.35 * max(len(worst), 3) + 1))
+    ax.barh(worst["group_id"][::-1], worst[lag_column][::-1], color="tab:red")
+    ax.set_xlabel(lag_label)
+    ax.set_title(f"Lag by group (top {len(worst)})")
+    show(fig, "lag_by_group")
 
 # %% [markdown]
 # ## Offsets expiring soon
@@ -125,16 +128,19 @@ display(
 
 # %%
 timeline = q.expiry_timeline(decisions, run.as_of, pd.Timedelta(days=7), freq="6h")
-fig, ax = plt.subplots(figsize=(9, 3.5))
-ax.bar(timeline["bin_start"], timeline["offsets"], width=0.25, align="edge", label="per 6 h")
-ax2 = ax.twinx()
-ax2.step(timeline["bin_start"], timeline["cumulative"], where="post", color="tab:orange")
-ax2.set_ylabel("cumulative")
-ax.axvline(run.as_of + pd.Timedelta(hours=24), color="grey", linestyle="--", linewidth=1)
-ax.set_ylabel("offsets expiring")
-ax.set_title("Expiry timeline: the next 7 days after as_of (dashed: +24 h)")
-fig.autofmt_xdate()
-show(fig, "expiry_timeline")
+if timeline.empty or not timeline["offsets"].any():
+    display(Markdown("_Nothing to plot: no offset expires within 7 days of `as_of`._"))
+else:
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    ax.bar(timeline["bin_start"], timeline["offsets"], width=0.25, align="edge", label="per 6 h")
+    ax2 = ax.twinx()
+    ax2.step(timeline["bin_start"], timeline["cumulative"], where="post", color="tab:orange")
+    ax2.set_ylabel("cumulative")
+    ax.axvline(run.as_of + pd.Timedelta(hours=24), color="grey", linestyle="--", linewidth=1)
+    ax.set_ylabel("offsets expiring")
+    ax.set_title("Expiry timeline: the next 7 days after as_of (dashed: +24 h)")
+    fig.autofmt_xdate()
+    show(fig, "expiry_timeline")
 
 # %% [markdown]
 # ## Stale offsets of topics no longer subscribed
@@ -163,9 +169,12 @@ display(
 
 # %%
 rate, rate_label = q.commit_rate(offsets, run.tables.get("metrics"))
-fig, ax = plt.subplots(figsize=(9, 3))
-ax.plot(rate["hour"], rate["commits"], drawstyle="steps-post")
-ax.set_ylabel("commits / hour")
-ax.set_title(rate_label)
-fig.autofmt_xdate()
-show(fig, "commit_rate")
+if rate.empty:
+    display(Markdown("_Nothing to plot: no offset commit in this run._"))
+else:
+    fig, ax = plt.subplots(figsize=(9, 3))
+    ax.plot(rate["hour"], rate["commits"], drawstyle="steps-post")
+    ax.set_ylabel("commits / hour")
+    ax.set_title(rate_label)
+    fig.autofmt_xdate()
+    show(fig, "commit_rate")

@@ -2,35 +2,32 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Iterator
 
 import pytest
 
+# Test-only settings on top of the job's own local session (offsets_lib/job/session.py builds
+# it, with the Delta and Kafka connector jars): two cores, few partitions, no AQE, a small heap.
+TEST_CONF: dict[str, str] = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.adaptive.enabled": "false",
+    "spark.driver.memory": "2g",
+    "spark.driver.extraJavaOptions": "-XX:+UseSerialGC -XX:TieredStopAtLevel=1",
+}
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """A small local[2] SparkSession tuned for fast tests (UTC, no UI, no AQE)."""
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need the venv's pyarrow
-    from pyspark.sql import SparkSession
+    """The job's local session (session.get_or_create) on local[2], tuned for fast tests."""
+    from offsets_lib.job import session as job_session
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("offsets-lib-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.memory", "2g")
-        .config("spark.driver.extraJavaOptions", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.warehouse.dir", str(tmp_path_factory.mktemp("warehouse")))
-        .getOrCreate()
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    spark_session = job_session.get_or_create(
+        "offsets-lib-tests",
+        master="local[2]",
+        show_progress=False,
+        extra_conf={**TEST_CONF, "spark.sql.warehouse.dir": str(warehouse)},
     )
-    yield session
-    session.stop()
+    yield spark_session
+    spark_session.stop()

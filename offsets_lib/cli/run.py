@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import click
 
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.cli.app import EXIT_INPUT, EXIT_LOCKED, EXIT_REJECTS, EXIT_USAGE, fail
+from offsets_lib.io import sink
 from offsets_lib.job.config import conf_option
 from offsets_lib.job.run import (
     RejectRatioExceeded,
@@ -32,7 +34,17 @@ from offsets_lib.job.run import (
 @click.option(
     "--kafka-option", "kafka_options", multiple=True, help="Kafka client setting k=v (repeatable)."
 )
-@click.option("--output", required=True, help="Root folder (or URI) of the Delta tables.")
+@click.option("--output", help="Root folder (or URI) of the Delta tables.")
+@click.option(
+    "--database",
+    help="Register every table in the catalog as DATABASE.<table> (created if missing):"
+    " managed, or external at --output when both are given.",
+)
+@click.option(
+    "--warehouse",
+    help="Local sessions: folder of a persistent catalog (Hive metastore on Derby) for"
+    " --database; spark-submit uses the cluster's catalog.",
+)
 @click.option(
     "--retention", default="7d", show_default=True, help="offsets.retention.minutes of the cluster."
 )
@@ -52,8 +64,8 @@ from offsets_lib.job.run import (
 @click.option(
     "--delta-writer",
     type=click.Choice(["delta-rs", "spark"]),
-    default="delta-rs",
-    show_default=True,
+    help="Who commits the Delta tables: spark = Delta's Spark writer (always for --database),"
+    " delta-rs = the audit tasks' files committed by delta-rs (tables at a path only).",
 )
 @click.option(
     "--shuffle",
@@ -76,24 +88,38 @@ from offsets_lib.job.run import (
     help="CSV/Parquet of log-end offsets (topic, partition, log_end_offset) for the lag table; "
     "--source kafka fetches the consumed topics' watermarks itself.",
 )
+@click.option(
+    "--verbose", is_flag=True, default=False, help="Show Spark's and the JVM's warnings too."
+)
 def run_command(**kw: object) -> None:
-    """Audit __consumer_offsets and write the Delta tables under --output."""
+    """Audit __consumer_offsets and write the Delta tables under --output (or --database)."""
     from offsets_lib.io.lock import OutputLocked
     from offsets_lib.io.sources import (
         InputNotReadable,
         SourceConfigError,
         unwrap_input_not_readable,
     )
+    from offsets_lib.io.sources.parquet import check_local_inputs
     from offsets_lib.job import run as run_module
     from offsets_lib.job import session
 
     now_ms = int(datetime.now(UTC).timestamp() * 1000)
     try:
         options = _options(kw, now_ms=now_ms)
+        if options.source == "parquet":  # before the JVM starts: a typo fails at once
+            check_local_inputs(list(options.inputs))
     except UsageError as exc:
         fail(EXIT_USAGE, str(exc))
-    spark = session.get_or_create(storage_uris=[*options.inputs, options.output])
+    except InputNotReadable as exc:
+        fail(EXIT_INPUT, str(exc))
+    spark = session.get_or_create(
+        storage_uris=[*options.inputs, options.output],
+        warehouse=kw.get("warehouse"),
+        verbose=bool(kw.get("verbose")),
+    )
     try:
+        if options.database is not None:
+            options = _with_database(spark, options)
         raw, increment = _read_source(spark, options, full=bool(kw.get("full")))
         report = run_module.execute(
             spark,
@@ -141,11 +167,20 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
     ratio = kw["max_reject_ratio"]
     if not 0 <= ratio <= 1:
         raise UsageError("--max-reject-ratio must be between 0 and 1")
+    database = kw.get("database") or None
+    if not kw.get("output") and database is None:
+        raise UsageError("--output PATH (or --database NAME) is required")
+    try:
+        delta_writer = sink.choose_writer(kw.get("delta_writer"), database=database)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     run_id = kw["run_id"] or datetime.fromtimestamp(now_ms / 1000, UTC).strftime(
         "run-%Y%m%dT%H%M%SZ"
     )
     return RunOptions(
-        output=kw["output"],
+        output=kw.get("output") or "",
+        output_given=bool(kw.get("output")),
+        database=database,
         run_id=run_id,
         source=source,
         inputs=tuple(kw["inputs"]),
@@ -153,11 +188,17 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
         as_of=parse_as_of(as_of, now_ms=now_ms),
         coordinator=Coordinator(kw["coordinator"]),
         max_reject_ratio=ratio,
-        delta_writer=kw["delta_writer"],
+        delta_writer=delta_writer,
         shuffle=kw["shuffle"],
         kafka_options=kafka_options,
         topic=kw["topic"],
     )
+
+
+def _with_database(spark, options: RunOptions) -> RunOptions:
+    """Create the database; without --output the job's folder is the database's own."""
+    location = sink.ensure_database(spark, options.database)
+    return options if options.output_given else replace(options, output=location)
 
 
 def _read_source(spark, options: RunOptions, *, full: bool = False):
@@ -171,7 +212,7 @@ def _read_source(spark, options: RunOptions, *, full: bool = False):
 
     ends = kafka.resolve_end_offsets(options.kafka_options, options.topic)
     increment = incremental.begin(spark, options.output, options.topic, ends, full=full)
-    raw = kafka.read_kafka(
+    raw = kafka.read_kafka_with_spark_connector(
         spark,
         kafka_options=options.kafka_options,
         topic=options.topic,
@@ -218,4 +259,7 @@ def print_summary(report: RunReport, options: RunOptions) -> None:
     )
     if report.orphaned_offsets:
         click.echo(f"orphaned offsets (group tombstoned, G-S3): {report.orphaned_offsets}")
-    click.echo(f"tables under {options.output}: {', '.join(sorted(report.tables))}")
+    if options.database is not None:
+        click.echo(f"tables in database {options.database}: {', '.join(sorted(report.tables))}")
+    else:
+        click.echo(f"tables under {options.output}: {', '.join(sorted(report.tables))}")

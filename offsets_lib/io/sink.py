@@ -31,9 +31,11 @@ Public API::
 ``runs`` row means the run's tables are complete. Files of failed or speculative task attempts
 are never referenced by the log; ``DeltaTable.vacuum`` removes them.
 
-``write_with_spark_delta(spark, df, name, output=..., run_id=...)`` is the optional cluster path
-(``--delta-writer spark``, one table per call) for sessions configured with Delta Lake's
-``DeltaSparkSessionExtension``; ``delta_spark_available(spark)`` tells whether it can run.
+``write_with_spark_delta(spark, df, name, output=..., run_id=..., database=...)`` writes through
+Delta's own Spark writer (``--delta-writer spark``; always for catalog tables, ``--database``),
+one table per call, ``publish_run_with_spark`` the runs row; local sessions of job/session.py
+load Delta Lake, on a cluster ``delta_spark_available(spark)`` tells whether it can run.
+``choose_writer`` is the one place that picks the writer (why both stay: see there).
 
 Limits: the output must be a path both the driver and the executors can reach (local, or any
 URI that Spark's Hadoop file systems, pyarrow and delta-rs all understand: local, and
@@ -619,32 +621,112 @@ def replace_where(run_id: str) -> str:
     return f"{RUN_ID} = {_sql_string(run_id)}"
 
 
-def create_table_sql(spec: TableSpec, uri: str) -> str:
-    """``CREATE TABLE IF NOT EXISTS`` for the Spark Delta path, with every column comment."""
+# The one place that chooses the writer. Both stay, and both run in CI (tests/spark/test_sink.py
+# shows Spark-Delta, delta-rs and DuckDB read the same tables from either):
+# - Delta's Spark writer: every catalog table (--database) and --delta-writer spark;
+# - delta-rs commits of the files the audit tasks wrote themselves: tables at a path (default).
+#   Why: with it the audit tasks write 5 of the tables during the audit (no second pass over
+#   the staged results, no Spark job per table). Measured here, on a loaded shared 2-core
+#   machine, one rough run: one small table 15 s with delta-rs vs 47 s through the Spark
+#   writer (CREATE TABLE + replaceWhere commit); `make bench` was not rerun per writer.
+DELTA_WRITERS = ("spark", "delta-rs")
+DEFAULT_PATH_WRITER = "delta-rs"
+
+
+def choose_writer(requested: str | None, *, database: str | None) -> str:
+    """The writer of a run: catalog tables (``--database``) need Delta's Spark writer."""
+    if requested is not None and requested not in DELTA_WRITERS:
+        raise ValueError(f"--delta-writer {requested!r}: expected one of {DELTA_WRITERS}")
+    if database is not None:
+        if requested == "delta-rs":
+            raise ValueError("--database registers catalog tables: use --delta-writer spark")
+        return "spark"
+    return requested or DEFAULT_PATH_WRITER
+
+
+def _identifier(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def table_identifier(name: str, *, output: str | None, database: str | None) -> str:
+    """How Spark SQL names the table: ``db.table`` in the catalog, else ``delta.`<uri>```."""
+    if database is not None:
+        return f"{_identifier(database)}.{_identifier(name)}"
+    if output is None:
+        raise ValueError("a table needs an --output path or a --database")
+    return f"delta.{_identifier(table_uri(output, name))}"
+
+
+def create_table_sql(spec: TableSpec, uri: str | None, *, database: str | None = None) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for the Spark Delta path, with every column comment.
+
+    With ``database`` the table is registered in the catalog as ``database.<table>``: external
+    at ``uri`` when given, else managed (in the database's folder)."""
 
     def column(f: T.StructField) -> str:
         not_null = "" if f.nullable else " NOT NULL"
         comment = _sql_string(f.metadata["comment"])
-        return f"`{f.name}` {f.dataType.simpleString()}{not_null} COMMENT {comment}"
+        return f"{_identifier(f.name)} {_ddl_type(f.dataType)}{not_null} COMMENT {comment}"
 
     columns = ",\n  ".join(column(f) for f in spec.schema.fields)
-    location = uri.replace("`", "``")
-    partitions = ", ".join(f"`{c}`" for c in spec.partition_by)
+    partitions = ", ".join(_identifier(c) for c in spec.partition_by)
+    if database is not None:
+        target = f"{_identifier(database)}.{_identifier(spec.name)}"
+        location = f"\nLOCATION {_sql_string(uri)}" if uri is not None else ""
+    else:
+        if uri is None:
+            raise ValueError("a path table needs its location")
+        target, location = f"delta.{_identifier(uri)}", ""
     return (
-        f"CREATE TABLE IF NOT EXISTS delta.`{location}` (\n  {columns}\n) USING delta\n"
-        f"PARTITIONED BY ({partitions})\nCOMMENT {_sql_string(spec.comment)}"
+        f"CREATE TABLE IF NOT EXISTS {target} (\n  {columns}\n) USING delta\n"
+        f"PARTITIONED BY ({partitions})\nCOMMENT {_sql_string(spec.comment)}{location}"
     )
 
 
-def write_with_spark_delta(
-    spark: SparkSession, df: DataFrame, name: str, *, output: str, run_id: str
-) -> None:
-    """``--delta-writer spark``: write one table with delta-spark's ``replaceWhere``.
+def _ddl_type(dtype: T.DataType) -> str:
+    """A column type in Spark SQL, with the comments of nested struct fields (which
+    ``simpleString`` drops, and delta-rs keeps)."""
+    if isinstance(dtype, T.ArrayType):
+        return f"array<{_ddl_type(dtype.elementType)}>"
+    if isinstance(dtype, T.StructType):
+        fields = []
+        for f in dtype.fields:
+            not_null = "" if f.nullable else " NOT NULL"
+            comment = f.metadata.get("comment")
+            suffix = f" COMMENT {_sql_string(comment)}" if comment else ""
+            fields.append(f"{_identifier(f.name)}: {_ddl_type(f.dataType)}{not_null}{suffix}")
+        return f"struct<{', '.join(fields)}>"
+    return dtype.simpleString()
 
-    Needs a session configured with Delta Lake (jars + ``DeltaSparkSessionExtension``). Same
-    contract as :func:`write_run_tables` for one table, except that ``runs`` is accepted (write
-    it last). The table is created first with every column comment (``CREATE TABLE IF NOT
-    EXISTS``), so comments and partitioning match the delta-rs path.
+
+def ensure_database(spark: SparkSession, database: str) -> str:
+    """Create the catalog database unless it exists; returns its location (the root of its
+    managed tables, and of the job's internal tables when no --output is given)."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {_identifier(database)}")
+    location = spark.catalog.getDatabase(database).locationUri
+    if location.startswith("file:"):  # a local folder: as a path, like --output
+        return "/" + location.removeprefix("file:").lstrip("/")
+    return location
+
+
+def write_with_spark_delta(
+    spark: SparkSession,
+    df: DataFrame,
+    name: str,
+    *,
+    output: str | None,
+    run_id: str,
+    database: str | None = None,
+) -> None:
+    """``--delta-writer spark``: write one table with Delta's own Spark writer.
+
+    Needs a session configured with Delta Lake (jars + ``DeltaSparkSessionExtension``; local
+    sessions of ``job/session.py`` are). Same contract as :func:`write_run_tables` for one
+    table, except that ``runs`` is accepted (write it last). The table is created first with
+    every column comment, the table comment and ``run_id`` partitioning (``CREATE TABLE IF NOT
+    EXISTS``); then the run's rows replace its partition (``replaceWhere``), so a rerun replaces
+    them and other runs stay. With ``database`` the table is ``database.<name>`` in the
+    catalog (external at ``output`` when given, else managed).
     """
     _check_run_id(run_id)
     spec = table_spec(name)
@@ -654,13 +736,46 @@ def write_with_spark_delta(
             "--delta-writer spark needs a session with spark.sql.extensions="
             "io.delta.sql.DeltaSparkSessionExtension and the delta-spark jars"
         )
-    uri = table_uri(output, name)
-    spark.sql(create_table_sql(spec, uri))
-    (
-        df.select(*spec.columns)
+    uri = table_uri(output, name) if output is not None else None
+    spark.sql(create_table_sql(spec, uri, database=database))
+    writer = (
+        _checked_with_run_id(df, spec, run_id)
         .write.format("delta")
         .mode("overwrite")
         .option("replaceWhere", replace_where(run_id))
         .option("userMetadata", run_id)
-        .save(uri)
     )
+    if database is not None:
+        writer.saveAsTable(table_identifier(name, output=output, database=database))
+    else:
+        writer.save(uri)
+    log.info("committed %s with Spark's Delta writer: run %s", name, run_id)
+
+
+def _checked_with_run_id(df: DataFrame, spec: TableSpec, run_id: str) -> DataFrame:
+    """The spec's columns in order, checked like the delta-rs path (:func:`_checked`)."""
+    checked = _checked(df, spec, run_id)
+    return checked.withColumn(RUN_ID, F.lit(run_id)).select(*spec.columns)
+
+
+def publish_run_with_spark(
+    spark: SparkSession,
+    runs_row: Mapping[str, Any],
+    *,
+    output: str | None,
+    database: str | None = None,
+) -> None:
+    """:func:`publish_run` through Spark's Delta writer (same row, same checks)."""
+    spec = table_spec("runs")
+    unknown = sorted(set(runs_row) - set(spec.columns))
+    if unknown:
+        raise SchemaMismatchError(f"runs row has unknown columns {unknown}")
+    run_id = _check_run_id(runs_row.get(RUN_ID))
+    row = tuple(runs_row.get(c) for c in spec.columns)
+    df = spark.createDataFrame([row], schema=_nullable(spec.schema))
+    write_with_spark_delta(spark, df, "runs", output=output, run_id=run_id, database=database)
+
+
+def _nullable(schema: T.StructType) -> T.StructType:
+    """The schema with every field nullable (NOT NULL is checked while writing)."""
+    return T.StructType([T.StructField(f.name, f.dataType, True, f.metadata) for f in schema])

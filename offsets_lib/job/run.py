@@ -91,7 +91,11 @@ class RunOptions:
     as_of: int | str = "latest"  # epoch ms, or "latest" = newest record timestamp of the input
     coordinator: Coordinator = Coordinator.NEW
     max_reject_ratio: float = 0.01
-    delta_writer: str = "delta-rs"
+    delta_writer: str = "delta-rs"  # sink.choose_writer decides (spark for --database)
+    database: str | None = None  # tables registered in the catalog as <database>.<table>
+    # False: --database without --output; `output` is then the database's folder (managed
+    # tables; the job's internal tables and staging go there too)
+    output_given: bool = True
     shuffle: str = "auto"  # how records reach their audit task: auto, files or spark
     kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
     topic: str = "__consumer_offsets"
@@ -225,7 +229,7 @@ def _execute(
         report.error = _error_line(exc, options)
         raise
     finally:
-        _publish(report, options, started_ms)
+        _publish(spark, report, options, started_ms)
         persisted.release()
         if staging is not None:
             staging.remove()
@@ -513,15 +517,31 @@ def _write(
     if options.delta_writer == "spark":
         for name, df in conformed.items():
             sink.write_with_spark_delta(
-                spark, df, name, output=options.output, run_id=options.run_id
+                spark,
+                df,
+                name,
+                output=_external_output(options),
+                run_id=options.run_id,
+                database=options.database,
             )
     else:
         sink.write_run_tables(conformed, output=options.output, run_id=options.run_id)
     for name in conformed:
-        report.tables[name] = sink.table_uri(options.output, name)
+        report.tables[name] = _table_name(options, name)
 
 
-def _publish(report: RunReport, options: RunOptions, started_ms: int) -> None:
+def _external_output(options: RunOptions) -> str | None:
+    """Where the Spark writer puts the tables: --output, or (managed catalog tables) None."""
+    return options.output if options.database is None or options.output_given else None
+
+
+def _table_name(options: RunOptions, name: str) -> str:
+    if options.database is not None:
+        return f"{options.database}.{name}"
+    return sink.table_uri(options.output, name)
+
+
+def _publish(spark: SparkSession, report: RunReport, options: RunOptions, started_ms: int) -> None:
     """Commit the `runs` row last, so a dashboard never sees a half-published run."""
     row: dict[str, Any] = {
         "run_id": report.run_id,
@@ -539,5 +559,10 @@ def _publish(report: RunReport, options: RunOptions, started_ms: int) -> None:
         "error": report.error,
         "tables_written": sorted(report.tables),
     }
-    sink.publish_run(row, output=options.output)
-    report.tables["runs"] = sink.table_uri(options.output, "runs")
+    if options.delta_writer == "spark":
+        sink.publish_run_with_spark(
+            spark, row, output=_external_output(options), database=options.database
+        )
+    else:
+        sink.publish_run(row, output=options.output)
+    report.tables["runs"] = _table_name(options, "runs")

@@ -1,10 +1,27 @@
-"""The one place that builds a SparkSession (for jobs, the CLI, notebooks and test fixtures)."""
+"""The one place that builds a SparkSession (for jobs, the CLI, notebooks and test fixtures).
+
+A local session (no spark-submit) gets, in this order of layers:
+
+1. ``LOCAL_DEFAULTS``: measured settings for a small machine, master ``local[*]``;
+2. ``jvm_packages()``: Delta Lake's jars matching the installed ``delta-spark`` and ``pyspark``
+   and Spark's Kafka connector, resolved from Maven Central into Ivy's cache (``make setup``
+   warms it with ``python -m offsets_lib.job.session --warm``);
+3. ``DELTA_CONF``: Delta's SQL extension and catalog;
+4. ``catalog_conf(warehouse)``: with a warehouse folder, a Hive metastore on embedded Derby
+   inside it, so that tables registered with ``--database`` outlive the session.
+
+Under spark-submit the cluster's own configuration wins: none of these layers is applied (the
+job is submitted with ``--packages`` and the cluster's catalog; see jobs/offsets_job.py).
+"""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from importlib import metadata
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -34,6 +51,134 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.executorEnv.MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
     "spark.executorEnv.MALLOC_TRIM_THRESHOLD_": str(1024 * 1024 * 1024),
 }
+
+LOCAL_MASTER = "local[*]"  # every core of the machine
+
+DELTA_CONF: dict[str, str] = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+SCALA_VERSION = "2.13"  # Spark 4 is built for Scala 2.13 only
+
+# The log level of local sessions: Spark's start-up warnings (native-hadoop, loopback address,
+# Ivy's resolution report) are not for the person at the terminal; --verbose shows them.
+QUIET_LOG_LEVEL = "ERROR"
+VERBOSE_LOG_LEVEL = "WARN"
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+LOG4J2_CONF = Path(__file__).with_name("log4j2.properties")
+
+
+def jvm_packages() -> list[str]:
+    """Maven coordinates of the JVM packages a local session loads: Delta Lake's jars for the
+    installed ``delta-spark`` (its artifact is named after Spark's major.minor, as
+    ``delta.pip_utils.configure_spark_with_delta_pip`` names it) and the Kafka connector built
+    for the installed ``pyspark``."""
+    import pyspark
+
+    spark_version = pyspark.__version__
+    spark_minor = ".".join(spark_version.split(".")[:2])
+    delta_version = metadata.version("delta_spark")
+    return [
+        f"io.delta:delta-spark_{spark_minor}_{SCALA_VERSION}:{delta_version}",
+        f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_VERSION}:{spark_version}",
+    ]
+
+
+def catalog_conf(warehouse: str | os.PathLike[str] | None) -> dict[str, str]:
+    """Settings of a persistent local catalog: Spark's warehouse folder and a Hive metastore on
+    embedded Derby inside it (one JVM at a time may open it). Empty without a warehouse: then
+    the catalog lives as long as the session (Spark's in-memory catalog)."""
+    if warehouse is None:
+        return {}
+    root = Path(warehouse).resolve()
+    return {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": str(root),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": (
+            f"jdbc:derby:;databaseName={root / 'metastore_db'};create=true"
+        ),
+    }
+
+
+def driver_java_options(
+    *, warehouse: str | os.PathLike[str] | None = None, verbose: bool = False
+) -> str:
+    """The local driver JVM's options: our log4j 2 configuration (Spark's start-up warnings
+    only with ``verbose``) and, with a warehouse, Derby's home (else derby.log lands in the
+    working directory)."""
+    level = VERBOSE_LOG_LEVEL if verbose else QUIET_LOG_LEVEL
+    options = [
+        f"-Dlog4j2.configurationFile={LOG4J2_CONF}",
+        f"-Doffsets.log.level={level.lower()}",
+    ]
+    if warehouse is not None:
+        options.append(f"-Dderby.system.home={Path(warehouse).resolve()}")
+    return " ".join(options)
+
+
+def is_launched_by_spark_submit() -> bool:
+    """spark-submit starts the Python driver from a JVM it already configured (gateway port)."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def local_conf(
+    *,
+    warehouse: str | os.PathLike[str] | None = None,
+    show_progress: bool = False,
+    verbose: bool = False,
+) -> dict[str, str]:
+    """Every setting of a local session (see the module docstring for the layers)."""
+    return {
+        **LOCAL_DEFAULTS,
+        **jvm_package_conf(),
+        **DELTA_CONF,
+        **catalog_conf(warehouse),
+        JAVA_OPTIONS: driver_java_options(warehouse=warehouse, verbose=verbose),
+        "spark.ui.showConsoleProgress": str(show_progress).lower(),
+    }
+
+
+def jvm_package_conf() -> dict[str, str]:
+    """``spark.jars.packages`` for Spark's own resolution (Ivy, Maven Central), or, once it
+    resolved them on this machine, ``spark.jars`` with the jars it resolved (the manifest
+    :func:`remember_resolved_jars` wrote). Why: a resolution with a warm cache still took
+    ~5-25 s per session start here (Ivy asks every repository for parent POMs again) and
+    prints its report on the terminal; the listed jars are the same files."""
+    jars = resolved_jars()
+    if jars:
+        return {"spark.jars": ",".join(jars)}
+    return {"spark.jars.packages": ",".join(jvm_packages())}
+
+
+def _manifest() -> Path:
+    """Where the jars Spark resolved for this pyspark/delta-spark pairing are listed (next to
+    Ivy's cache, outside the repository)."""
+    name = "offsets-lib-" + "+".join(c.replace(":", "_") for c in jvm_packages()) + ".jars"
+    return ivy_jars_folder().parent / name
+
+
+def resolved_jars() -> list[str]:
+    """The jars of an earlier resolution, if the manifest exists and every jar is still there."""
+    manifest = _manifest()
+    if not manifest.exists():
+        return []
+    jars = [line for line in manifest.read_text().splitlines() if line]
+    if not jars or not all(Path(j.removeprefix("file:")).exists() for j in jars):
+        return []
+    return jars
+
+
+def remember_resolved_jars(spark: SparkSession) -> None:
+    """After Spark resolved ``spark.jars.packages``: list the local jars it added."""
+    packages = spark.sparkContext.getConf().get("spark.jars.packages", "") or ""
+    if jvm_packages()[0] not in packages.split(","):  # ours came from the manifest already
+        return
+    jars = [j for j in spark.sparkContext.getConf().get("spark.jars", "").split(",") if j.strip()]
+    local = [j for j in jars if Path(j.removeprefix("file:")).exists()]
+    if local:
+        _manifest().parent.mkdir(parents=True, exist_ok=True)
+        _manifest().write_text("\n".join(local) + "\n")
 
 
 def hadoop_version() -> str:
@@ -98,30 +243,120 @@ def get_or_create(
     master: str | None = None,
     show_progress: bool | None = None,
     extra_conf: dict[str, str] | None = None,
+    warehouse: str | os.PathLike[str] | None = None,
+    verbose: bool = False,
     storage_uris: Iterable[str] = (),
 ) -> SparkSession:
     """Return the active session, or a local one tuned for this job when none is running.
 
-    Under spark-submit the master and resources come from the cluster; local defaults apply only
-    when no master is configured. The console progress bar is on for interactive terminals only.
-    `storage_uris` (the run's input and output) add what their file systems need (`s3a_conf`).
+    Under spark-submit the master, packages, catalog and resources come from the cluster; the
+    local layers apply only when no master is configured (or ``master`` is given).
+    ``extra_conf`` is applied last (tests: fewer partitions). ``warehouse``: the folder of a
+    persistent local catalog (``--warehouse``), see :func:`catalog_conf`. ``verbose`` shows
+    Spark's and the JVM's warnings. ``storage_uris`` (the run's input and output) add what their
+    file systems need (:func:`s3a_conf`, local or not).
     """
     # Executors must use the interpreter that has pyarrow and this package installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
-    # spark-submit starts the Python driver from a JVM it already configured (gateway port set):
-    # then the cluster's master and resources win and no local defaults are applied.
-    launched_by_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
-    if master is not None or not launched_by_spark_submit:
-        builder = builder.master(master or "local[2]")
-        for key, value in LOCAL_DEFAULTS.items():
-            builder = builder.config(key, value)
-    if show_progress is None:
-        show_progress = sys.stderr.isatty()
-    builder = builder.config("spark.ui.showConsoleProgress", str(show_progress).lower())
-    conf = _merged(s3a_conf(storage_uris), extra_conf or {})
+    local = master is not None or not is_launched_by_spark_submit()
+    if local:
+        if show_progress is None:
+            show_progress = sys.stderr.isatty()
+        builder = builder.master(master or LOCAL_MASTER)
+        conf = local_conf(warehouse=warehouse, show_progress=show_progress, verbose=verbose)
+        extra = dict(extra_conf or {})
+        if JAVA_OPTIONS in extra:  # added to ours, not instead of them
+            extra[JAVA_OPTIONS] = f"{conf[JAVA_OPTIONS]} {extra[JAVA_OPTIONS]}"
+        conf = _merged(_merged(conf, s3a_conf(storage_uris)), extra)
+    else:
+        conf = _merged(s3a_conf(storage_uris), extra_conf or {})
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    with _jvm_start_noise_dropped(enabled=local and not verbose):
+        spark = builder.getOrCreate()
+    if local:
+        remember_resolved_jars(spark)
+        spark.sparkContext.setLogLevel(VERBOSE_LOG_LEVEL if verbose else QUIET_LOG_LEVEL)
     return spark
+
+
+# What the JVM prints when it starts, before any log level can act: Spark adds
+# --add-modules=jdk.incubator.vector and Java announces it; a pyspark session counts as a shell
+# and Spark announces the shell's log level (set to ours right after the start).
+JVM_START_NOISE = (
+    b"WARNING: Using incubator modules",
+    b'Setting default log level to "WARN".',
+    b"To adjust logging level use sc.setLogLevel(newLevel).",
+)
+
+
+@contextmanager
+def _jvm_start_noise_dropped(*, enabled: bool) -> Iterator[None]:
+    """Start the JVM with its stderr going through a pipe: a thread forwards everything to our
+    stderr (errors, the progress bar) except the lines of JVM_START_NOISE."""
+    from pyspark import SparkContext
+
+    if not enabled or SparkContext._gateway is not None:  # a JVM is running already
+        yield
+        return
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    terminal = os.dup(2)
+    os.dup2(write_end, 2)  # the JVM inherits this as its stderr
+    os.close(write_end)
+    threading.Thread(
+        target=_forward, args=(read_end, terminal), name="jvm-stderr", daemon=True
+    ).start()
+    try:
+        yield
+    finally:
+        os.dup2(terminal, 2)  # our own stderr again; the JVM keeps writing into the pipe
+
+
+def _forward(read_end: int, terminal: int) -> None:
+    pending = b""
+    with os.fdopen(read_end, "rb", buffering=0) as pipe:
+        while chunk := pipe.read(65536):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            kept = [line for line in lines if not line.startswith(JVM_START_NOISE)]
+            if kept:
+                os.write(terminal, b"\n".join(kept) + b"\n")
+            if pending and not any(n.startswith(pending[: len(n)]) for n in JVM_START_NOISE):
+                os.write(terminal, pending)  # e.g. the progress bar (\r, no newline)
+                pending = b""
+    if pending:
+        os.write(terminal, pending)
+
+
+def ivy_jars_folder() -> Path:
+    """Where Spark's Ivy resolution leaves the jars (``spark.jars.ivy``'s default in Spark 4)."""
+    return Path.home() / ".ivy2.5.2" / "jars"
+
+
+def missing_jars() -> list[str]:
+    """The JVM packages not resolved on this machine yet (no manifest of their jars)."""
+    return [] if resolved_jars() else jvm_packages()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m offsets_lib.job.session --warm``: fetch every JVM package into Ivy's cache
+    by starting a local session once (``make setup``); no JVM when the cache holds them."""
+    args = sys.argv[1:] if argv is None else argv
+    if args != ["--warm"]:
+        print("usage: python -m offsets_lib.job.session --warm", file=sys.stderr)
+        return 2
+    missing = missing_jars()
+    if missing:
+        print(f"fetching JVM packages into Ivy's cache: {', '.join(missing)}", file=sys.stderr)
+        get_or_create("offsets-warm-ivy-cache", show_progress=False).stop()
+        missing = missing_jars()
+        if missing:
+            print(f"not in Ivy's cache after a session start: {missing}", file=sys.stderr)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

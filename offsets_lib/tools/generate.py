@@ -1488,6 +1488,28 @@ SCHEMA = pa.schema(
 )
 
 
+# Log-end offsets of the consumed topics at the dump's end (`offsets run --end-offsets`, for the
+# lag table). The leading underscore keeps Spark and pyarrow from reading it as dump data.
+END_OFFSETS_FILE = "_end_offsets.csv"
+
+
+def _write_end_offsets(world: _World, path: Path) -> None:
+    """Per consumed partition: above every offset committed for it (offsets grow at each key's
+    rate), plus a lag of up to 5000 records, deterministic by seed."""
+    committed_max = world.key_base + (world.key_rate * world.span / 1000).astype(np.int64)
+    ends: dict[tuple[str, int], int] = {}
+    for topic, part, offset in zip(
+        world.key_topic.tolist(), world.key_part.tolist(), committed_max.tolist(), strict=True
+    ):
+        key = (world.topic_names[topic], part)
+        ends[key] = max(ends.get(key, 0), offset)
+    lag = world.rng("end-offsets").integers(0, 5000, size=len(ends))
+    lines = ["topic,partition,log_end_offset"]
+    for (topic, part), extra in zip(sorted(ends), lag.tolist(), strict=True):
+        lines.append(f"{topic},{part},{ends[(topic, part)] + 1 + extra}")
+    path.write_text("\n".join(lines) + "\n")
+
+
 def generate_dump(
     out: str,
     *,
@@ -1674,6 +1696,7 @@ def generate_dump(
     for stale in outdir.glob("part-*.parquet"):
         if str(stale) not in written:
             stale.unlink()
+    _write_end_offsets(world, outdir / END_OFFSETS_FILE)
     groups_by_kind = Counter(g.kind for g in world.groups)
     report = GenerateReport(
         out=str(outdir),

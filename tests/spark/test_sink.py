@@ -329,16 +329,164 @@ def test_publish_run_writes_the_runs_row_last(spark: SparkSession, tmp_path: Pat
     assert sink.publish_run(failed_early, output=out) == 2  # as_of may be null in runs only
 
 
-def test_write_with_spark_delta(spark: SparkSession, tmp_path: Path) -> None:
-    if not sink.delta_spark_available(spark):
-        pytest.skip(
-            "Delta Lake JVM classes are not installed here (spark.sql.extensions lacks "
-            "DeltaSparkSessionExtension; no delta-spark jars, feasibility.md section 1)"
-        )
+def _spark_rows(spark: SparkSession, uri: str, spec: TableSpec) -> list[dict[str, Any]]:
+    df = spark.read.format("delta").load(uri).select(*spec.columns)
+    return [r.asDict(recursive=True) for r in df.collect()]
+
+
+def _sorted(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]:
+    return sorted(rows, key=lambda r: tuple(str(r[k]) for k in keys))
+
+
+def test_spark_writer_creates_replaces_and_appends(spark: SparkSession, tmp_path: Path) -> None:
+    assert sink.delta_spark_available(spark)  # the session of job/session.py loads Delta
     spec, out = TABLES["offsets"], str(tmp_path)
-    rows = [offset_row("g", "t", 0, 1, "r")]
-    for _ in range(2):
+
+    def write(rows: list[dict[str, Any]], run_id: str) -> None:
         sink.write_with_spark_delta(
-            spark, frame(spark, spec, rows), "offsets", output=out, run_id="r"
+            spark, frame(spark, spec, rows), "offsets", output=out, run_id=run_id
         )
-    assert rows_of(sink.read_table(out, "offsets"), OFFSET_KEYS) == rows
+
+    first = [offset_row("g1", "t", p, 10 + p, "r1") for p in range(3)]
+    write(first, "r1")
+    rerun = [offset_row("g1", "t", 0, 99, "r1"), offset_row("g2", "u", 5, 1, "r1")]
+    write(rerun, "r1")  # replaces r1's rows, adds none
+    second = [offset_row("g3", "t", 0, 5, "r2")]
+    write(second, "r2")
+    assert rows_of(sink.read_table(out, "offsets"), OFFSET_KEYS) == _sorted(
+        rerun + second, OFFSET_KEYS
+    )
+    dt = DeltaTable(os.path.join(out, "offsets"))
+    assert [h.get("userMetadata") for h in dt.history()][:3] == ["r2", "r1", "r1"]
+    with pytest.raises(Exception, match="rows with run_id \\['r1'\\] in a write for run_id 'r3'"):
+        write(first, "r3")
+    with pytest.raises(sink.SchemaMismatchError):
+        sink.write_with_spark_delta(
+            spark, frame(spark, spec, first).drop("topic"), "offsets", output=out, run_id="r1"
+        )
+
+
+def _delta_rs_view(path: str) -> dict[str, Any]:
+    dt = DeltaTable(path)
+    fields = json.loads(dt.schema().to_json())["fields"]
+    return {
+        "columns": [(f["name"], json.dumps(f["type"]), f["nullable"]) for f in fields],
+        "comments": {f["name"]: f["metadata"].get("comment") for f in fields},
+        "description": dt.metadata().description,
+        "partitions": list(dt.metadata().partition_columns),
+    }
+
+
+def _spark_view(spark: SparkSession, path: str) -> dict[str, Any]:
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+    schema = spark.read.format("delta").load(path).schema
+    return {
+        "columns": [(f.name, f.dataType.simpleString()) for f in schema.fields],
+        "comments": {f.name: f.metadata.get("comment") for f in schema.fields},
+        "description": detail["description"],
+        "partitions": list(detail["partitionColumns"]),
+    }
+
+
+def test_both_writers_give_tables_read_identically(spark: SparkSession, tmp_path: Path) -> None:
+    """delta-rs (fast path for paths) and Delta's Spark writer (catalog tables) write the same
+    tables: Spark-Delta, delta-rs and DuckDB read the same schema, comments, partitioning and
+    rows from both."""
+    members = TABLES["members"]
+    member = dict.fromkeys(members.columns)
+    member.update(
+        group_id="g",
+        member_id="m1",
+        subscribed_topics=["t", "u"],
+        assigned_partitions=[{"topic": "t", "partitions": [0, 1]}],
+        member_epoch=3,
+        run_id="r",
+        as_of=AS_OF,
+    )
+    frames = {
+        "offsets": (TABLES["offsets"], [offset_row("g", "t", p, 7 * p, "r") for p in range(3)]),
+        "members": (members, [member]),
+    }
+    by_rs, by_spark = str(tmp_path / "rs"), str(tmp_path / "spark")
+    sink.write_run_tables(
+        {n: frame(spark, spec, rows) for n, (spec, rows) in frames.items()},
+        output=by_rs,
+        run_id="r",
+    )
+    for name, (spec, rows) in frames.items():
+        sink.write_with_spark_delta(
+            spark, frame(spark, spec, rows), name, output=by_spark, run_id="r"
+        )
+    runs_row = {"run_id": "r", "status": "succeeded", "started_at": AS_OF, "records_read": 3}
+    sink.publish_run(runs_row, output=by_rs)
+    sink.publish_run_with_spark(spark, runs_row, output=by_spark)
+    frames["runs"] = (TABLES["runs"], [])
+
+    for name, (spec, _rows) in frames.items():
+        rs_path, spark_path = sink.table_uri(by_rs, name), sink.table_uri(by_spark, name)
+        assert _delta_rs_view(rs_path) == _delta_rs_view(spark_path), name
+        assert _spark_view(spark, rs_path) == _spark_view(spark, spark_path), name
+        view = _spark_view(spark, spark_path)
+        assert view["comments"] == {f.name: f.metadata["comment"] for f in spec.schema.fields}
+        assert (view["description"], view["partitions"]) == (spec.comment, ["run_id"])
+        keys = spec.columns[:3]
+        assert _sorted(_spark_rows(spark, rs_path, spec), keys) == _sorted(
+            _spark_rows(spark, spark_path, spec), keys
+        )
+        rs_rows = [
+            reorder(rows_of(sink.read_table(p, name), keys), spec) for p in (by_rs, by_spark)
+        ]
+        assert rs_rows[0] == rs_rows[1]
+        duck = []
+        for path in (rs_path, spark_path):
+            dataset = DeltaTable(path).to_pyarrow_dataset()  # noqa: F841 (read by DuckDB)
+            cols = ", ".join(f'"{c}"' for c in spec.columns)
+            duck.append(duckdb.sql(f"select {cols} from dataset order by all").fetchall())
+        assert duck[0] == duck[1]
+    assert _spark_rows(spark, sink.table_uri(by_spark, "offsets"), TABLES["offsets"])
+
+
+def test_spark_writer_registers_catalog_tables(spark: SparkSession, tmp_path: Path) -> None:
+    """--database: managed tables in the database, or external ones at --output."""
+    spec = TABLES["offsets"]
+    rows = [offset_row("g", "t", 0, 1, "r")]
+    location = sink.ensure_database(spark, "audit_managed")
+    assert sink.ensure_database(spark, "audit_managed") == location  # idempotent
+    for _ in range(2):  # a rerun replaces
+        sink.write_with_spark_delta(
+            spark,
+            frame(spark, spec, rows),
+            "offsets",
+            output=None,
+            run_id="r",
+            database="audit_managed",
+        )
+    got = spark.table("audit_managed.offsets").select("group_id", "committed_offset", "run_id")
+    assert [tuple(r) for r in got.collect()] == [("g", 1, "r")]
+    detail = spark.sql("DESCRIBE DETAIL audit_managed.offsets").first()
+    assert detail["location"] == f"file:{location}/offsets"  # managed: in the database's folder
+    assert rows_of(sink.read_table(location, "offsets"), OFFSET_KEYS) == rows
+    assert spark.sql("DESCRIBE DETAIL audit_managed.offsets").first()["description"] == spec.comment
+
+    external = str(tmp_path / "ext")
+    sink.ensure_database(spark, "audit_external")
+    sink.write_with_spark_delta(
+        spark,
+        frame(spark, spec, rows),
+        "offsets",
+        output=external,
+        run_id="r",
+        database="audit_external",
+    )
+    table = spark.catalog.getTable("audit_external.offsets")
+    assert table.tableType == "EXTERNAL"
+    assert rows_of(sink.read_table(external, "offsets"), OFFSET_KEYS) == rows
+
+
+def test_choose_writer_is_the_one_place() -> None:
+    assert sink.choose_writer(None, database="audit") == "spark"
+    assert sink.choose_writer("spark", database=None) == "spark"
+    assert sink.choose_writer("delta-rs", database=None) == "delta-rs"
+    assert sink.choose_writer(None, database=None) == sink.DEFAULT_PATH_WRITER
+    with pytest.raises(ValueError, match="--delta-writer spark"):
+        sink.choose_writer("delta-rs", database="audit")

@@ -77,7 +77,8 @@ def test_shipped_prod_profile_resolves_secret_and_hourly_run_id() -> None:
     assert profile.kafka["sasl.password"] == SECRET
     assert profile.secret_keys == {"sasl.password"}
     # every option of `offsets run` except the per-invocation --input/--kafka-option/--end-offsets
-    per_invocation = {"conf", "inputs", "kafka_options", "end_offsets"}
+    # and --warehouse (local sessions only; spark-submit uses the cluster's catalog)
+    per_invocation = {"conf", "inputs", "kafka_options", "end_offsets", "warehouse"}
     run_params = {p.name for p in main.commands["run"].params} - per_invocation
     assert run_params <= set(profile.options)
     assert SECRET not in (ROOT / "conf" / "prod-example.toml").read_text()

@@ -624,30 +624,16 @@ def _to_batch(keys, values, topic, partition, offsets, stamps, types) -> pa.Reco
 # -------------------------------------------------------------------------- driver entry points
 
 
-def register(spark: SparkSession) -> None:
-    """Register the `offsets_kafka` data source with `spark` (idempotent)."""
-    spark.dataSource.register(OffsetsKafkaDataSource)
-
-
-def read_kafka(
-    spark: SparkSession,
-    *,
-    kafka_options: Mapping[str, Any],
-    topic: str = DEFAULT_TOPIC,
+def checked_start_offsets(
+    conf: Mapping[str, Any],
+    topic: str,
     start_offsets: Mapping[int, int] | None,
     end_offsets: Mapping[int, int],
-    max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION,
-    stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
     timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> DataFrame:
-    """Raw records of `topic` in [start, end) per partition, through `offsets_kafka`.
-
-    `end_offsets` (from `resolve_end_offsets`) defines which partitions are read. A partition
-    missing from `start_offsets` (or `start_offsets=None`) starts at its log start; a start
-    below the log start (records deleted) is raised to it, with a warning. A start beyond the
-    end raises InputNotReadable (topic recreated? wrong checkpoint?).
-    """
-    conf = client_config(kafka_options)
+) -> dict[int, int]:
+    """The start of every partition of `end_offsets`, fixed by the driver: the stored
+    checkpoint, else the log start; a start below the log start (records deleted) is raised to
+    it with a warning, a start beyond the end or an unknown partition is InputNotReadable."""
     if not end_offsets:
         raise SourceConfigError(f"no end offsets given for topic {topic!r}")
     earliest = resolve_start_offsets(conf, topic, timeout_s)
@@ -677,6 +663,34 @@ def read_kafka(
                 f"(topic recreated or wrong checkpoint?) ({_where(conf)})"
             )
         start[p] = s
+    return start
+
+
+def register(spark: SparkSession) -> None:
+    """Register the `offsets_kafka` data source with `spark` (idempotent)."""
+    spark.dataSource.register(OffsetsKafkaDataSource)
+
+
+def read_kafka(
+    spark: SparkSession,
+    *,
+    kafka_options: Mapping[str, Any],
+    topic: str = DEFAULT_TOPIC,
+    start_offsets: Mapping[int, int] | None,
+    end_offsets: Mapping[int, int],
+    max_records_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION,
+    stall_timeout_s: float = DEFAULT_STALL_TIMEOUT_S,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> DataFrame:
+    """Raw records of `topic` in [start, end) per partition, through `offsets_kafka`.
+
+    `end_offsets` (from `resolve_end_offsets`) defines which partitions are read. A partition
+    missing from `start_offsets` (or `start_offsets=None`) starts at its log start; a start
+    below the log start (records deleted) is raised to it, with a warning. A start beyond the
+    end raises InputNotReadable (topic recreated? wrong checkpoint?).
+    """
+    conf = client_config(kafka_options)
+    start = checked_start_offsets(conf, topic, start_offsets, end_offsets, timeout_s)
     register(spark)
     reader = spark.read.format(DATA_SOURCE_NAME)
     for key, value in conf.items():
@@ -700,6 +714,7 @@ def read_kafka_with_spark_connector(
     topic: str = DEFAULT_TOPIC,
     start_offsets: Mapping[int, int] | None,
     end_offsets: Mapping[int, int],
+    timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> DataFrame:
     """The same read through Spark's own Kafka connector (`--kafka-reader spark`).
 
@@ -707,16 +722,14 @@ def read_kafka_with_spark_connector(
     SourceConfigError. Same options, offsets and output columns as `read_kafka`.
     """
     conf = client_config(kafka_options)
-    if not end_offsets:
-        raise SourceConfigError(f"no end offsets given for topic {topic!r}")
-    given = dict(start_offsets or {})
-    start = {p: int(given.get(p, -2)) for p in sorted(end_offsets)}  # -2 = earliest
+    start = checked_start_offsets(conf, topic, start_offsets, end_offsets, timeout_s)
     reader = spark.read.format("kafka")
-    for key, value in conf.items():
+    # every client setting passes through; read_committed unless the options say otherwise
+    for key, value in {"isolation.level": "read_committed", **conf}.items():
         reader = reader.option(f"kafka.{key}", _option_value(value))
+    log.info("reading kafka %s (%s) from %s to %s", topic, redact(conf), start, dict(end_offsets))
     reader = (
-        reader.option("kafka.isolation.level", "read_committed")
-        .option("assign", json.dumps({topic: sorted(int(p) for p in end_offsets)}))
+        reader.option("assign", json.dumps({topic: sorted(int(p) for p in end_offsets)}))
         .option("startingOffsets", offsets_to_json(start, topic))
         .option("endingOffsets", offsets_to_json(end_offsets, topic))
         .option("includeHeaders", "false")

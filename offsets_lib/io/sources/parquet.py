@@ -86,7 +86,15 @@ def _conform(name: str, actual: T.DataType, wanted: T.DataType, where: str):
     )
 
 
-def _check_exists(spark: SparkSession, path: str) -> None:
+def check_local_inputs(paths: list[str]) -> None:
+    """Fail with `InputNotReadable` when a local path (or glob) matches nothing; needs no Spark,
+    so the command line can report it before the JVM starts. Remote URIs are left to Spark."""
+    for path in paths:
+        _check_local(path)
+
+
+def _check_local(path: str) -> bool:
+    """True when `path` is local and exists; raises when local and missing; False if remote."""
     scheme = urlparse(path).scheme
     if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
         local = path[len("file://") :] if path.startswith("file://") else path
@@ -94,6 +102,12 @@ def _check_exists(spark: SparkSession, path: str) -> None:
         found = glob.glob(local) if _GLOB_CHARS.search(local) else os.path.exists(local)
         if not found:
             raise InputNotReadable(f"parquet input not found: {path}")
+        return True
+    return False
+
+
+def _check_exists(spark: SparkSession, path: str) -> None:
+    if _check_local(path):
         return
     # Remote (s3a://, abfss://, hdfs://, ...): ask Hadoop's FileSystem through the JVM when we can.
     try:

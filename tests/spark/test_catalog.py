@@ -1,0 +1,67 @@
+"""`offsets run --database`: tables registered in a catalog that outlives the session.
+
+The run and the reader are two processes (two JVMs) sharing one warehouse folder, whose Hive
+metastore on embedded Derby (session.catalog_conf) is the catalog; one JVM at a time may open
+it, as with a real metastore's clients one after the other. Adds ~2 session starts (~30 s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offsets_lib.engine.pipeline import DECIDED_TABLES
+from offsets_lib.io import sink
+from offsets_lib.tools.generate import generate_dump
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+BIN = Path(sys.executable).parent
+
+READER = """
+import json, sys
+from offsets_lib.job import session
+spark = session.get_or_create("reader", master="local[1]", warehouse=sys.argv[1])
+rows = spark.table("audit.offset_decisions").select("group_id", "topic", "partition", "run_id")
+tables = sorted(t.name for t in spark.catalog.listTables("audit"))
+print(json.dumps({"rows": sorted(map(list, rows.collect())), "tables": tables}))
+spark.stop()
+"""
+
+
+def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path) -> None:
+    dump, warehouse = tmp_path / "dump", tmp_path / "warehouse"
+    generate_dump(str(dump), groups=12, records=400, seed=5, partitions=3)
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    command = [str(BIN / "offsets"), "run", "--input", str(dump), "--database", "audit"]
+    command += ["--warehouse", str(warehouse), "--run-id", "r1"]
+    run = subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path
+    )
+    assert run.returncode == 0, run.stderr
+    assert "tables in database audit:" in run.stdout
+    assert "WARN" not in run.stderr  # no Spark start-up warnings on the terminal
+
+    read = subprocess.run(
+        [sys.executable, "-c", READER, str(warehouse)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert read.returncode == 0, read.stderr
+    got = json.loads(read.stdout.strip().splitlines()[-1])
+    # managed tables: in the database's folder of the warehouse, read here with delta-rs too
+    managed = sink.read_table(str(warehouse / "audit.db"), "offset_decisions")
+    expected = sorted(
+        [r["group_id"], r["topic"], r["partition"], r["run_id"]] for r in managed.to_pylist()
+    )
+    assert got["rows"] == expected
+    assert got["rows"] and {r[3] for r in got["rows"]} == {"r1"}
+    assert got["tables"] == sorted([*DECIDED_TABLES, "lag", "runs"])

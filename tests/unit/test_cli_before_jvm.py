@@ -1,0 +1,78 @@
+"""`offsets run` reports input and usage errors before any JVM starts (no Spark needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from offsets_lib.cli import main
+from offsets_lib.job import session
+
+
+@pytest.fixture
+def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Any attempt to build a SparkSession fails the test."""
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a SparkSession was requested")
+
+    monkeypatch.setattr(session, "get_or_create", refuse)
+
+
+def test_missing_input_path_exits_3_without_spark(no_spark: None, tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dump"
+    result = CliRunner().invoke(
+        main, ["run", "--input", str(missing), "--output", str(tmp_path / "out")]
+    )
+    assert result.exit_code == 3
+    assert result.output == f"offsets: parquet input not found: {missing}\n"
+    from pyspark import SparkContext
+
+    assert SparkContext._gateway is None  # no JVM was started
+
+
+def test_unreadable_profile_exits_2_without_spark(no_spark: None, tmp_path: Path) -> None:
+    profile = tmp_path / "broken.toml"
+    profile.write_text("source = [unclosed\n")
+    result = CliRunner().invoke(main, ["run", "--conf", str(profile)])
+    assert result.exit_code == 2
+    assert result.output.startswith(f"offsets: profile '{profile}' is not valid TOML")
+
+
+def test_output_or_database_is_required(no_spark: None, tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--input", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.output == "offsets: --output PATH (or --database NAME) is required\n"
+
+
+def test_database_refuses_the_delta_rs_writer(no_spark: None, tmp_path: Path) -> None:
+    args = ["run", "--input", str(tmp_path), "--database", "audit", "--delta-writer", "delta-rs"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert "--delta-writer spark" in result.output
+
+
+def test_local_sessions_use_every_core_and_load_delta_and_kafka() -> None:
+    conf = session.local_conf()
+    assert session.LOCAL_MASTER == "local[*]"
+    assert conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+    packages = session.jvm_packages()
+    assert packages[0].startswith("io.delta:delta-spark_4.2_2.13:")
+    assert packages[1] == "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
+    assert ("spark.jars" in conf) or conf["spark.jars.packages"] == ",".join(packages)
+    assert "-Doffsets.log.level=error" in conf["spark.driver.extraJavaOptions"]
+    verbose = session.local_conf(verbose=True)["spark.driver.extraJavaOptions"]
+    assert "-Doffsets.log.level=warn" in verbose
+
+
+def test_catalog_conf_puts_the_metastore_in_the_warehouse(tmp_path: Path) -> None:
+    conf = session.catalog_conf(tmp_path)
+    assert conf["spark.sql.catalogImplementation"] == "hive"
+    assert conf["spark.sql.warehouse.dir"] == str(tmp_path.resolve())
+    assert (
+        f"databaseName={tmp_path.resolve()}/metastore_db"
+        in (conf["spark.hadoop.javax.jdo.option.ConnectionURL"])
+    )
+    assert session.catalog_conf(None) == {}
