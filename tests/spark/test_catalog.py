@@ -41,7 +41,7 @@ def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path) -> N
     command = [str(BIN / "offsets"), "run", "--input", str(dump), "--database", "audit"]
     command += ["--warehouse", str(warehouse), "--run-id", "r1"]
     run = subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path
+        command, env=env, capture_output=True, text=True, timeout=1200, cwd=tmp_path
     )
     assert run.returncode == 0, run.stderr
     assert "tables in database audit:" in run.stdout
@@ -52,7 +52,7 @@ def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path) -> N
         env=env,
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=1200,
         cwd=tmp_path,
     )
     assert read.returncode == 0, read.stderr
