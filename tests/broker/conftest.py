@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.broker.recorder import Recorder, report_path
+from tests.broker.recorder import Recorder, report_path, summary
 from tests.broker.world import World, build_world
 
 VERSIONS = {4: "4.4.0", 3: "3.9.1"}
@@ -49,3 +49,11 @@ def world_3(spark, tmp_path_factory) -> Iterator[World]:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     if _RECORDER.checks:
         _RECORDER.write(report_path())
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The per-version, per-situation table (the same as `make verify-broker`), whenever broker
+    tests ran: `make test` shows it too."""
+    if _RECORDER.checks:
+        terminalreporter.write_sep("-", "real-broker comparisons")
+        terminalreporter.write_line(summary(_RECORDER.rows()))

@@ -53,10 +53,12 @@ class Recorder:
             if c.version == version and c.situation == situation and not c.agrees
         ]
 
+    def rows(self) -> list[dict]:
+        return [{**asdict(c), "agrees": c.agrees} for c in self.checks]
+
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        rows = [{**asdict(c), "agrees": c.agrees} for c in self.checks]
-        path.write_text(json.dumps(rows, indent=1, default=str))
+        path.write_text(json.dumps(self.rows(), indent=1, default=str))
 
 
 def _plain(value: Any) -> Any:
