@@ -259,6 +259,8 @@ def _pieces(
     records: pa.Table, tasks: int, *, by_offset_key: bool
 ) -> Iterator[tuple[int, pa.RecordBatch]]:
     """(task, its records) for every task with records in this table."""
+    if records.num_rows == 0:
+        return
     buckets = routing.task_buckets(records, tasks, by_offset_key=by_offset_key)
     order = np.argsort(buckets, kind="stable")
     ordered = records.take(pa.array(order)).combine_chunks()

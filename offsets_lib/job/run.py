@@ -26,7 +26,7 @@ from offsets_lib.audit import lag
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
-from offsets_lib.engine import exchange, pipeline
+from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import decode_positioned, positioned
 from offsets_lib.engine.staging import Staging, TableFiles, written_files
 from offsets_lib.io import incremental, sink
@@ -93,6 +93,7 @@ class RunOptions:
     max_reject_ratio: float = 0.01
     delta_writer: str = "delta-rs"
     shuffle: str = "auto"  # how records reach their audit task: auto, files or spark
+    split_commits: bool = True  # offset commits reduced per offset key first (engine.key_split)
     kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
     topic: str = "__consumer_offsets"
 
@@ -280,23 +281,35 @@ def _audit(
     started_ms = _now_ms()
     units = _dump_units(spark, raw, options, increment, staging)
     direct: tuple[str, ...] = ()
+    split = options.split_commits
+    first_step: list[dict[str, Any]] = []
     if units is not None:
         # the map stage first: its pieces tell the evaluation time, so the audit tasks can
         # write the tables that need nothing but it themselves
-        pieces = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
+        pieces = exchange.map_pieces(
+            spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=split
+        )
         report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
         direct = _direct_tables(options, end_offsets)
         emit: pipeline.TaskEmitter = staging
         if direct:
             emit = TableFiles(staging, options.output, options.run_id, report.as_of_ms, direct)
+        if split:
+            first_step = key_split.reduce_pieces(spark, pieces, staging=staging, tasks=tasks)
+            pieces = key_split.forwarded_pieces(first_step)
         audited = exchange.audit_pieces(
             spark, pieces, coordinator=options.coordinator, tasks=tasks, emit=emit
+        )
+        manifest = key_split.staged_rows(first_step) + audited.collect()
+    elif split:
+        manifest = key_split.audit_split(
+            records, coordinator=options.coordinator, tasks=tasks, staging=staging, emit=staging
         )
     else:
         audited = pipeline.audit_raw(
             records, coordinator=options.coordinator, tasks=tasks, emit=staging
         )
-    manifest = audited.collect()
+        manifest = audited.collect()
     stats = pipeline.run_stats(manifest)
     report.records_read = stats.records_read
     report.records_rejected = stats.records_rejected
