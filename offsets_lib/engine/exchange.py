@@ -179,6 +179,18 @@ def map_pieces(
     return [r.asDict() for r in units.mapInArrow(write_pieces, spark_schema(MAP_ARROW)).collect()]
 
 
+def task_sizes(pieces: list[dict[str, Any]], tasks: int) -> np.ndarray:
+    """Records each audit task receives from these pieces (a marker piece goes to every task):
+    what the bench and the tests check the task sizes with."""
+    sizes = np.zeros(tasks, dtype=np.int64)
+    for piece in pieces:
+        if piece["bucket"] == routing.MARKERS:
+            sizes += piece["num_rows"]
+        else:
+            sizes[piece["bucket"]] += piece["num_rows"]
+    return sizes
+
+
 def latest_timestamp_ms(pieces: list[dict[str, Any]]) -> int | None:
     """The newest record timestamp of the mapped records (as_of "latest"), None if none."""
     stamps = [p["max_timestamp_ms"] for p in pieces if p["max_timestamp_ms"] is not None]

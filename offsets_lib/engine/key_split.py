@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -150,15 +149,3 @@ def audit_split(
         emit=emit,
     )
     return staged_rows(reduced) + [r.asDict() for r in audited.collect()]
-
-
-def task_sizes(reduced: list[Mapping[str, Any]], tasks: int) -> np.ndarray:
-    """Records each per-group audit task receives from the first step (markers counted in
-    every task), for the bench and the tests."""
-    sizes = np.zeros(tasks, dtype=np.int64)
-    for piece in forwarded_pieces(reduced):
-        if piece["bucket"] == routing.MARKERS:
-            sizes += piece["num_rows"]
-        else:
-            sizes[piece["bucket"]] += piece["num_rows"]
-    return sizes

@@ -114,6 +114,7 @@ class RunReport:
     groups_deleted: int = 0
     tables: dict[str, str] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    largest_task_records: int | None = None  # input records of the largest audit task (files)
     error: str | None = None
 
 
@@ -294,9 +295,12 @@ def _audit(
         emit: pipeline.TaskEmitter = staging
         if direct:
             emit = TableFiles(staging, options.output, options.run_id, report.as_of_ms, direct)
+        largest = int(exchange.task_sizes(pieces, tasks).max())
         if split:
             first_step = key_split.reduce_pieces(spark, pieces, staging=staging, tasks=tasks)
             pieces = key_split.forwarded_pieces(first_step)
+            largest = max(largest, int(exchange.task_sizes(pieces, tasks).max()))
+        report.largest_task_records = largest
         audited = exchange.audit_pieces(
             spark, pieces, coordinator=options.coordinator, tasks=tasks, emit=emit
         )

@@ -4,13 +4,12 @@ dominant group no longer makes one task hold its commits."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
-from offsets_lib.engine import exchange, key_split, routing
+from offsets_lib.engine import exchange, key_split
 from offsets_lib.engine.decode import decode_records, positioned
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io.sources.parquet import read_parquet_dump
@@ -57,17 +56,6 @@ def dominant(tmp_path_factory):
     return root
 
 
-def _sizes(pieces, tasks: int) -> np.ndarray:
-    """Records each task receives from these pieces (marker pieces go to every task)."""
-    sizes = np.zeros(tasks, dtype=np.int64)
-    for piece in pieces:
-        if piece["bucket"] == routing.MARKERS:
-            sizes += piece["num_rows"]
-        else:
-            sizes[piece["bucket"]] += piece["num_rows"]
-    return sizes
-
-
 def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp_path) -> None:
     tasks = 8
     files = sorted(str(p) for p in dominant.glob("*.parquet"))
@@ -78,16 +66,17 @@ def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp
     assert units is not None
     # one task per group: the dominant group's task holds more than twice the average
     by_group = exchange.map_pieces(spark, units, staging_uri=f"{staging.uri}/g", tasks=tasks)
-    assert _sizes(by_group, tasks).max() > 2 * _sizes(by_group, tasks).mean()
+    per_group = exchange.task_sizes(by_group, tasks)
+    assert per_group.max() > 2 * per_group.mean()
     # split: neither step's tasks hold more than twice the average
     by_key = exchange.map_pieces(
         spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=True
     )
-    first = _sizes(by_key, tasks)
+    first = exchange.task_sizes(by_key, tasks)
     assert first.sum() >= raw.count()
     assert first.max() <= 2 * first.mean()
     reduced = key_split.reduce_pieces(spark, by_key, staging=staging, tasks=tasks)
-    second = key_split.task_sizes(reduced, tasks)
+    second = exchange.task_sizes(key_split.forwarded_pieces(reduced), tasks)
     assert second.max() <= 2 * first.mean()
     audited = exchange.audit_pieces(
         spark,
