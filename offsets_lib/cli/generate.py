@@ -30,8 +30,21 @@ from offsets_lib.cli.app import EXIT_USAGE
     show_default=True,
     help="realistic: every group and record type; bench: the benchmark's mix (issue 7).",
 )
+@click.option(
+    "--dominant-group-share",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Share of the offset commits written by one group (a dominant group, issue 19).",
+)
 def generate_command(
-    out: str, groups: int, records: int, seed: int, partitions: int, profile: str
+    out: str,
+    groups: int,
+    records: int,
+    seed: int,
+    partitions: int,
+    profile: str,
+    dominant_group_share: float,
 ) -> None:
     """Write a realistic synthetic __consumer_offsets dump, deterministic by seed."""
     from offsets_lib.tools.generate import GenerateError, generate_dump
@@ -44,6 +57,7 @@ def generate_command(
             seed=seed,
             partitions=partitions,
             profile=profile,
+            dominant_group_share=dominant_group_share,
         )
     except GenerateError as exc:
         click.echo(f"offsets: {exc}", err=True)

@@ -77,6 +77,13 @@ from offsets_lib.job.run import (
     " shuffle, auto = files when possible.",
 )
 @click.option(
+    "--split-commits/--no-split-commits",
+    default=True,
+    show_default=True,
+    help="Reduce offset commits per offset key in a first step, so that no audit task holds a"
+    " dominant group's commits (engine/key_split.py).",
+)
+@click.option(
     "--full",
     is_flag=True,
     default=False,
@@ -190,6 +197,7 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
         max_reject_ratio=ratio,
         delta_writer=delta_writer,
         shuffle=kw["shuffle"],
+        split_commits=kw["split_commits"],
         kafka_options=kafka_options,
         topic=kw["topic"],
     )

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import math
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,10 +132,16 @@ def _row_group_units(uri: str, fs: pafs.FileSystem, path: str, target: float) ->
 
 
 def map_pieces(
-    spark: SparkSession, assigned: list[list[Unit]], *, staging_uri: str, tasks: int
+    spark: SparkSession,
+    assigned: list[list[Unit]],
+    *,
+    staging_uri: str,
+    tasks: int,
+    by_offset_key: bool = False,
 ) -> list[dict[str, Any]]:
     """The map stage (one Spark job): the dump files `assigned` to map tasks, cut into pieces
-    per audit task; returns the pieces' manifest (MAP_ARROW rows, a few per 262k records)."""
+    per audit task (routing.task_buckets, `by_offset_key` for the split audit's first step);
+    returns the pieces' manifest (MAP_ARROW rows, a few per 262k records)."""
     from offsets_lib.engine.spark_hash import bucket_labels
 
     pieces_uri = arrow_uri(f"{staging_uri}/pieces")
@@ -151,9 +157,31 @@ def map_pieces(
     )
 
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _write_pieces(batches, pieces_uri, tasks)
+        tables = (
+            routing.positioned_table(table)
+            for batch in batches
+            for path, groups in zip(
+                batch.column("path").to_pylist(),
+                batch.column("row_groups").to_pylist(),
+                strict=True,
+            )
+            for table in _read_unit(path, groups)
+        )
+        yield write_piece_file(tables, pieces_uri, tasks, by_offset_key=by_offset_key)
 
     return [r.asDict() for r in units.mapInArrow(write_pieces, spark_schema(MAP_ARROW)).collect()]
+
+
+def task_sizes(pieces: list[dict[str, Any]], tasks: int) -> np.ndarray:
+    """Records each audit task receives from these pieces (a marker piece goes to every task):
+    what the bench and the tests check the task sizes with."""
+    sizes = np.zeros(tasks, dtype=np.int64)
+    for piece in pieces:
+        if piece["bucket"] == routing.MARKERS:
+            sizes += piece["num_rows"]
+        else:
+            sizes[piece["bucket"]] += piece["num_rows"]
+    return sizes
 
 
 def latest_timestamp_ms(pieces: list[dict[str, Any]]) -> int | None:
@@ -171,25 +199,31 @@ def audit_pieces(
     emit: TaskEmitter,
 ) -> DataFrame:
     """The audit stage over `map_pieces`' manifest -> `emit`'s rows."""
+
+    def audit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for records in task_pieces(batches, copies_as_history=True):
+            yield from emit(task_audit.task_tables(iter(records), coordinator=coordinator))
+
+    return routed_pieces(spark, pieces, tasks=tasks).mapInArrow(audit, spark_schema(emit.schema))
+
+
+def routed_pieces(spark: SparkSession, pieces: list[dict[str, Any]], *, tasks: int) -> DataFrame:
+    """The pieces' (path, batch, copy, label) rows, each in its task's partition: a piece to
+    its task, a marker piece to every task (copies 1.. flagged)."""
     listed = spark.createDataFrame(
         [(p["path"], p["batch"], p["bucket"]) for p in pieces], "path string, batch int, bucket int"
     )
-    # each piece to its task; marker pieces to every task, copies 1.. flagged (not counted)
-    routed = listed.select(
+    return listed.select(
         "path", "batch", routing.copies_to_tasks(F.col("bucket"), tasks).alias("copy", "label")
     ).repartition(tasks, "label")
 
-    def audit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return _audit_pieces(batches, emit, coordinator)
 
-    return routed.mapInArrow(audit, spark_schema(emit.schema))
-
-
-def _write_pieces(
-    units: Iterator[pa.RecordBatch], pieces_uri: str, tasks: int
-) -> Iterator[pa.RecordBatch]:
-    """Map task: read its units batch by batch; each batch's records, sorted by audit task,
-    become one IPC record batch per task (a piece) in the map task's file."""
+def write_piece_file(
+    tables: Iterable[pa.Table], pieces_uri: str, tasks: int, *, by_offset_key: bool = False
+) -> pa.RecordBatch:
+    """Write RAW_ARROW tables, each cut by audit task into one IPC record batch per task (a
+    piece), into one new file under `pieces_uri`; returns the pieces' MAP_ARROW rows (after
+    the file is complete)."""
     fs, root = storage.filesystem(pieces_uri)
     fs.create_dir(root, recursive=True)
     name = f"{uuid.uuid4().hex}.arrow"
@@ -198,23 +232,15 @@ def _write_pieces(
         fs.open_output_stream(f"{root}/{name}") as stream,
         pa.ipc.new_file(stream, task_audit.RAW_ARROW, options=piece_options(fs)) as writer,
     ):
-        for batch in units:
-            for path, groups in zip(
-                batch.column("path").to_pylist(),
-                batch.column("row_groups").to_pylist(),
-                strict=True,
-            ):
-                for table in _read_unit(path, groups):
-                    for bucket, piece in _pieces(routing.positioned_table(table), tasks):
-                        out["path"].append(f"{pieces_uri}/{name}")
-                        out["batch"].append(len(out["batch"]))
-                        out["bucket"].append(bucket)
-                        out["num_rows"].append(piece.num_rows)
-                        out["max_timestamp_ms"].append(
-                            pc.max(piece.column("log_timestamp_ms")).as_py()
-                        )
-                        writer.write_batch(piece)
-    yield pa.RecordBatch.from_pydict(out, schema=MAP_ARROW)  # after the file is complete
+        for table in tables:
+            for bucket, piece in _pieces(table, tasks, by_offset_key=by_offset_key):
+                out["path"].append(f"{pieces_uri}/{name}")
+                out["batch"].append(len(out["batch"]))
+                out["bucket"].append(bucket)
+                out["num_rows"].append(piece.num_rows)
+                out["max_timestamp_ms"].append(pc.max(piece.column("log_timestamp_ms")).as_py())
+                writer.write_batch(piece)
+    return pa.RecordBatch.from_pydict(out, schema=MAP_ARROW)
 
 
 def piece_options(fs: pafs.FileSystem) -> pa.ipc.IpcWriteOptions:
@@ -234,9 +260,13 @@ def _read_unit(uri: str, row_groups: list[int] | None) -> Iterator[pa.Table]:
             yield pa.Table.from_batches([batch])
 
 
-def _pieces(records: pa.Table, tasks: int) -> Iterator[tuple[int, pa.RecordBatch]]:
+def _pieces(
+    records: pa.Table, tasks: int, *, by_offset_key: bool
+) -> Iterator[tuple[int, pa.RecordBatch]]:
     """(task, its records) for every task with records in this table."""
-    buckets = routing.task_buckets(records, tasks)
+    if records.num_rows == 0:
+        return
+    buckets = routing.task_buckets(records, tasks, by_offset_key=by_offset_key)
     order = np.argsort(buckets, kind="stable")
     ordered = records.take(pa.array(order)).combine_chunks()
     buckets = buckets[order]
@@ -247,10 +277,13 @@ def _pieces(records: pa.Table, tasks: int) -> Iterator[tuple[int, pa.RecordBatch
             yield int(buckets[start]), piece
 
 
-def _audit_pieces(
-    pieces: Iterator[pa.RecordBatch], emit: TaskEmitter, coordinator: Coordinator
-) -> Iterator[pa.RecordBatch]:
-    """Audit task: read its pieces (marker copies flagged as history) and audit them at once."""
+def task_pieces(
+    pieces: Iterator[pa.RecordBatch], *, copies_as_history: bool
+) -> Iterator[list[pa.RecordBatch]]:
+    """A task's records (RAW_ARROW batches) read from its `routed_pieces` rows, per task label
+    (one label per task, unless Spark was told otherwise). The copies of a marker piece are
+    history (audited, not counted), or with `copies_as_history` False are flagged in an added
+    `is_copy` column instead (the split audit's first step)."""
     batches = list(pieces)
     if not batches:  # a task no piece went to (fewer groups than tasks)
         return
@@ -262,7 +295,7 @@ def _audit_pieces(
         by_label.setdefault(label, []).append((path, batch, copy))
     readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
     handles = []
-    for label in sorted(by_label):  # one label per task, unless Spark was told otherwise
+    for label in sorted(by_label):
         records = []
         for path, batch, copy in by_label[label]:
             if path not in readers:
@@ -270,14 +303,16 @@ def _audit_pieces(
                 handles.append(fs.open_input_file(local))
                 readers[path] = pa.ipc.open_file(handles[-1])
             piece = readers[path].get_batch(batch)
-            if copy:
+            flags = pa.array(np.full(piece.num_rows, bool(copy)))
+            if not copies_as_history:
+                piece = pa.RecordBatch.from_arrays(
+                    [*piece.columns, flags], names=[*piece.schema.names, "is_copy"]
+                )
+            elif copy:
                 piece = piece.set_column(
-                    piece.schema.get_field_index("is_history"),
-                    "is_history",
-                    pa.array(np.ones(piece.num_rows, dtype=bool)),
+                    piece.schema.get_field_index("is_history"), "is_history", flags
                 )
             records.append(piece)
-        tables = task_audit.task_tables(iter(records), coordinator=coordinator)
-        yield from emit(tables)
+        yield records
     for handle in handles:
         handle.close()

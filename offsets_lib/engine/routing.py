@@ -4,7 +4,10 @@ The task of a record is a hash of (offsets partition, group id bytes of its key)
 every key starts with its int16 type and the group id as an int16-length string, so all records
 of a group meet in one task without decoding. Transaction markers belong to no group and resolve
 records of every group of their partition: they get MARKERS, and every task receives them
-(`copies_to_tasks`). `--shuffle files` (exchange.py) reads the dump with pyarrow instead of
+(`copies_to_tasks`). With `by_offset_key` (the first step of the split audit, engine/key_split.py)
+offset commits go by their offset key instead, so a dominant group's commits spread over every
+task, and group tombstones are sent to every task as well (they delimit the groups_created
+meter's segments there). `--shuffle files` (exchange.py) reads the dump with pyarrow instead of
 Spark, so the renaming that decode.positioned does in Spark is done here on Arrow tables.
 """
 
@@ -18,8 +21,10 @@ import pyarrow.compute as pc
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES
 from offsets_lib.audit.task_audit import RAW_ARROW
 from offsets_lib.engine.spark_hash import bucket_labels
+from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 
 MARKERS = -1
 _BATCH_METADATA = ("producer_id", "producer_epoch", "is_transactional", "is_control")
@@ -106,26 +111,76 @@ def group_id_bytes(keys: pa.Array) -> pa.Array:
     return ranges.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int64)))
 
 
-def task_buckets(table: pa.Table, tasks: int) -> np.ndarray:
-    """Task (0..tasks-1) of every RAW_ARROW row; MARKERS for transaction markers.
+def key_types(keys: pa.Array) -> np.ndarray:
+    """Each key's record type (the int16 its bytes start with); -1 for null or short keys."""
+    keys = keys.cast(pa.binary()) if keys.type != pa.binary() else keys
+    n = len(keys)
+    out = np.full(n, -1, dtype=np.int64)
+    if n == 0 or keys.buffers()[2] is None:
+        return out
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset : keys.offset + n + 1]
+    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8)
+    start = offsets[:-1].astype(np.int64)
+    long_enough = (np.diff(offsets) >= 2) & np.asarray(pc.is_valid(keys), dtype=bool)
+    at = np.where(long_enough, start, 0)
+    if len(data) >= 2:
+        typed = (data[np.minimum(at, len(data) - 2)].astype(np.int64) << 8) | data[
+            np.minimum(at + 1, len(data) - 1)
+        ]
+        out = np.where(long_enough, np.where(typed >= 2**15, typed - 2**16, typed), -1)
+    return out
+
+
+def _crc32_codes(values: pa.Array, skip: int = 0) -> np.ndarray:
+    """CRC-32 of every value (binary) after its first `skip` bytes, once per distinct value."""
+    encoded = pc.dictionary_encode(values)
+    distinct = encoded.dictionary.to_pylist()
+    per_value = np.array([zlib.crc32(v[skip:]) for v in distinct], dtype=np.uint64)
+    indices = np.asarray(pc.fill_null(encoded.indices, 0), dtype=np.int64)
+    return per_value[indices] if len(per_value) else np.zeros(len(indices), np.uint64)
+
+
+def task_buckets(table: pa.Table, tasks: int, *, by_offset_key: bool = False) -> np.ndarray:
+    """Task (0..tasks-1) of every RAW_ARROW row; MARKERS for records every task receives
+    (transaction markers, and with `by_offset_key` group tombstones).
 
     A stable hash (CRC-32 of the group id bytes, mixed with the offsets partition): the same
-    record goes to the same task in every process and on every run.
+    record goes to the same task in every process and on every run. With `by_offset_key`, an
+    offset commit hashes its key bytes after the record type (group, topic, partition: key
+    versions 0 and 1 of one offset key share them) instead of its group id.
     """
     if table.num_rows == 0:
         return np.zeros(0, dtype=np.int32)
-    groups = group_id_bytes(table.column("key").combine_chunks())
-    encoded = pc.dictionary_encode(groups)
-    per_group = np.array([zlib.crc32(g) for g in encoded.dictionary.to_pylist()], dtype=np.uint64)
-    indices = np.asarray(pc.fill_null(encoded.indices, 0), dtype=np.int64)
-    group_hash = per_group[indices] if len(per_group) else np.zeros(len(indices), np.uint64)
+    keys = table.column("key").combine_chunks()
+    group_hash = _crc32_codes(group_id_bytes(keys))
+    is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)
+    if by_offset_key:
+        record_type = key_types(keys)
+        is_commit = np.isin(record_type, OFFSET_COMMIT_TYPES) & ~is_marker
+        if is_commit.any():
+            rows = np.flatnonzero(is_commit)
+            group_hash[rows] = _crc32_codes(keys.take(pa.array(rows)), skip=2)
+        value_missing = np.asarray(pc.is_null(table.column("value")), dtype=bool)
+        is_marker |= value_missing & np.isin(record_type, GROUP_TOMBSTONE_TYPES)
     partition = np.asarray(pc.fill_null(table.column("log_partition"), 0), dtype=np.int64)
     mixed = (group_hash * np.uint64(0x9E3779B1) + partition.astype(np.uint64)) & np.uint64(
         0xFFFFFFFF
     )
     buckets = (mixed % np.uint64(tasks)).astype(np.int32)
-    is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)
     return np.where(is_marker, MARKERS, buckets).astype(np.int32)
+
+
+def decoded_by_key_split(table: pa.Table) -> np.ndarray:
+    """Rows the split audit's first step decodes (audit.key_split): offset commits, markers
+    and group tombstones, by their key's record type; it forwards the others undecoded."""
+    record_type = key_types(table.column("key").combine_chunks())
+    is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)
+    value_missing = np.asarray(pc.is_null(table.column("value")), dtype=bool)
+    return (
+        is_marker
+        | np.isin(record_type, OFFSET_COMMIT_TYPES)
+        | (value_missing & np.isin(record_type, GROUP_TOMBSTONE_TYPES))
+    )
 
 
 def copies_to_tasks(bucket: Column, tasks: int) -> Column:

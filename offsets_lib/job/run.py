@@ -26,7 +26,7 @@ from offsets_lib.audit import lag
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
-from offsets_lib.engine import exchange, pipeline
+from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import decode_positioned, positioned
 from offsets_lib.engine.staging import Staging, TableFiles, written_files
 from offsets_lib.io import incremental, sink
@@ -97,6 +97,7 @@ class RunOptions:
     # tables; the job's internal tables and staging go there too)
     output_given: bool = True
     shuffle: str = "auto"  # how records reach their audit task: auto, files or spark
+    split_commits: bool = True  # offset commits reduced per offset key first (engine.key_split)
     kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
     topic: str = "__consumer_offsets"
 
@@ -117,6 +118,7 @@ class RunReport:
     groups_deleted: int = 0
     tables: dict[str, str] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
+    largest_task_records: int | None = None  # input records of the largest audit task (files)
     error: str | None = None
 
 
@@ -284,23 +286,38 @@ def _audit(
     started_ms = _now_ms()
     units = _dump_units(spark, raw, options, increment, staging)
     direct: tuple[str, ...] = ()
+    split = options.split_commits
+    first_step: list[dict[str, Any]] = []
     if units is not None:
         # the map stage first: its pieces tell the evaluation time, so the audit tasks can
         # write the tables that need nothing but it themselves
-        pieces = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
+        pieces = exchange.map_pieces(
+            spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=split
+        )
         report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
         direct = _direct_tables(options, end_offsets)
         emit: pipeline.TaskEmitter = staging
         if direct:
             emit = TableFiles(staging, options.output, options.run_id, report.as_of_ms, direct)
+        largest = int(exchange.task_sizes(pieces, tasks).max())
+        if split:
+            first_step = key_split.reduce_pieces(spark, pieces, staging=staging, tasks=tasks)
+            pieces = key_split.forwarded_pieces(first_step)
+            largest = max(largest, int(exchange.task_sizes(pieces, tasks).max()))
+        report.largest_task_records = largest
         audited = exchange.audit_pieces(
             spark, pieces, coordinator=options.coordinator, tasks=tasks, emit=emit
+        )
+        manifest = key_split.staged_rows(first_step) + audited.collect()
+    elif split:
+        manifest = key_split.audit_split(
+            records, coordinator=options.coordinator, tasks=tasks, staging=staging, emit=staging
         )
     else:
         audited = pipeline.audit_raw(
             records, coordinator=options.coordinator, tasks=tasks, emit=staging
         )
-    manifest = audited.collect()
+        manifest = audited.collect()
     stats = pipeline.run_stats(manifest)
     report.records_read = stats.records_read
     report.records_rejected = stats.records_rejected

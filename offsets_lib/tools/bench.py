@@ -150,20 +150,24 @@ def baseline(spark, dump: str, out: str) -> None:
     ).parquet(out)
 
 
+LARGEST_TASK = "largest_task_records"  # reported next to the stage seconds
+
+
 def pipeline_run(spark, dump: str, out: str, run_id: str) -> dict[str, float]:
-    """The full `offsets run` on the dump; returns its seconds per stage."""
+    """The full `offsets run` on the dump; returns its seconds per stage, and the input records
+    of its largest audit task (LARGEST_TASK)."""
     from offsets_lib.io.sources.parquet import read_parquet_dump
     from offsets_lib.job.run import RunOptions, execute
 
     options = RunOptions(output=out, run_id=run_id, inputs=(dump,), max_reject_ratio=1.0)
     report = execute(spark, read_parquet_dump(spark, [dump]), options, echo=lambda _line: None)
-    return report.stage_seconds
+    return {**report.stage_seconds, LARGEST_TASK: float(report.largest_task_records or 0)}
 
 
-def ensure_dump(root: Path, records: int) -> str:
+def ensure_dump(root: Path, records: int, dominant_share: float = 0.0) -> str:
     from offsets_lib.tools.generate import generate_dump
 
-    path = root / f"dump-{records}"
+    path = root / (f"dump-{records}" + (f"-dominant-{dominant_share}" if dominant_share else ""))
     if not (path / "_generate.json").exists():
         print(f"generating {records:,} records into {path} ...", flush=True)
         generate_dump(
@@ -172,6 +176,7 @@ def ensure_dump(root: Path, records: int) -> str:
             records=records,
             seed=42,
             profile="bench",
+            dominant_group_share=dominant_share,
         )
     return str(path)
 
@@ -192,12 +197,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)))
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", default="bench")
+    parser.add_argument(
+        "--dominant-group-share",
+        type=float,
+        default=0.0,
+        help="dumps in which one group writes this share of the offset commits (issue 19)",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     root = Path(args.out)
     data, scratch = root / "data", root / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
-    dumps = {n: ensure_dump(data, n) for n in [100_000, *sizes]}
+    dumps = {n: ensure_dump(data, n, args.dominant_group_share) for n in sizes}
+    dumps.setdefault(100_000, ensure_dump(data, 100_000))
 
     from offsets_lib.job import session
 
@@ -239,11 +251,12 @@ def main(argv: list[str] | None = None) -> int:
             }
             for k, v in runs.items()
         }
-        stage_names = runs["pipeline"][0].get("stage_s", {})
+        stage_names = [s for s in runs["pipeline"][0].get("stage_s", {}) if s != LARGEST_TASK]
         stage_medians = {
             s: round(statistics.median(r["stage_s"][s] for r in runs["pipeline"]), 2)
             for s in stage_names
         }
+        largest_task = max(int(r["stage_s"].get(LARGEST_TASK, 0)) for r in runs["pipeline"])
         results.append(
             {
                 "records": n,
@@ -259,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
                 "python_worker_peak_rss_mb": round(
                     max(r["python_worker_rss_mb"] for r in runs["pipeline"]), 1
                 ),
+                "dominant_group_share": args.dominant_group_share,
+                "largest_task_records": largest_task,
                 "busy_reps": sum(r["is_machine_busy"] for v in runs.values() for r in v),
                 "pipeline_stage_s": stage_medians,
                 "cpu_s": round(med["pipeline"]["cpu_s"], 1),
@@ -275,13 +290,14 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"{'records':>11} {'pipeline s':>10} {'baseline s':>10} {'base/pipe':>9} {'pipe rec/s':>11}"
-        f" {'driver MB':>9} {'others cpu s':>12}"
+        f" {'driver MB':>9} {'worker MB':>9} {'largest task':>12} {'others cpu s':>12}"
     )
     for r in results:
         print(
             f"{r['records']:>11,} {r['pipeline_s']:>10.1f} {r['baseline_s']:>10.1f}"
             f" {r['ratio_baseline_over_pipeline']:>9.2f} {r['pipeline_records_per_s']:>11,}"
-            f" {r['driver_peak_rss_mb']:>9.0f} {r['other_processes_cpu_s']:>12.1f}"
+            f" {r['driver_peak_rss_mb']:>9.0f} {r['python_worker_peak_rss_mb']:>9.0f}"
+            f" {r['largest_task_records']:>12,} {r['other_processes_cpu_s']:>12.1f}"
         )
     if len(results) >= 2:
         a, b = results[0], results[-1]

@@ -517,9 +517,17 @@ class _Rare:
 
 class _World:
     def __init__(
-        self, groups: int, records: int, seed: int, partitions: int, profile: Profile, days: float
+        self,
+        groups: int,
+        records: int,
+        seed: int,
+        partitions: int,
+        profile: Profile,
+        days: float,
+        dominant_share: float = 0.0,
     ):
         self.n_groups = groups
+        self.dominant_share = dominant_share
         self.records = records
         self.seed = seed
         self.partitions = partitions
@@ -531,6 +539,7 @@ class _World:
         rng = self.rng("world")
         self._topics(rng)
         self._groups(rng)
+        self._dominant()
         self._keys(rng)
 
     def seed_seq(self, *purpose: object) -> np.random.SeedSequence:
@@ -640,6 +649,20 @@ class _World:
             for j, g in enumerate(self.groups[: max(1, len(self.groups) // 100)]):
                 g.name = g.name + _NON_ASCII[j % len(_NON_ASCII)]
                 g.partition = partition_for(g.name, self.partitions)
+
+    def _dominant(self) -> None:
+        """With a dominant share: the first classic group commits that share of the bulk offset
+        commits, all along the dump, over up to 40 topics (issue 19: a group that dominates)."""
+        if not self.dominant_share:
+            return
+        g = next((g for g in self.groups if g.kind == "classic"), None)
+        if g is None:
+            raise GenerateError("--dominant-group-share needs a classic group; use more --groups")
+        g.t_start, g.t_end = self.start, self.end
+        g.t_empty = g.t_delete = g.t_drop = None
+        g.topics = list(range(min(40, len(self.topic_names))))
+        others = sum(o.weight for o in self.groups if o is not g and o.kind in COMMITTING)
+        g.weight = self.dominant_share / (1.0 - self.dominant_share) * others
 
     def _ensure_deletions(self) -> None:
         """Small dumps still show one group of each kind going Empty and being deleted."""
@@ -1519,6 +1542,7 @@ def generate_dump(
     partitions: int = 50,
     profile: str = "realistic",
     days: float = 8.0,
+    dominant_group_share: float = 0.0,
 ) -> GenerateReport:
     """Write a synthetic raw dump under `out` (see the module docstring); returns a report."""
     started = time.perf_counter()
@@ -1530,10 +1554,14 @@ def generate_dump(
         raise GenerateError(f"--partitions must be at least 1, got {partitions}")
     if records < groups:
         raise GenerateError(f"--records ({records}) must be at least --groups ({groups})")
+    if not 0.0 <= dominant_group_share < 1.0:
+        raise GenerateError(
+            f"--dominant-group-share must be within 0..1, got {dominant_group_share}"
+        )
     if not 1.0 <= days <= 365.0:
         raise GenerateError(f"days must be within 1..365, got {days}")
     prof = PROFILES[profile]
-    world = _World(groups, records, seed, partitions, prof, days)
+    world = _World(groups, records, seed, partitions, prof, days, dominant_group_share)
     if world.commit_cdf is None:
         raise GenerateError("the model has no group that commits offsets; use more --groups")
     events = _Events(world)

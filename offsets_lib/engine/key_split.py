@@ -1,0 +1,151 @@
+"""The split audit on Spark: offset commits reduced per offset key first, then the usual audit.
+
+A group's records all meet in one audit task, so one dominant group made one task hold most of
+a dump (issue 19). Here the records first go to tasks by offset key (routing.task_buckets with
+`by_offset_key`: every task gets a similar share of the commits, whatever the groups' sizes),
+where audit.key_split keeps the few commits per key that the audit needs and counts the rest;
+the kept commits and the group-level records then reach the per-group audit as staged pieces
+(exchange.audit_pieces). The per-group task of a dominant group then holds a few records per
+offset key instead of every commit of the group.
+
+Both shuffles use it: `--shuffle files` maps the dump by offset key (exchange.map_pieces) and
+`reduce_pieces` runs the first step over those pieces; the Spark shuffle routes the records by
+offset key in Spark (`reduce_records`). Either way the first step writes the forwarded records
+as pieces under the run's staging folder, and its counts as staged metric and stats rows that
+join the audit's manifest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from offsets_lib.audit import key_split
+from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.schemas import spark_schema
+from offsets_lib.audit.task_audit import RAW_ARROW
+from offsets_lib.engine import exchange, routing
+from offsets_lib.engine.pipeline import TaskEmitter
+from offsets_lib.engine.staging import MANIFEST_ARROW, Staging
+
+PIECE = "piece"  # manifest kind of a forwarded piece (path, batch, bucket)
+REDUCED_ARROW = MANIFEST_ARROW.append(pa.field("batch", pa.int32())).append(
+    pa.field("bucket", pa.int32())
+)
+
+
+def _reduce_task(
+    batches: list[pa.RecordBatch], *, staging: Staging, tasks: int
+) -> Iterator[pa.RecordBatch]:
+    """One first-step task: reduce its SPLIT_ARROW records, write the forwarded ones as pieces
+    by group task, stage its counts; yields REDUCED_ARROW rows (pieces and staged files)."""
+    table = (
+        pa.Table.from_batches(batches).cast(key_split.SPLIT_ARROW)
+        if batches
+        else key_split.SPLIT_ARROW.empty_table()
+    )
+    reduced = key_split.reduce_commits(
+        table.to_batches(), needs_decoding=routing.decoded_by_key_split(table)
+    )
+    pieces = exchange.write_piece_file(
+        [reduced.forwarded], exchange.arrow_uri(f"{staging.uri}/forwarded"), tasks
+    )
+    rows: list[dict[str, Any]] = [
+        {
+            "kind": PIECE,
+            "path": piece["path"],
+            "batch": piece["batch"],
+            "bucket": piece["bucket"],
+            "num_rows": piece["num_rows"],
+        }
+        for piece in pieces.to_pylist()
+    ]
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=REDUCED_ARROW)
+    for staged in staging(reduced.counted):
+        yield _with_piece_columns(staged)
+
+
+def _with_piece_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
+    nulls = pa.nulls(batch.num_rows, pa.int32())
+    return pa.RecordBatch.from_arrays([*batch.columns, nulls, nulls], schema=REDUCED_ARROW)
+
+
+def reduce_pieces(
+    spark: SparkSession, pieces: list[dict[str, Any]], *, staging: Staging, tasks: int
+) -> list[dict[str, Any]]:
+    """First step over the pieces of exchange.map_pieces(by_offset_key=True) -> REDUCED_ARROW
+    rows (one Spark job)."""
+
+    def reduce(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for records in exchange.task_pieces(batches, copies_as_history=False):
+            yield from _reduce_task(records, staging=staging, tasks=tasks)
+
+    routed = exchange.routed_pieces(spark, pieces, tasks=tasks)
+    return [r.asDict() for r in routed.mapInArrow(reduce, spark_schema(REDUCED_ARROW)).collect()]
+
+
+def reduce_records(records: DataFrame, *, staging: Staging, tasks: int) -> list[dict[str, Any]]:
+    """First step over positioned raw records (plus is_history), routed by offset key in Spark
+    -> REDUCED_ARROW rows (one Spark job)."""
+    if "is_history" not in records.columns:
+        records = records.withColumn("is_history", F.lit(False))
+    raw_columns = RAW_ARROW.names
+    bucketed_arrow = RAW_ARROW.append(pa.field("_bucket", pa.int32()))
+
+    def with_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            table = pa.Table.from_batches([batch]).cast(RAW_ARROW)
+            buckets = routing.task_buckets(table, tasks, by_offset_key=True)
+            yield from table.append_column("_bucket", pa.array(buckets, pa.int32())).to_batches()
+
+    bucketed = records.select(*raw_columns).mapInArrow(with_bucket, spark_schema(bucketed_arrow))
+    routed = (
+        bucketed.select(
+            *raw_columns, routing.copies_to_tasks(F.col("_bucket"), tasks).alias("_copy", "_task")
+        )
+        .withColumn("is_copy", F.col("_copy") > 0)
+        .repartition(tasks, "_task")
+        .select(*key_split.SPLIT_ARROW.names)
+    )
+
+    def reduce(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from _reduce_task(list(batches), staging=staging, tasks=tasks)
+
+    return [r.asDict() for r in routed.mapInArrow(reduce, spark_schema(REDUCED_ARROW)).collect()]
+
+
+def forwarded_pieces(reduced: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The forwarded pieces of the first step's rows, as exchange.audit_pieces takes them."""
+    return [dict(r) for r in reduced if r["kind"] == PIECE]
+
+
+def staged_rows(reduced: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The first step's staged files and stats rows, as manifest rows (MANIFEST_ARROW)."""
+    names = MANIFEST_ARROW.names
+    return [{n: r[n] for n in names} for r in reduced if r["kind"] != PIECE]
+
+
+def audit_split(
+    records: DataFrame,
+    *,
+    coordinator: Coordinator,
+    tasks: int,
+    staging: Staging,
+    emit: TaskEmitter,
+) -> list[dict[str, Any]]:
+    """The whole split audit over positioned raw records (the Spark shuffle): the manifest of
+    both steps, as pipeline.audit_raw's rows would be."""
+    reduced = reduce_records(records, staging=staging, tasks=tasks)
+    audited = exchange.audit_pieces(
+        records.sparkSession,
+        forwarded_pieces(reduced),
+        coordinator=coordinator,
+        tasks=tasks,
+        emit=emit,
+    )
+    return staged_rows(reduced) + [r.asDict() for r in audited.collect()]

@@ -1,0 +1,92 @@
+"""The split audit (engine.key_split: offset commits reduced per offset key, then the per-group
+audit) equals the reference audit, under every coordinator and through both shuffles, and a
+dominant group no longer makes one task hold its commits."""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.rules import Params
+from offsets_lib.engine import exchange, key_split
+from offsets_lib.engine.decode import decode_records, positioned
+from offsets_lib.engine.staging import Staging
+from offsets_lib.io.sources.parquet import read_parquet_dump
+from offsets_lib.tools.generate import generate_dump
+from tests.reference import spark_audit
+from tests.staged_audit import assert_staged_equals_reference
+
+pytestmark = pytest.mark.spark
+
+DAY_MS = 86_400_000
+
+
+@pytest.fixture(scope="module")
+def raw(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("key-split") / "dump"
+    generate_dump(str(root), groups=80, records=8_000, seed=11, profile="realistic")
+    return read_parquet_dump(spark, [str(root)]).cache()
+
+
+def _params(raw) -> Params:
+    as_of_ms = raw.agg(F.max(F.unix_millis("timestamp"))).first()[0]
+    return Params(retention_ms=7 * DAY_MS, as_of_ms=as_of_ms)
+
+
+@pytest.mark.parametrize("coordinator", list(Coordinator))
+def test_split_audit_equals_reference(spark, raw, tmp_path, coordinator: Coordinator) -> None:
+    params = _params(raw)
+    reference = spark_audit.audit(decode_records(raw), coordinator=coordinator, params=params)
+    staging = Staging(str(tmp_path / "staging"))
+    manifest = key_split.audit_split(
+        positioned(raw), coordinator=coordinator, tasks=3, staging=staging, emit=staging
+    )
+    assert_staged_equals_reference(
+        spark, raw, reference, staging, manifest, coordinator=coordinator, params=params
+    )
+
+
+@pytest.fixture(scope="module")
+def dominant(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dominant") / "dump"
+    generate_dump(
+        str(root), groups=60, records=20_000, seed=5, partitions=4, dominant_group_share=0.3
+    )
+    return root
+
+
+def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp_path) -> None:
+    tasks = 8
+    files = sorted(str(p) for p in dominant.glob("*.parquet"))
+    raw = read_parquet_dump(spark, [str(dominant)])
+    params = _params(raw)
+    staging = Staging(str(tmp_path / "staging"))
+    units = exchange.plan(files, staging.uri, map_tasks=2)
+    assert units is not None
+    # one task per group: the dominant group's task holds more than twice the average
+    by_group = exchange.map_pieces(spark, units, staging_uri=f"{staging.uri}/g", tasks=tasks)
+    per_group = exchange.task_sizes(by_group, tasks)
+    assert per_group.max() > 2 * per_group.mean()
+    # split: neither step's tasks hold more than twice the average
+    by_key = exchange.map_pieces(
+        spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=True
+    )
+    first = exchange.task_sizes(by_key, tasks)
+    assert first.sum() >= raw.count()
+    assert first.max() <= 2 * first.mean()
+    reduced = key_split.reduce_pieces(spark, by_key, staging=staging, tasks=tasks)
+    second = exchange.task_sizes(key_split.forwarded_pieces(reduced), tasks)
+    assert second.max() <= 2 * first.mean()
+    audited = exchange.audit_pieces(
+        spark,
+        key_split.forwarded_pieces(reduced),
+        coordinator=Coordinator.NEW,
+        tasks=tasks,
+        emit=staging,
+    )
+    manifest = key_split.staged_rows(reduced) + [r.asDict() for r in audited.collect()]
+    reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
+    assert_staged_equals_reference(
+        spark, raw, reference, staging, manifest, coordinator=Coordinator.NEW, params=params
+    )
