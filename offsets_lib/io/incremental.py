@@ -1,8 +1,8 @@
-"""Incremental `--source kafka` runs: a compacted record state and a per-partition checkpoint.
+"""Incremental `--source kafka` runs: the kept records and a per-partition checkpoint.
 
-A run reads only the offsets at or after the checkpoint, unions them with the stored state (a
-subset of earlier decoded records) and audits the union. The state is chosen so that auditing
-``state ∪ new records`` gives exactly the tables a full re-read of the log gives, for ANY
+A run reads only the offsets at or after the checkpoint, unions them with the kept records (a
+subset of earlier decoded records) and audits the union. They are chosen so that auditing
+``kept ∪ new records`` gives exactly the tables a full re-read of the log gives, for ANY
 records that may follow (full and incremental runs agree; tests/kafka/test_incremental.py).
 
 What the audit needs from history (chosen in each audit task by ``audit.task_audit.kept_records``
@@ -20,8 +20,8 @@ with the audit's own transaction and compaction functions; ``engine.pipeline.kep
   - every still-pending transactional record, with its producer id (its marker may come in a
     later increment);
   - for every kept record of a resolved transaction, the COMMIT/ABORT marker that resolved it,
-    so its status is the same when the state is audited again (``transaction_status`` takes the
-    first marker of the producer after the record; no kept marker lies between).
+    so its status is the same when the kept records are audited again (``transaction_status``
+    takes the first marker of the producer after the record; no kept marker lies between).
 * group-level records (type >= 2): for a group that has only classic (type 2) records, the
   newest type-2 record and the newest type-2 tombstone (the replay's classic state depends on
   the last type-2 record, ``removed_at`` on the last tombstone). Groups with any modern-family
@@ -30,10 +30,10 @@ with the audit's own transaction and compaction functions; ``engine.pipeline.kep
   resets members that have no tombstone of their own), so newest-per-key is replay-equivalent
   only for logs the coordinator wrote by the book (semantics.md LOG-4), not for every log.
 
-Tombstones are kept for as long as their key is in the state (no delete.retention.ms expiry):
+Tombstones are kept for as long as their key is kept (no delete.retention.ms expiry):
 dropping a tombstone changes results (a Dead group row disappears; a classic group tombstone
 that made offsets unreachable, G-S3, would let them re-create a simple group; a simple group
-whose offsets were all deleted would vanish), so expiring them in the state only would make
+whose offsets were all deleted would vanish), so expiring them in the kept records only would make
 incremental and full runs disagree, and expiring them in both would make the Kafka path
 disagree with the Parquet path on the same records. The broker's cleaner does expire them, but
 when it first processed a tombstone is not visible in the log.
@@ -43,13 +43,16 @@ the records read by that run.
 
 Stored under the output root as Delta tables (names start with ``_``, not contract tables):
 
-* ``_state``: DECODED columns with every record's raw key and value (the next run audits them
-  again with the new records), partitioned by ``run_id`` = the state id ``<run_id>@<sequence>``;
-* ``_checkpoint``: (topic, partition, next_offset, sequence, state_id, committed_at, run_id).
+* ``_state`` (``KEPT_TABLE``: the name on disk predates the term "kept records"; it is not the
+  replayed group state): DECODED columns with every record's raw key and value (the next run
+  audits them again with the new records), partitioned by ``run_id`` = the kept id
+  ``<run_id>@<sequence>``;
+* ``_checkpoint``: (topic, partition, next_offset, sequence, state_id = the kept id, committed_at,
+  run_id).
 
 Commit order (``store``, called after every audit table has committed): the new ``_state``
 partition, then the ``_checkpoint`` rows (one commit), then older ``_state`` partitions are
-dropped. A crash before the checkpoint commit leaves the old checkpoint and its state partition
+dropped. A crash before the checkpoint commit leaves the old checkpoint and its kept partition
 intact: the next run simply redoes the increment.
 """
 
@@ -77,11 +80,11 @@ from offsets_lib.wire.decoded import POSITIONED_ARROW
 
 log = logging.getLogger(__name__)
 
-STATE_TABLE, CHECKPOINT_TABLE = "_state", "_checkpoint"
+KEPT_TABLE, CHECKPOINT_TABLE = "_state", "_checkpoint"
 
 
-class StateFormatError(RuntimeError):
-    """The stored state cannot be used by this version (rerun with --full)."""
+class KeptFormatError(RuntimeError):
+    """The stored kept records cannot be used by this version (rerun with --full)."""
 
 
 _COLUMNS = [f.name for f in DECODED.fields]
@@ -91,8 +94,8 @@ def _col(name, dtype, comment: str, *, nullable: bool = True) -> StructField:
     return StructField(name, dtype, nullable, metadata={"comment": comment})
 
 
-STATE_SPEC = TableSpec(
-    name=STATE_TABLE,
+KEPT_SPEC = TableSpec(
+    name=KEPT_TABLE,
     comment="Internal: decoded records an incremental run needs from history (incremental.py).",
     schema=StructType(
         [
@@ -124,29 +127,29 @@ CHECKPOINT_SPEC = TableSpec(
 )
 
 
-def state_records(state: DataFrame) -> DataFrame:
-    """Stored state rows as raw records to audit again (the positioned columns + is_history)."""
-    return state.select(*POSITIONED_ARROW.names, F.lit(True).alias("is_history"))
+def kept_as_records(kept: DataFrame) -> DataFrame:
+    """Kept rows as raw records to audit again (the positioned columns + is_history)."""
+    return kept.select(*POSITIONED_ARROW.names, F.lit(True).alias("is_history"))
 
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """The current checkpoint of one topic: where to read next and which state goes with it."""
+    """The current checkpoint of one topic: where to read next and which kept records go with it."""
 
     topic: str
     next_offsets: dict[int, int]
     sequence: int
-    state_id: str
+    kept_id: str
 
 
 @dataclass(frozen=True)
 class Increment:
-    """What an incremental run read: its range and the stored state it builds on."""
+    """What an incremental run read: its range and the kept records it builds on."""
 
     topic: str
     end_offsets: dict[int, int]
     previous: Checkpoint | None = None  # None: a full read (first run or --full)
-    state: DataFrame | None = None
+    kept: DataFrame | None = None
     sequence: int = 0  # of the newest stored checkpoint (also after --full), 0 = none
 
     @property
@@ -170,23 +173,23 @@ def read_checkpoint(output: str, topic: str) -> Checkpoint | None:
         topic=topic,
         next_offsets={int(r["partition"]): int(r["next_offset"]) for r in current},
         sequence=int(newest),
-        state_id=current[0]["state_id"],
+        kept_id=current[0]["state_id"],
     )
 
 
-def read_state(spark: SparkSession, output: str, checkpoint: Checkpoint) -> DataFrame:
+def read_kept(spark: SparkSession, output: str, checkpoint: Checkpoint) -> DataFrame:
     """The stored records of ``checkpoint`` (DECODED schema)."""
-    dt = storage.delta_table(sink.table_uri(output, STATE_TABLE))
-    files = dt.file_uris(file_pruning_predicate=[(RUN_ID, "=", checkpoint.state_id)])
+    dt = storage.delta_table(sink.table_uri(output, KEPT_TABLE))
+    files = dt.file_uris(file_pruning_predicate=[(RUN_ID, "=", checkpoint.kept_id)])
     if not files:
         return spark.createDataFrame([], DECODED)
-    state = spark.read.schema(DECODED).parquet(*files).select(*_COLUMNS)
-    if state.filter(F.col("key").isNull()).limit(1).count():
-        raise StateFormatError(
-            f"the stored state {checkpoint.state_id} under {output} holds decoded records"
+    kept = spark.read.schema(DECODED).parquet(*files).select(*_COLUMNS)
+    if kept.filter(F.col("key").isNull()).limit(1).count():
+        raise KeptFormatError(
+            f"the kept records {checkpoint.kept_id} under {output} holds decoded records"
             " without their raw bytes (written by an older version); rerun with --full once"
         )
-    return state
+    return kept
 
 
 def begin(
@@ -195,29 +198,29 @@ def begin(
     """The increment to read: from the stored checkpoint (none, or ``full``: from the start)."""
     newest = read_checkpoint(output, topic)
     previous = None if full else newest
-    state = read_state(spark, output, previous) if previous is not None else None
+    kept = read_kept(spark, output, previous) if previous is not None else None
     return Increment(
         topic=topic,
         end_offsets=dict(end_offsets),
         previous=previous,
-        state=state,
+        kept=kept,
         sequence=newest.sequence if newest is not None else 0,
     )
 
 
 def store(kept: DataFrame, increment: Increment, *, output: str, run_id: str) -> str:
-    """Write the new state, then advance the checkpoint; returns the new state id.
+    """Write the new kept records, then advance the checkpoint; returns the new kept id.
 
-    `kept` are the records of the run (stored state included) that a later audit needs
+    `kept` are the records of the run (earlier kept records included) that a later audit needs
     (`engine.pipeline.kept_records`), decoded with their raw key and value
-    (`engine.decode.decode_positioned(..., keep_raw=True)`); state rows keep their key and value
+    (`engine.decode.decode_positioned(..., keep_raw=True)`); kept rows keep their key and value
     bytes, so the next run audits them like new records. Call only after every table of the run
     has committed.
     """
     sequence = increment.sequence + 1  # --full continues the numbering: the newest one wins
-    state_id = f"{run_id}@{sequence}"
-    state = kept.select(*_COLUMNS).withColumn(RUN_ID, F.lit(state_id))
-    sink.write_frame(state, STATE_SPEC, output=output, run_id=state_id)
+    kept_id = f"{run_id}@{sequence}"
+    rows = kept.select(*_COLUMNS).withColumn(RUN_ID, F.lit(kept_id))
+    sink.write_frame(rows, KEPT_SPEC, output=output, run_id=kept_id)
     now = datetime.now(UTC)
     rows = [
         {
@@ -225,22 +228,22 @@ def store(kept: DataFrame, increment: Increment, *, output: str, run_id: str) ->
             "partition": int(p),
             "next_offset": int(o),
             "sequence": sequence,
-            "state_id": state_id,
+            "state_id": kept_id,
             "committed_at": now,
             RUN_ID: run_id,
         }
         for p, o in sorted(increment.end_offsets.items())
     ]
     sink.write_rows(rows, CHECKPOINT_SPEC, output=output, run_id=run_id)
-    _drop_old_states(output, keep=state_id)
-    return state_id
+    _drop_old_kept(output, keep=kept_id)
+    return kept_id
 
 
-def _drop_old_states(output: str, *, keep: str) -> None:
-    """Best effort: remove state partitions no checkpoint needs any more (files stay until
+def _drop_old_kept(output: str, *, keep: str) -> None:
+    """Best effort: remove kept partitions no checkpoint needs any more (files stay until
     ``DeltaTable.vacuum``)."""
     try:
-        dt = storage.delta_table(sink.table_uri(output, STATE_TABLE))
+        dt = storage.delta_table(sink.table_uri(output, KEPT_TABLE))
         quoted = keep.replace("'", "''")
         dt.delete(predicate=f"{RUN_ID} != '{quoted}'")
     except Exception as exc:  # the checkpoint is committed; an old partition is only space

@@ -189,7 +189,7 @@ def execute(
     """Decode, audit and publish one run; `runs` is written last (failed or succeeded).
 
     `increment` (kafka): `raw` holds only the records after the stored checkpoint; they are
-    audited together with the stored state, and the state and checkpoint advance after every
+    audited together with the kept records, and those and the checkpoint advance after every
     audit table has committed (just before the runs row). `end_offsets(offsets frame)` gives the
     log-end offsets (topic, partition, log_end_offset) for the `lag` table, or None.
     """
@@ -224,7 +224,7 @@ def _execute(
         _summarise(report, audited.stats, observed)
         stages.done("decide+write", _written_summary(report))
         if increment is not None:  # after every audit table, before the runs row
-            _store_state(records, increment, options, report, tasks, stages)
+            _store_increment(records, increment, options, report, tasks, stages)
         report.status = "succeeded"
     except Exception as exc:
         report.status = "failed"
@@ -241,14 +241,14 @@ def _execute(
 def _records(
     raw: DataFrame, increment: incremental.Increment | None, persisted: _Persisted
 ) -> DataFrame:
-    """The positioned records to audit: an incremental run's stored state (audited again, not
+    """The positioned records to audit: an incremental run's kept records (audited again, not
     counted) followed by the records read."""
     records = positioned(raw).withColumn("is_history", F.lit(False))
     if increment is None:
         return records
-    if increment.state is not None:
-        records = incremental.state_records(increment.state).unionByName(records)
-    return persisted.keep(records)  # read once: the state is computed from the same records
+    if increment.kept is not None:
+        records = incremental.kept_as_records(increment.kept).unionByName(records)
+    return persisted.keep(records)  # read once: the kept records are chosen from the same records
 
 
 @dataclass(frozen=True)
@@ -390,7 +390,7 @@ def _written_summary(report: RunReport) -> str:
     )
 
 
-def _store_state(
+def _store_increment(
     records: DataFrame,
     increment: incremental.Increment,
     options: RunOptions,
@@ -400,10 +400,10 @@ def _store_state(
 ) -> None:
     """Store what the next incremental run needs, then advance the checkpoint."""
     kept = decode_positioned(pipeline.kept_records(records, tasks=tasks), keep_raw=True)
-    state_id = incremental.store(kept, increment, output=options.output, run_id=options.run_id)
-    for name in (incremental.STATE_TABLE, incremental.CHECKPOINT_TABLE):
+    kept_id = incremental.store(kept, increment, output=options.output, run_id=options.run_id)
+    for name in (incremental.KEPT_TABLE, incremental.CHECKPOINT_TABLE):
         report.tables[name] = sink.table_uri(options.output, name)
-    stages.done("checkpoint", f"state {state_id}, next offsets {increment.end_offsets}")
+    stages.done("checkpoint", f"kept records {kept_id}, next offsets {increment.end_offsets}")
 
 
 def _error_line(exc: Exception, options: RunOptions) -> str:

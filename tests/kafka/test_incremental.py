@@ -66,7 +66,7 @@ def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
         run_cli(*common, "--run-id", f"inc{i}")
         checkpoint = incremental.read_checkpoint(out, topic)
         assert checkpoint is not None and checkpoint.sequence == i + 1
-        assert checkpoint.state_id == f"inc{i}@{i + 1}"
+        assert checkpoint.kept_id == f"inc{i}@{i + 1}"
     run_cli(*common, "--run-id", "full", "--full")
 
     runs = {r["run_id"]: r for r in sink.read_table(out, "runs").to_pylist()}
@@ -80,7 +80,7 @@ def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
     for name in full:
         assert last[name] == full[name], name
     # the state is smaller than the log it stands for, and only the newest partition is live
-    state = DeltaTable(sink.table_uri(out, incremental.STATE_TABLE)).to_pyarrow_table()
+    state = DeltaTable(sink.table_uri(out, incremental.KEPT_TABLE)).to_pyarrow_table()
     assert set(state.column("run_id").to_pylist()) == {"full@5"}
     assert 0 < state.num_rows < sum(produced)
 
@@ -89,12 +89,12 @@ def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
     run_cli(*common, "--run-id", "after")
     after = {r["run_id"]: r for r in sink.read_table(out, "runs").to_pylist()}["after"]
     assert after["records_read"] == more
-    assert incremental.read_checkpoint(out, topic).state_id == "after@6"
+    assert incremental.read_checkpoint(out, topic).kept_id == "after@6"
 
     # A broker that is down: exit 3 quickly, and the checkpoint does not move.
     versions = {
         name: DeltaTable(sink.table_uri(out, name)).version()
-        for name in (incremental.CHECKPOINT_TABLE, incremental.STATE_TABLE, "runs", "offsets")
+        for name in (incremental.CHECKPOINT_TABLE, incremental.KEPT_TABLE, "runs", "offsets")
     }
     started = time.monotonic()
     down = CliRunner().invoke(
@@ -149,7 +149,7 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark):
     for cut in (4, 5, 7):
         part = positioned(raw.filter((raw["offset"] >= low) & (raw["offset"] < cut)))
         if state is not None:
-            part = incremental.state_records(state).unionByName(
+            part = incremental.kept_as_records(state).unionByName(
                 part.withColumn("is_history", F.lit(False))
             )
         state = decode_positioned(pipeline.kept_records(part, tasks=3), keep_raw=True)
