@@ -1,4 +1,4 @@
-"""`offsets generate` (offsets_lib/tools/generate.py): determinism, content, layout, CLI. No Spark.
+"""`offsets generate` (offsets_lib/tools/generate/): determinism, content, layout, CLI. No Spark.
 
 Dumps here stay small (<= 50k records); speed is measured by `make bench`, never asserted.
 """

@@ -20,48 +20,82 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-_SENTINELS = (0x12345678, ~0x12345678)
-"""Two numbers whose big-endian bytes differ at every position, as int32 and as int64."""
-_UUID_SENTINELS = (
-    uuid.UUID(int=0x0123456789ABCDEF0123456789ABCDEF),
-    uuid.UUID(int=(1 << 128) - 1 - 0x0123456789ABCDEF0123456789ABCDEF),
-)
+_SENTINEL = 0x12345600
+"""Field i gets `_SENTINEL + i` in one encoding and its complement in the other: every byte of
+every slot differs between the two (as int32 and as int64), and the bytes name the field."""
+_UUID_SENTINEL = 0x0123456789ABCDEF0123456789AB0000
 
 
 @dataclass(frozen=True)
 class Template:
-    """Bytes of one record shape and the (start, width) of each number to fill in."""
+    """Bytes of one record shape and, per number to fill in, its start(s) and width."""
 
     data: bytes
-    slots: dict[str, tuple[int, int]]
+    slots: dict[str, tuple[tuple[int, ...], int]]
 
     def fill(self, **numbers: int) -> bytes:
-        """The record with `numbers` (every slot) written big-endian at their places."""
+        """The record with `numbers` (one per slot name) written big-endian at their places."""
         out = bytearray(self.data)
-        for name, (start, width) in self.slots.items():
-            out[start : start + width] = numbers[name].to_bytes(width, "big", signed=True)
+        for name, (starts, width) in self.slots.items():
+            raw = numbers[name].to_bytes(width, "big", signed=True)
+            for start in starts:
+                out[start : start + width] = raw
         return bytes(out)
 
 
 def template(encode: Callable[[dict], bytes], fields: dict, patched: Sequence[str]) -> Template:
     """Encode `fields` with the wire writer and find where the `patched` fixed-width fields sit.
 
-    The data holds sentinels in the slots: every use fills them all.
+    Two encodings: every patched field i holds `_SENTINEL + i` in one and its bitwise
+    complement in the other. The bytes that differ are exactly the slots (checked), and the
+    sentinel's bytes tell which field each slot is. A field may sit at several places (the
+    same number nested in every member) and `encode` may place it anywhere. The data holds
+    sentinels in the slots: every use fills them all.
     """
+    is_uuid = {name: isinstance(fields[name], uuid.UUID) for name in patched}
 
-    def sentinel(name: str, i: int) -> object:
-        return _UUID_SENTINELS[i] if isinstance(fields[name], uuid.UUID) else _SENTINELS[i]
+    def sentinels(flip: bool) -> dict:
+        out = {}
+        for i, name in enumerate(patched):
+            if is_uuid[name]:
+                n = _UUID_SENTINEL + i
+                out[name] = uuid.UUID(int=(1 << 128) - 1 - n if flip else n)
+            else:
+                out[name] = ~(_SENTINEL + i) if flip else _SENTINEL + i
+        return out
 
-    first = {**fields, **{name: sentinel(name, 0) for name in patched}}
-    data = encode(first)
-    slots: dict[str, tuple[int, int]] = {}
-    for name in patched:
-        other = encode({**first, name: sentinel(name, 1)})
-        diff = [i for i, (a, b) in enumerate(zip(data, other, strict=True)) if a != b]
-        width = diff[-1] - diff[0] + 1 if diff else 0
-        if width not in (4, 8, 16) or len(diff) != width:
-            raise ValueError(f"{name} is not a fixed-width field of this record")
-        slots[name] = (diff[0], width)
+    data = encode({**fields, **sentinels(False)})
+    other = encode({**fields, **sentinels(True)})
+    if len(data) != len(other):
+        raise ValueError(f"{list(patched)} are not all fixed-width fields of this record")
+    slots: dict[str, tuple[tuple[int, ...], int]] = {}
+    covered: set[int] = set()
+    for i, name in enumerate(patched):
+        widths = (16,) if is_uuid[name] else (8, 4)
+        for width in widths:
+            if is_uuid[name]:
+                n = _UUID_SENTINEL + i
+                a, b = n.to_bytes(16, "big"), ((1 << 128) - 1 - n).to_bytes(16, "big")
+            else:
+                n = _SENTINEL + i
+                a, b = (
+                    n.to_bytes(width, "big", signed=True),
+                    (~n).to_bytes(width, "big", signed=True),
+                )
+            starts = []
+            at = data.find(a)
+            while at >= 0:
+                if other[at : at + width] == b and at not in covered:
+                    starts.append(at)
+                at = data.find(a, at + 1)
+            if starts:
+                slots[name] = (tuple(starts), width)
+                for start in starts:
+                    covered.update(range(start, start + width))
+                break
+    diff = {i for i, (x, y) in enumerate(zip(data, other, strict=True)) if x != y}
+    if diff != covered or len(slots) != len(patched):
+        raise ValueError(f"{list(patched)} are not all fixed-width fields of this record")
     return Template(data, slots)
 
 
@@ -80,7 +114,7 @@ def fill_column(
     offsets = np.frombuffer(offsets_buf, np.int32, count=n + 1, offset=4 * column.offset)
     data = np.frombuffer(data_buf, np.uint8).copy()
     for name, values in numbers.items():
-        start = np.array([t.slots.get(name, (-1, 0))[0] for t in templates], np.int64)
+        start = np.array([t.slots[name][0][0] if name in t.slots else -1 for t in templates])
         (width,) = {t.slots[name][1] for t in templates if name in t.slots}
         row_start = start[shape]
         rows = np.flatnonzero(row_start >= 0)

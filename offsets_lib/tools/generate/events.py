@@ -66,6 +66,27 @@ def assignment(version: int, assigned: tuple[tuple[str, tuple[int, ...]], ...]) 
     return wire.encode_assignment(version, {"AssignedPartitions": partitions, "UserData": None})
 
 
+def _group_template(
+    protocol_type: str, protocol: str | None, leader: str | None, members: list[dict]
+) -> Template:
+    """GroupMetadataValue v3 whose generation, state timestamp and members' subscription
+    generation (templates in `members`) are filled in per record."""
+
+    def encode(f: dict) -> bytes:
+        rows = [
+            {**m, "subscription": m["subscription"].fill(GenerationId=f["subscriptionGeneration"])}
+            for m in members
+        ]
+        gen, ts = f["generation"], f["currentStateTimestamp"]
+        return group_metadata(protocol_type, gen, protocol, leader, ts, rows)
+
+    fields = {"generation": 0, "currentStateTimestamp": 0, "subscriptionGeneration": 0}
+    with_sub_generation = any(m["subscription"].slots for m in members)
+    patched = ["generation", "currentStateTimestamp"]
+    patched += ["subscriptionGeneration"] if with_sub_generation else []
+    return template(encode, fields, patched)
+
+
 def group_metadata(
     protocol_type: str,
     generation: int,
@@ -260,6 +281,7 @@ class Events:
         generation = int(rng.integers(1, 60)) if g.t_start < self.w.start + HOUR_MS else 1
         owned: list[tuple] = [() for _ in members]
         assigned_cache: dict[tuple[int, int], list[tuple]] = {}
+        shapes: dict[tuple, Template] = {}  # one GroupMetadataValue per membership
         key = self.key(2, group=g.name)
         names = self.w.topic_names
 
@@ -273,26 +295,31 @@ class Events:
                     for a in self._assign(g, topics, len(members))
                 ]
             assigned = assigned_cache[memo]
-            rows = []
-            for m, mid in enumerate(members):
-                asg = assigned[m]
-                sub = subscription(
-                    sub_version, tnames, owned[m], generation - 1, "rack-a" if m % 2 else None
-                )
-                rows.append(
-                    {
-                        "memberId": mid,
-                        "groupInstanceId": f"{g.name[:20]}-instance-{m}" if static else None,
-                        "clientId": self.client_id(g, m),
-                        "clientHost": hosts[m],
-                        "rebalanceTimeout": 300000,
-                        "sessionTimeout": 45000,
-                        "subscription": sub,
-                        "assignment": assignment(sub_version, asg),
-                    }
-                )
-                owned[m] = asg
-            value = group_metadata("consumer", generation, protocol, members[0], ts, rows)
+            shape = (tnames, tuple(members), tuple(owned))
+            if shape not in shapes:
+                rows = []
+                for m, mid in enumerate(members):
+                    rows.append(
+                        {
+                            "memberId": mid,
+                            "groupInstanceId": f"{g.name[:20]}-instance-{m}" if static else None,
+                            "clientId": self.client_id(g, m),
+                            "clientHost": hosts[m],
+                            "rebalanceTimeout": 300000,
+                            "sessionTimeout": 45000,
+                            "subscription": _subscription(
+                                sub_version, tnames, owned[m], "rack-a" if m % 2 else None
+                            ),
+                            "assignment": assignment(sub_version, assigned[m]),
+                        }
+                    )
+                shapes[shape] = _group_template("consumer", protocol, members[0], rows)
+            owned[:] = assigned
+            value = shapes[shape].fill(
+                generation=generation,
+                currentStateTimestamp=ts,
+                subscriptionGeneration=generation - 1,
+            )
             self.rare.add(ts, g.partition, key, value, "t2")
 
         write(g.t_start)
