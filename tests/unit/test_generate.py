@@ -266,7 +266,7 @@ def test_templates_fill_numbers_where_the_wire_writer_puts_them() -> None:
         "PartitionsPendingRevocation": [],
     }
     t8 = template(
-        lambda f: wire.encode_value(8, 0, f), fields, ("MemberEpoch", "PreviousMemberEpoch")
+        lambda f: wire.encode_value(8, 0, f), fields, {"MemberEpoch": 4, "PreviousMemberEpoch": 4}
     )
     for epoch in (0, 7, 2**31 - 1):
         filled = t8.fill(MemberEpoch=epoch, PreviousMemberEpoch=epoch - 1)
@@ -276,7 +276,7 @@ def test_templates_fill_numbers_where_the_wire_writer_puts_them() -> None:
         template(
             lambda f: wire.encode_key(1, f),
             {"group": g, "topic": "t", "partition": 0},
-            ["partition"],
+            {"partition": 4},
         )
         for g in ("g", "group-über")
     ]

@@ -35,10 +35,13 @@ def _commit_templates(metadata: tuple[str, ...]) -> list[Template]:
                     "expireTimestamp": 0,
                     "topicId": uuid.UUID(int=1) if with_topic_id else uuid.UUID(int=0),
                 }
-                patched = ["offset", "commitTimestamp"]
-                patched += ["leaderEpoch"] if version >= 3 else []
-                patched += ["expireTimestamp"] if version == 1 else []
-                patched += ["topicId"] if version >= 4 and with_topic_id else []
+                patched = {"offset": 8, "commitTimestamp": 8}
+                if version >= 3:
+                    patched["leaderEpoch"] = 4
+                if version == 1:
+                    patched["expireTimestamp"] = 8
+                if version >= 4 and with_topic_id:
+                    patched["topicId"] = 16
                 encode = functools.partial(wire.encode_value, 1, version)
                 out.append(template(encode, fields, patched))
     return out

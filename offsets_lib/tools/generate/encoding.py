@@ -20,82 +20,48 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-_SENTINEL = 0x12345600
-"""Field i gets `_SENTINEL + i` in one encoding and its complement in the other: every byte of
-every slot differs between the two (as int32 and as int64), and the bytes name the field."""
-_UUID_SENTINEL = 0x0123456789ABCDEF0123456789AB0000
+_SENTINELS = {4: 0x2C3D4E50, 8: 0x1A2B3C4D5E6F7080, 16: 0xF1E2D3C4B5A6978877665544332211A0}
+"""Per width, a number whose big-endian bytes are non-zero and appear in no other width's
+pattern; field i of a template gets sentinel + i, so no two fields share a pattern."""
 
 
 @dataclass(frozen=True)
 class Template:
-    """Bytes of one record shape and, per number to fill in, its start(s) and width."""
+    """Bytes of one record shape and the (start, width) of each number to fill in."""
 
     data: bytes
-    slots: dict[str, tuple[tuple[int, ...], int]]
+    slots: dict[str, tuple[int, int]]
 
     def fill(self, **numbers: int) -> bytes:
-        """The record with `numbers` (one per slot name) written big-endian at their places."""
+        """The record with `numbers` (every slot; extra names ignored) written big-endian."""
         out = bytearray(self.data)
-        for name, (starts, width) in self.slots.items():
-            raw = numbers[name].to_bytes(width, "big", signed=True)
-            for start in starts:
-                out[start : start + width] = raw
+        for name, (start, width) in self.slots.items():
+            out[start : start + width] = numbers[name].to_bytes(width, "big", signed=True)
         return bytes(out)
 
 
-def template(encode: Callable[[dict], bytes], fields: dict, patched: Sequence[str]) -> Template:
-    """Encode `fields` with the wire writer and find where the `patched` fixed-width fields sit.
+def template(encode: Callable[[dict], bytes], fields: dict, patched: dict[str, int]) -> Template:
+    """Encode `fields` with the wire writer and find where the `patched` fields sit.
 
-    Two encodings: every patched field i holds `_SENTINEL + i` in one and its bitwise
-    complement in the other. The bytes that differ are exactly the slots (checked), and the
-    sentinel's bytes tell which field each slot is. A field may sit at several places (the
-    same number nested in every member) and `encode` may place it anywhere. The data holds
-    sentinels in the slots: every use fills them all.
+    `patched` maps each fixed-width field to its width in bytes (4 int32, 8 int64, 16 uuid).
+    One encoding with a distinct sentinel in each patched field: a fixed-width field is its
+    big-endian bytes, so where that pattern occurs exactly once, there is the field (a
+    pattern found zero or several times is an error). The data keeps the sentinels: every use
+    fills every slot.
     """
-    is_uuid = {name: isinstance(fields[name], uuid.UUID) for name in patched}
-
-    def sentinels(flip: bool) -> dict:
-        out = {}
-        for i, name in enumerate(patched):
-            if is_uuid[name]:
-                n = _UUID_SENTINEL + i
-                out[name] = uuid.UUID(int=(1 << 128) - 1 - n if flip else n)
-            else:
-                out[name] = ~(_SENTINEL + i) if flip else _SENTINEL + i
-        return out
-
-    data = encode({**fields, **sentinels(False)})
-    other = encode({**fields, **sentinels(True)})
-    if len(data) != len(other):
-        raise ValueError(f"{list(patched)} are not all fixed-width fields of this record")
-    slots: dict[str, tuple[tuple[int, ...], int]] = {}
-    covered: set[int] = set()
-    for i, name in enumerate(patched):
-        widths = (16,) if is_uuid[name] else (8, 4)
-        for width in widths:
-            if is_uuid[name]:
-                n = _UUID_SENTINEL + i
-                a, b = n.to_bytes(16, "big"), ((1 << 128) - 1 - n).to_bytes(16, "big")
-            else:
-                n = _SENTINEL + i
-                a, b = (
-                    n.to_bytes(width, "big", signed=True),
-                    (~n).to_bytes(width, "big", signed=True),
-                )
-            starts = []
-            at = data.find(a)
-            while at >= 0:
-                if other[at : at + width] == b and at not in covered:
-                    starts.append(at)
-                at = data.find(a, at + 1)
-            if starts:
-                slots[name] = (tuple(starts), width)
-                for start in starts:
-                    covered.update(range(start, start + width))
-                break
-    diff = {i for i, (x, y) in enumerate(zip(data, other, strict=True)) if x != y}
-    if diff != covered or len(slots) != len(patched):
-        raise ValueError(f"{list(patched)} are not all fixed-width fields of this record")
+    sentinel = {name: _SENTINELS[width] + i for i, (name, width) in enumerate(patched.items())}
+    values = {
+        name: uuid.UUID(int=sentinel[name]) if width == 16 else sentinel[name]
+        for name, width in patched.items()
+    }
+    data = encode({**fields, **values})
+    slots: dict[str, tuple[int, int]] = {}
+    for name, width in patched.items():
+        pattern = sentinel[name].to_bytes(width, "big")
+        start = data.find(pattern)
+        if start < 0 or data.find(pattern, start + 1) >= 0:
+            raise ValueError(f"{name} is not a {width}-byte field of this record (once)")
+        slots[name] = (start, width)
     return Template(data, slots)
 
 
@@ -114,7 +80,7 @@ def fill_column(
     offsets = np.frombuffer(offsets_buf, np.int32, count=n + 1, offset=4 * column.offset)
     data = np.frombuffer(data_buf, np.uint8).copy()
     for name, values in numbers.items():
-        start = np.array([t.slots[name][0][0] if name in t.slots else -1 for t in templates])
+        start = np.array([t.slots[name][0] if name in t.slots else -1 for t in templates])
         (width,) = {t.slots[name][1] for t in templates if name in t.slots}
         row_start = start[shape]
         rows = np.flatnonzero(row_start >= 0)
@@ -137,7 +103,7 @@ def with_raw_string(encode: Callable[[dict], bytes], fields: dict, name: str, ra
     """
     a = encode({**fields, name: "a" * len(raw)})
     b = encode({**fields, name: "b" * len(raw)})
-    diff = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    diff = np.flatnonzero(np.frombuffer(a, np.uint8) != np.frombuffer(b, np.uint8)).tolist()
     if len(diff) != len(raw) or diff[-1] - diff[0] + 1 != len(raw):
         raise ValueError(f"{name} is not a string field of this record")
     return a[: diff[0]] + raw + a[diff[-1] + 1 :]

@@ -481,7 +481,7 @@ class World:
             template(
                 lambda f: wire.encode_key(1, f),
                 {"group": self.groups[g].name, "topic": self.topic_names[t], "partition": 0},
-                ("partition",),
+                {"partition": 4},
             )
             for g, t in zip(pair_g, pair_t, strict=True)
         ]
