@@ -103,19 +103,15 @@ def _write_end_offsets(world: World, path: Path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def generate_dump(
-    out: str,
-    *,
+def _check_arguments(
     groups: int,
     records: int,
-    seed: int,
-    partitions: int = 50,
-    profile: str = "realistic",
-    days: float = 8.0,
-    dominant_group_share: float = 0.0,
-) -> GenerateReport:
-    """Write a synthetic raw dump under `out` (see the module docstring); returns a report."""
-    started = time.perf_counter()
+    partitions: int,
+    profile: str,
+    days: float,
+    dominant_group_share: float,
+) -> None:
+    """Reject arguments the model cannot honour (the CLI exits 2 with the message)."""
     if profile not in PROFILES:
         raise GenerateError(f"unknown profile {profile!r} (choose {', '.join(PROFILES)})")
     if groups < 1:
@@ -130,6 +126,22 @@ def generate_dump(
         )
     if not 1.0 <= days <= 365.0:
         raise GenerateError(f"days must be within 1..365, got {days}")
+
+
+def generate_dump(
+    out: str,
+    *,
+    groups: int,
+    records: int,
+    seed: int,
+    partitions: int = 50,
+    profile: str = "realistic",
+    days: float = 8.0,
+    dominant_group_share: float = 0.0,
+) -> GenerateReport:
+    """Write a synthetic raw dump under `out` (see the module docstring); returns a report."""
+    started = time.perf_counter()
+    _check_arguments(groups, records, partitions, profile, days, dominant_group_share)
     prof = PROFILES[profile]
     world = World(groups, records, seed, partitions, prof, days, dominant_group_share)
     if world.commit_cdf is None:
