@@ -1,4 +1,4 @@
-"""`offsets generate`: write a synthetic raw dump (offsets_lib/tools/generate.py)."""
+"""`offsets generate`: write a synthetic raw dump (offsets_lib/tools/generate/)."""
 
 from __future__ import annotations
 
