@@ -210,6 +210,49 @@ def test_transaction_markers_leave_gaps_the_read_goes_past(spark, tansu_bootstra
 
 
 @pytest.mark.kafka
+def test_spark_conf_and_plans_of_a_kafka_read_hold_no_secret(
+    spark, tansu_bootstrap, offsets_topic, monkeypatch, capsys
+):
+    """The connector's plans (planning asks the broker for the ranges, hence Tansu) and Spark's
+    configuration hold none of the secret-bearing client settings read_kafka passes through.
+    (The connection is PLAINTEXT: the Java client leaves the sasl/ssl settings unused.)"""
+    monkeypatch.setattr(ks, "resolve_start_offsets", lambda *a, **k: {0: 0, 1: 0, 2: 0})
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required"
+        f' username="auditor" password="{SECRET}";'
+    )
+    options = {
+        "bootstrap.servers": tansu_bootstrap,
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "auditor",
+        "sasl.password": SECRET,
+        "sasl.jaas.config": jaas,
+        "ssl.key.password": SECRET,
+        "sasl.oauthbearer.client.secret": SECRET,
+    }
+    df = ks.read_kafka(spark, kafka_options=options, start_offsets=None, end_offsets={0: 5, 1: 3})
+    filtered = df.filter("partition = 0").select("key", "value")
+    texts = []
+    for frame in (df, filtered):
+        qe = frame._jdf.queryExecution()
+        texts += [qe.toString(), qe.simpleString()]
+        for mode in ("simple", "extended", "codegen", "cost", "formatted"):
+            texts.append(spark._jvm.PythonSQLUtils.explainString(qe, mode))
+        for plan in (qe.logical(), qe.analyzed(), qe.optimizedPlan(), qe.executedPlan()):
+            texts += [plan.toString(), plan.toJSON()]
+        frame.explain(True)
+        frame.explain(mode="formatted")
+    texts.append(capsys.readouterr().out)
+    assert "KafkaRelation" in "\n".join(texts)  # the plans were really produced
+    for text in texts:
+        assert SECRET not in text
+    assert filtered.count() == 5
+    assert not [kv for kv in spark.sparkContext.getConf().getAll() if SECRET in kv[1]]
+    assert not [kv for kv in spark.conf.getAll.items() if SECRET in str(kv[1])]
+    assert SECRET not in spark._jsparkSession.sessionState().conf().getAllConfs().toString()
+
+
+@pytest.mark.kafka
 def test_unreachable_broker_fails_fast_with_one_line_and_no_secret(caplog, capfd):
     port = free_port()  # nothing listens here
     options = {
