@@ -220,7 +220,7 @@ def _read_source(spark, options: RunOptions, *, full: bool = False):
 
     ends = kafka.resolve_end_offsets(options.kafka_options, options.topic)
     increment = incremental.begin(spark, options.output, options.topic, ends, full=full)
-    raw = kafka.read_kafka_with_spark_connector(
+    raw = kafka.read_kafka(
         spark,
         kafka_options=options.kafka_options,
         topic=options.topic,

@@ -3,7 +3,7 @@
 The broker runs on 127.0.0.1 with a free port and in-memory storage, one per test session.
 Known Tansu quirks (../shared/notes/feasibility.md section 3): end offsets can lag after batched
 produces (produce with linger.ms=0 and flush per record), and read_committed does not filter
-aborted transactions (transactional behaviour is unit-tested with a fake consumer instead).
+aborted transactions (so only commit markers, not aborted records, are tested against it).
 """
 
 from __future__ import annotations

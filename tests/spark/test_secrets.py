@@ -90,41 +90,6 @@ def test_jaas_config_rejected_by_the_client_never_shows_the_secret(spark, tmp_pa
 
 
 @pytest.mark.spark
-def test_spark_conf_and_plans_of_a_kafka_read_hold_no_secret(spark, monkeypatch, capsys):
-    """The DataFrame `read_kafka` builds (start offsets stubbed: no broker needed)."""
-    monkeypatch.setattr(ks, "resolve_start_offsets", lambda *a, **k: {0: 0, 1: 0})
-    options = {
-        "bootstrap.servers": f"127.0.0.1:{free_port()}",
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": "auditor",
-        "sasl.password": SECRET,
-        "sasl.jaas.config": JAAS,
-        "ssl.key.password": SECRET,
-        "sasl.oauthbearer.client.secret": SECRET,
-    }
-    df = ks.read_kafka(spark, kafka_options=options, start_offsets=None, end_offsets={0: 5, 1: 3})
-    filtered = df.filter("partition = 0").select("key", "value")
-    texts = []
-    for frame in (df, filtered):
-        qe = frame._jdf.queryExecution()
-        texts += [qe.toString(), qe.simpleString()]
-        for mode in ("simple", "extended", "codegen", "cost", "formatted"):
-            texts.append(spark._jvm.PythonSQLUtils.explainString(qe, mode))
-        for plan in (qe.logical(), qe.analyzed(), qe.optimizedPlan(), qe.executedPlan()):
-            texts += [plan.toString(), plan.toJSON()]
-        frame.explain(True)
-        frame.explain(mode="formatted")
-    texts.append(capsys.readouterr().out)
-    assert "offsets_kafka" in "\n".join(texts)  # the plans were really produced
-    for text in texts:
-        assert SECRET not in text
-    assert not [kv for kv in spark.sparkContext.getConf().getAll() if SECRET in kv[1]]
-    assert not [kv for kv in spark.conf.getAll.items() if SECRET in str(kv[1])]
-    assert SECRET not in spark._jsparkSession.sessionState().conf().getAllConfs().toString()
-
-
-@pytest.mark.spark
 def test_failed_run_error_in_runs_row_is_scrubbed(spark, tmp_path, monkeypatch):
     """An exception quoting a secret option (e.g. from a Kafka client) is scrubbed in `runs`."""
     from offsets_lib.engine import pipeline

@@ -13,12 +13,17 @@ from offsets_lib.job import session
 
 @pytest.fixture
 def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any attempt to build a SparkSession fails the test."""
+    """Any attempt to build a SparkSession or to launch a JVM fails the test (whether an earlier
+    test of the same process already started one does not matter)."""
+    import pyspark.context
+    import pyspark.java_gateway
 
     def refuse(*_args: object, **_kwargs: object) -> None:
-        raise AssertionError("a SparkSession was requested")
+        raise AssertionError("a SparkSession or a JVM was requested")
 
     monkeypatch.setattr(session, "get_or_create", refuse)
+    monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", refuse)
+    monkeypatch.setattr(pyspark.context, "launch_gateway", refuse)
 
 
 def test_missing_input_path_exits_3_without_spark(no_spark: None, tmp_path: Path) -> None:
@@ -28,9 +33,6 @@ def test_missing_input_path_exits_3_without_spark(no_spark: None, tmp_path: Path
     )
     assert result.exit_code == 3
     assert result.output == f"offsets: parquet input not found: {missing}\n"
-    from pyspark import SparkContext
-
-    assert SparkContext._gateway is None  # no JVM was started
 
 
 def test_unreadable_profile_exits_2_without_spark(no_spark: None, tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 - `parquet.read_parquet_dump` reads files, folders or globs of raw records.
 - `kafka.read_kafka` reads a Kafka topic (default `__consumer_offsets`) as a bounded batch through
-  the `offsets_kafka` Python data source; `kafka.resolve_end_offsets` fixes the end offsets.
+  Spark's Kafka connector; `kafka.resolve_end_offsets` fixes the end offsets.
 
 Errors a caller maps to exit codes (see ../shared/spec/contract.md, "Exit status"):
 `InputNotReadable` -> 3 (missing path, unreachable broker, unknown topic, not authorized);
@@ -30,7 +30,7 @@ _WRAPPED = re.compile(r"(?:offsets_lib\.sources\.)?InputNotReadable: ([^\n]+)")
 
 
 def unwrap_input_not_readable(exc: BaseException) -> InputNotReadable | None:
-    """The InputNotReadable raised in an executor (e.g. a Kafka read task) that Spark wrapped.
+    """The InputNotReadable raised in a Python worker (an executor task) that Spark wrapped.
 
     Spark reports a Python worker's exception as a PythonException / Py4JJavaError whose text
     holds the worker's traceback; this finds `InputNotReadable: <line>` in it (the last one).
