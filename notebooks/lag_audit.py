@@ -14,8 +14,8 @@
 # %% [markdown]
 # # Consumer-group lag audit
 #
-# Reads the Delta tables written by `offsets run` (no Spark needed: delta-rs + pandas) and
-# answers, for one run:
+# Reads the Delta tables written by `offsets run` (no Spark needed: delta-rs + pandas; for a
+# catalog `database` a Spark session only finds where its tables are) and answers, for one run:
 #
 # 1. which groups lag the most (or, without a `lag` table, have not committed for longest);
 # 2. which committed offsets expire within 24 hours and within 7 days;
@@ -26,10 +26,13 @@
 # to the run's `as_of` (the instant the run evaluated the coordinator at), not to "now".
 #
 # Run it headless with papermill, e.g.
-# `papermill notebooks/lag_audit.ipynb out.ipynb -p output sample/tables -k python3`.
+# `papermill notebooks/lag_audit.ipynb out.ipynb -p output sample/tables -k python3`
+# (or `-p database audit -p warehouse W` for the tables of `offsets run --database audit`).
 
 # %% tags=["parameters"]
 output = "../sample/tables"  # root folder (or URI) of the Delta tables: `offsets run --output`
+database = ""  # or a catalog database of `offsets run --database` (then output is not read)
+warehouse = ""  # local catalog folder given to `offsets run --warehouse` ("" = none)
 run_id = ""  # "" = the latest successful run
 top_n = 15  # rows in the "worst" lists and bars in the lag plot
 figures_dir = ""  # also save the plots as PNG files in this folder when set
@@ -64,7 +67,9 @@ def show(fig, name):
 
 
 # %%
-run = q.load_run(output, run_id)
+run = q.load_run(
+    None if database else output, run_id, database=database or None, warehouse=warehouse or None
+)
 offsets = run.tables["offsets"]
 groups = run.tables["groups"]
 decisions = run.tables["offset_decisions"]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import sys
-from typing import NoReturn
+from collections.abc import Callable
+from typing import NoReturn, TypeVar
 
 import click
 
@@ -15,6 +16,44 @@ def fail(code: int, message: str) -> NoReturn:
     """One clear line on stderr, then the command's exit status."""
     click.echo(f"offsets: {message}", err=True)
     sys.exit(code)
+
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def tables_options(command: F) -> F:
+    """--output PATH or --database NAME [--warehouse DIR]: where a reading command finds the
+    tables of `offsets run` (same names as run's options)."""
+    options = [
+        click.option("--output", help="Root folder (or URI) of the Delta tables."),
+        click.option(
+            "--database",
+            help="Catalog database of `offsets run --database` (instead of --output).",
+        ),
+        click.option(
+            "--warehouse",
+            help="Local sessions: the folder of the catalog given to `offsets run --warehouse`.",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def tables_root(output: str | None, database: str | None, warehouse: str | None) -> str:
+    """The folder the reading commands read: --output, or the database's tables' from the
+    catalog (a Spark session is started only for a database). Fails with exit 2 or 3."""
+    from offsets_lib.io.catalog import NoTablesInDatabase, resolve_tables_root
+    from offsets_lib.job import session
+
+    try:
+        return resolve_tables_root(
+            output, database, warehouse=warehouse, open_session=session.get_or_create
+        )
+    except NoTablesInDatabase as exc:
+        fail(EXIT_INPUT, str(exc))
+    except ValueError as exc:
+        fail(EXIT_USAGE, str(exc))
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,7 +1,8 @@
 """`offsets fetch` and `offsets fence-check`: operator questions answered from the written tables.
 
 Both read one run (the latest successful one, or --run-id) with delta-rs and pyarrow; no Spark
-session is started. Exit 3 with one line on stderr when the output has no tables or no such run.
+session is started for --output (for --database, one asks the catalog where the tables are).
+Exit 3 with one line on stderr when the output has no tables or no such run.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import click
 
-from offsets_lib.cli.app import EXIT_INPUT, EXIT_USAGE, fail
+from offsets_lib.cli.app import EXIT_INPUT, EXIT_USAGE, fail, tables_options, tables_root
 
 FETCH_COLUMNS = [
     "GROUP",
@@ -105,7 +106,7 @@ def _notes(results) -> list[str]:
 
 
 @click.command("fetch")
-@click.option("--output", required=True, help="Root folder (or URI) of the Delta tables.")
+@tables_options
 @click.option(
     "--group",
     "groups",
@@ -122,7 +123,9 @@ def _notes(results) -> list[str]:
 @click.option("--json", "as_json", is_flag=True, help="One JSON document for scripts.")
 @click.option("--run-id", help="Run to read (default: the latest successful run).")
 def fetch_command(
-    output: str,
+    output: str | None,
+    database: str | None,
+    warehouse: str | None,
     groups: tuple[str, ...],
     all_groups: bool,
     require_stable: bool,
@@ -134,9 +137,10 @@ def fetch_command(
 
     if bool(groups) == all_groups:
         fail(EXIT_USAGE, "fetch needs --group G[:TOPIC[:P,P..]] ... or --all-groups (not both)")
+    root = tables_root(output, database, warehouse)
     try:
         results = fetch_offsets(
-            output,
+            root,
             None if all_groups else list(groups),
             require_stable=require_stable,
             run_id=run_id,
@@ -249,7 +253,7 @@ def _java_length(text: str) -> int:
 
 
 @click.command("fence-check")
-@click.option("--output", required=True, help="Root folder (or URI) of the Delta tables.")
+@tables_options
 @click.option("--group", required=True, help="Group id.")
 @click.option("--member", required=True, help="Member id ('' for none).")
 @click.option(
@@ -277,8 +281,9 @@ def fence_check_command(**kw: Any) -> None:
     from offsets_lib.tools.fence import CommitRequest, decide_relaxed, decide_strict
     from offsets_lib.tools.fetch import NoRunError, load_run
 
+    root = tables_root(kw["output"], kw["database"], kw["warehouse"])
     try:
-        run = load_run(kw["output"], kw["run_id"])
+        run = load_run(root, kw["run_id"])
     except NoRunError as exc:
         fail(EXIT_INPUT, str(exc))
     group = load_fencing_group(run, kw["group"])

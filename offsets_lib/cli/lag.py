@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import click
 
-from offsets_lib.cli.app import EXIT_INPUT, EXIT_USAGE, fail
+from offsets_lib.cli.app import EXIT_INPUT, EXIT_USAGE, fail, tables_options, tables_root
 
 HEADER = (
     "GROUP",
@@ -22,7 +22,7 @@ HEADER = (
 
 
 @click.command("lag")
-@click.option("--output", required=True, help="Root folder (or URI) of the Delta tables.")
+@tables_options
 @click.option("--run-id", help="Run to report on (default: the newest succeeded run).")
 @click.option(
     "--end-offsets",
@@ -36,7 +36,9 @@ HEADER = (
 @click.option("--group", "groups", multiple=True, help="Only this group (repeatable).")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 def lag_command(
-    output: str,
+    output: str | None,
+    database: str | None,
+    warehouse: str | None,
     run_id: str | None,
     end_offsets: str | None,
     bootstrap_servers: str | None,
@@ -51,8 +53,9 @@ def lag_command(
     """
     from offsets_lib.io.sources import InputNotReadable, SourceConfigError
 
+    root = tables_root(output, database, warehouse)
     try:
-        rows = _lag_rows(output, run_id, end_offsets, bootstrap_servers, kafka_options, groups)
+        rows = _lag_rows(root, run_id, end_offsets, bootstrap_servers, kafka_options, groups)
     except (InputNotReadable, FileNotFoundError) as exc:
         fail(EXIT_INPUT, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     except (SourceConfigError, click.UsageError) as exc:

@@ -66,7 +66,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from offsets_lib.audit.tables import RUN_ID, TableSpec, table_spec
-from offsets_lib.io import storage
+from offsets_lib.io import catalog, storage
 
 __all__ = [
     "SchemaMismatchError",
@@ -703,10 +703,7 @@ def ensure_database(spark: SparkSession, database: str) -> str:
     """Create the catalog database unless it exists; returns its location (the root of its
     managed tables, and of the job's internal tables when no --output is given)."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {_identifier(database)}")
-    location = spark.catalog.getDatabase(database).locationUri
-    if location.startswith("file:"):  # a local folder: as a path, like --output
-        return "/" + location.removeprefix("file:").lstrip("/")
-    return location
+    return catalog.local_path(spark.catalog.getDatabase(database).locationUri)
 
 
 def write_with_spark_delta(

@@ -1,9 +1,11 @@
-"""Small pandas queries over the audit tables, for notebooks and dashboards (no Spark, no JVM).
+"""Small pandas queries over the audit tables, for notebooks and dashboards (no Spark, no JVM;
+a catalog database needs a session only to find where its tables are).
 
 The tables are read with delta-rs (:func:`offsets_lib.io.sink.read_table`); every function below
 takes and returns pandas DataFrames, so a notebook only presents what these return::
 
     run = load_run("sample/tables")                    # latest successful run
+    run = load_run(None, database="audit")             # the tables of `offsets run --database`
     worst_lagging_groups(run.tables["lag"])            # or staleness_by_group(offsets, as_of)
     expiring_within(run.tables["offset_decisions"], run.as_of, pd.Timedelta("24h"))
 """
@@ -29,6 +31,7 @@ __all__ = [
     "stale_unsubscribed",
     "staleness_by_group",
     "table_exists",
+    "tables_root",
     "worst_lagging_groups",
 ]
 
@@ -49,6 +52,16 @@ class AuditRun:
     def has(self, name: str) -> bool:
         frame = self.tables.get(name)
         return frame is not None
+
+
+def tables_root(output: str | None, database: str | None, warehouse: str | None = None) -> str:
+    """The folder to read: ``output``, or the tables' folder of a catalog database."""
+    from offsets_lib.io.catalog import resolve_tables_root
+    from offsets_lib.job import session
+
+    return resolve_tables_root(
+        output, database, warehouse=warehouse, open_session=session.get_or_create
+    )
 
 
 def table_exists(output: str, name: str) -> bool:
@@ -74,9 +87,17 @@ def latest_run_id(output: str) -> str:
 
 
 def load_run(
-    output: str, run_id: str | None = None, tables: Iterable[str] = NOTEBOOK_TABLES
+    output: str | None,
+    run_id: str | None = None,
+    tables: Iterable[str] = NOTEBOOK_TABLES,
+    *,
+    database: str | None = None,
+    warehouse: str | None = None,
 ) -> AuditRun:
-    """Load one run's tables (the latest successful run when ``run_id`` is None)."""
+    """Load one run's tables (the latest successful run when ``run_id`` is None), from the root
+    folder ``output`` or from the catalog ``database`` of `offsets run --database` (then a
+    Spark session asks the catalog where the tables are; ``warehouse`` as for run)."""
+    output = tables_root(output, database, warehouse)
     run_id = run_id or latest_run_id(output)
     runs = _read(output, "runs", run_id=run_id)
     if runs.empty:

@@ -1,0 +1,38 @@
+"""io/catalog.py without Spark: which folder the readers read for a database or a path."""
+
+from __future__ import annotations
+
+import pytest
+
+from offsets_lib.io.catalog import NoTablesInDatabase, local_path, resolve_tables_root, tables_root
+
+
+def _no_session(**_: object) -> None:
+    raise AssertionError("a path needs no Spark session")
+
+
+def test_a_path_is_read_as_given_without_a_session() -> None:
+    assert resolve_tables_root("tables/", None, open_session=_no_session) == "tables/"
+
+
+@pytest.mark.parametrize(("output", "database"), [(None, None), ("tables/", "audit")])
+def test_exactly_one_of_path_and_database(output: str | None, database: str | None) -> None:
+    with pytest.raises(ValueError, match="one of them"):
+        resolve_tables_root(output, database, open_session=_no_session)
+
+
+def test_the_tables_folder_of_a_database() -> None:
+    locations = {"runs": "/w/audit.db/runs", "offsets": "/w/audit.db/offsets/"}
+    assert tables_root("audit", locations) == "/w/audit.db"
+    assert local_path("file:/w/audit.db/runs") == "/w/audit.db/runs"
+    assert local_path("file:///w/audit.db") == "/w/audit.db"
+    assert local_path("s3a://bucket/audit/runs") == "s3a://bucket/audit/runs"
+
+
+def test_tables_not_side_by_side_or_none_are_refused() -> None:
+    with pytest.raises(ValueError, match="not side by side"):
+        tables_root("audit", {"runs": "/a/runs", "offsets": "/b/offsets"})
+    with pytest.raises(ValueError, match="not side by side"):
+        tables_root("audit", {"runs": "/a/runs", "offsets": "/a/other"})
+    with pytest.raises(NoTablesInDatabase, match="no tables in database 'audit'"):
+        tables_root("audit", {})
