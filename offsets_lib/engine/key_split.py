@@ -27,8 +27,7 @@ from pyspark.sql import functions as F
 from offsets_lib.audit import key_split
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.schemas import spark_schema
-from offsets_lib.audit.task_audit import RAW_ARROW
-from offsets_lib.engine import exchange, routing
+from offsets_lib.engine import exchange, pipeline, routing
 from offsets_lib.engine.pipeline import TaskEmitter
 from offsets_lib.engine.staging import MANIFEST_ARROW, Staging
 
@@ -92,24 +91,9 @@ def reduce_pieces(
 def reduce_records(records: DataFrame, *, staging: Staging, tasks: int) -> list[dict[str, Any]]:
     """First step over positioned raw records (plus is_history), routed by offset key in Spark
     -> REDUCED_ARROW rows (one Spark job)."""
-    if "is_history" not in records.columns:
-        records = records.withColumn("is_history", F.lit(False))
-    raw_columns = RAW_ARROW.names
-    bucketed_arrow = RAW_ARROW.append(pa.field("_bucket", pa.int32()))
-
-    def with_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            table = pa.Table.from_batches([batch]).cast(RAW_ARROW)
-            buckets = routing.task_buckets(table, tasks, by_offset_key=True)
-            yield from table.append_column("_bucket", pa.array(buckets, pa.int32())).to_batches()
-
-    bucketed = records.select(*raw_columns).mapInArrow(with_bucket, spark_schema(bucketed_arrow))
     routed = (
-        bucketed.select(
-            *raw_columns, routing.copies_to_tasks(F.col("_bucket"), tasks).alias("_copy", "_task")
-        )
+        pipeline.routed_by_task(records, tasks=tasks, by_offset_key=True)
         .withColumn("is_copy", F.col("_copy") > 0)
-        .repartition(tasks, "_task")
         .select(*key_split.SPLIT_ARROW.names)
     )
 

@@ -128,10 +128,11 @@ class TaskEmitter(Protocol):
     def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]: ...
 
 
-def _routed(records: DataFrame, *, tasks: int) -> DataFrame:
-    """Positioned raw records (plus is_history), each in its task's partition: the task of each
-    record is `routing.task_buckets`, the same rule as the file shuffle's; the copies of a marker
-    sent to other tasks are history there (audited, not counted)."""
+def routed_by_task(records: DataFrame, *, tasks: int, by_offset_key: bool = False) -> DataFrame:
+    """Positioned raw records (plus is_history) and `_copy`, each in its task's partition: the
+    task of each record is `routing.task_buckets` (by group, or with `by_offset_key` by offset
+    key), the same rule as the file shuffle's; `_copy` > 0 marks the copies of a marker sent to
+    other tasks."""
     from offsets_lib.audit.task_audit import RAW_ARROW
 
     if "is_history" not in records.columns:
@@ -142,18 +143,24 @@ def _routed(records: DataFrame, *, tasks: int) -> DataFrame:
     def with_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             table = pa.Table.from_batches([batch]).cast(RAW_ARROW)
-            buckets = pa.array(routing.task_buckets(table, tasks), pa.int32())
-            yield from table.append_column("_bucket", buckets).to_batches()
+            buckets = routing.task_buckets(table, tasks, by_offset_key=by_offset_key)
+            yield from table.append_column("_bucket", pa.array(buckets, pa.int32())).to_batches()
 
     bucketed = records.select(*raw_columns).mapInArrow(with_bucket, spark_schema(bucketed_arrow))
-    shuffled = (
-        bucketed.select(
-            *raw_columns, routing.copies_to_tasks(F.col("_bucket"), tasks).alias("_copy", "_task")
-        )
-        .withColumn("is_history", F.col("is_history") | (F.col("_copy") > 0))
-        .repartition(tasks, "_task")
+    return bucketed.select(
+        *raw_columns, routing.copies_to_tasks(F.col("_bucket"), tasks).alias("_copy", "_task")
+    ).repartition(tasks, "_task")
+
+
+def _routed(records: DataFrame, *, tasks: int) -> DataFrame:
+    """`routed_by_task` by group; the copies of a marker are history there (audited, not
+    counted)."""
+    from offsets_lib.audit.task_audit import RAW_ARROW
+
+    routed = routed_by_task(records, tasks=tasks)
+    return routed.withColumn("is_history", F.col("is_history") | (F.col("_copy") > 0)).select(
+        *RAW_ARROW.names
     )
-    return shuffled.select(*raw_columns)
 
 
 def audit_raw(
