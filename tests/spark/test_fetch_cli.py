@@ -6,7 +6,7 @@ records for fencing (a KIP-1251 consumer group with assignment epochs, a classic
 members, a share group). One CLI run writes the tables; every test only reads them.
 
 Run this file as a script to regenerate the column reference of TABLES.md:
-``.venv/bin/python tests/spark/test_fetch_cli.py``.
+``PYTHONPATH=. .venv/bin/python tests/spark/test_fetch_cli.py``.
 """
 
 from __future__ import annotations
