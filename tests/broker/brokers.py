@@ -11,7 +11,6 @@ import base64
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 import uuid
@@ -19,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tests.broker import kafka_dist
+from tests.support.ports import free_ports, is_listening
 
 STARTUP_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 20.0
@@ -41,20 +41,6 @@ FAST_SETTINGS: dict[str, str] = {
 }
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _reachable(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
-
-
 def _java(version: str) -> str:
     """Java 17 runs 3.9 and 4.x; JAVA_HOME wins when set."""
     home = os.environ.get("KAFKA_JAVA_HOME") or os.environ.get("JAVA_HOME")
@@ -69,8 +55,7 @@ class KafkaBroker:
         self.work_dir = work_dir
         self.log_dir = work_dir / "data"
         self.jars = kafka_dist.resolve(version)
-        self.port = free_port()
-        self.controller_port = free_port()
+        self.port, self.controller_port = free_ports(2)
         self.settings = {**FAST_SETTINGS, **(settings or {})}
         self.proc: subprocess.Popen | None = None
         self._write_config()
@@ -119,7 +104,7 @@ class KafkaBroker:
                 command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while not _reachable(self.port):
+        while not is_listening(self.port):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 tail = (self.work_dir / "broker.out").read_text(errors="replace")[-3000:]

@@ -16,21 +16,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-TOPIC = "__consumer_offsets"
-SCHEMA = pa.schema(
-    [
-        ("key", pa.binary()),
-        ("value", pa.binary()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
-        ("timestamp", pa.timestamp("ms", tz="UTC")),
-        ("timestampType", pa.int32()),
-        ("producer_id", pa.int64()),
-        ("producer_epoch", pa.int32()),
-        ("is_transactional", pa.bool_()),
-        ("is_control", pa.bool_()),
-    ]
+from offsets_lib.tools.generate import SCHEMA as DUMP_SCHEMA
+from offsets_lib.tools.generate.output import TOPIC
+
+# the dump format of `offsets generate`, with the log's millisecond timestamps kept as they are
+SCHEMA = DUMP_SCHEMA.set(
+    DUMP_SCHEMA.get_field_index("timestamp"), pa.field("timestamp", pa.timestamp("ms", tz="UTC"))
 )
 _BATCH_HEADER = struct.Struct(">qiibihiqqqhii")  # up to and including the record count
 _LOG_OVERHEAD = 12  # baseOffset + batchLength

@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,24 +24,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_ports
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 BUCKET = "audit"
 ACCESS_KEY, SECRET_KEY = "cluster-test-key", "cluster-test-secret"  # test-only, local server
 STARTUP_S = 120
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free TCP ports on 127.0.0.1."""
-    sockets = []
-    for _ in range(count):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        sockets.append(s)
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 def _wait_for(what: str, ready, process: subprocess.Popen, log: Path) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -18,23 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.ports import free_port, is_listening
+
 STARTUP_TIMEOUT_S = 20.0
 STOP_TIMEOUT_S = 10.0
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _reachable(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-            return True
-    except OSError:
-        return False
 
 
 def _wait_for_metadata(bootstrap: str, deadline: float) -> None:
@@ -76,9 +62,9 @@ def run_tansu(log_path: Path, *extra_args: str, wait_for_metadata: bool = True) 
                 command, stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
             )
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while proc.poll() is None and not _reachable(port) and time.monotonic() < deadline:
+        while proc.poll() is None and not is_listening(port) and time.monotonic() < deadline:
             time.sleep(0.05)
-        if proc.poll() is None and _reachable(port):
+        if proc.poll() is None and is_listening(port):
             break
         _stop(proc)
     else:

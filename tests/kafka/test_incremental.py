@@ -19,7 +19,6 @@ from deltalake import DeltaTable
 
 from offsets_lib.cli import main
 from offsets_lib.io import incremental, sink
-from tests.kafka.conftest import free_port
 from tests.kafka.test_kafka_job import (
     create_topic,
     produce_rows,
@@ -28,6 +27,7 @@ from tests.kafka.test_kafka_job import (
     table_rows,
 )
 from tests.reference import scenario, spark_audit
+from tests.support.ports import free_port
 
 PARTITIONS = 6
 AS_OF = "1700000000000"

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from offsets_lib.cli import main
 from offsets_lib.io import sink
-from tests.kafka.conftest import free_port
 from tests.reference import scenario
 from tests.spec_data import scenario_dir
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.kafka
 

@@ -11,7 +11,7 @@ import pytest
 
 from offsets_lib.io.sources import InputNotReadable, SourceConfigError
 from offsets_lib.io.sources import kafka as ks
-from tests.kafka.conftest import free_port
+from tests.support.ports import free_port
 
 SECRET = "s3cr3t-Pa55word-never-shown"
 PARTITIONS = 3

@@ -4,7 +4,6 @@ messages or Spark configuration dumps / plan strings."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 
 from offsets_lib.cli import main
 from offsets_lib.io.sources import kafka as ks
+from tests.support.ports import free_port
 
 SECRET = "S3cr3t-XYZ"
 JAAS = (
@@ -26,13 +26,6 @@ SASL = [
     "--kafka-option", "sasl.username=auditor",
     "--kafka-option", f"sasl.password={SECRET}",
 ]  # fmt: skip
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (the broker is 'down')."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def files_containing_secret(root: Path) -> list[Path]:
