@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offsets_lib.audit.arrays import as_bools
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.transactions import COMMITTED, NOT_TRANSACTIONAL, PENDING, takes_effect_at
 
@@ -79,8 +80,8 @@ class _Sorted:
         self.counting = np.asarray(pc.is_in(status, value_set=pa.array(COUNTING)), dtype=bool)[
             self.order
         ]
-        self.committed = _bools(pc.equal(status, COMMITTED))[self.order]
-        self.pending = _bools(pc.equal(status, PENDING))[self.order]
+        self.committed = as_bools(pc.equal(status, COMMITTED))[self.order]
+        self.pending = as_bools(pc.equal(status, PENDING))[self.order]
         self.tombstone = np.asarray(table.column("is_tombstone"), dtype=bool)[self.order]
         self.offsets = log_offset[self.order]
         marker = table.column("marker_offset")
@@ -117,10 +118,6 @@ class _Sorted:
         """Per key: a pending transactional value that no tombstone wiped (TXN-4)."""
         last_pending = self.per_key_max(np.where(self.pending, self.effect(coordinator), -1))
         return last_pending > self.last_tombstone()
-
-
-def _bools(array: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    return np.asarray(pc.fill_null(array, False), dtype=bool)
 
 
 def latest_per_key(table: pa.Table, *, coordinator: Coordinator) -> pa.Table:

@@ -27,20 +27,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.audit import compaction
+from offsets_lib.audit.arrays import as_bools, as_ints, group_codes
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES
 from offsets_lib.audit.task_audit import (
     KIND_ARROW,
     METRIC,
     RAW_ARROW,
     STATS,
-    _bools,
-    _commits_with_status,
-    _group_codes,
-    _ints,
-    _metrics,
+    kip496_meters,
+    resolved_commits,
 )
-from offsets_lib.wire.batch_decode import decode_task_records
 
 # a task's records in the first step: is_copy marks the copies of a marker or group tombstone
 # that other tasks also received (they resolve and delimit here; only one copy is forwarded)
@@ -63,26 +59,19 @@ def reduce_commits(batches: list[pa.RecordBatch], *, needs_decoding: np.ndarray)
     source = pa.Table.from_batches(batches, schema=SPLIT_ARROW) if batches else None
     if source is None or source.num_rows == 0:
         return ReducedTask(RAW_ARROW.empty_table(), _counted(None, None, 0, None))
-    is_copy = _bools(source.column("is_copy"))
-    is_history_source = _bools(source.column("is_history"))
+    is_copy = as_bools(source.column("is_copy"))
+    is_history_source = as_bools(source.column("is_history"))
     decode_rows = np.flatnonzero(needs_decoding)
     raw = source.select(RAW_ARROW.names).take(pa.array(decode_rows)).cast(RAW_ARROW)
-    records = decode_task_records(raw.to_batches(), every_value_of=frozenset())
-    decoded = records.table
+    c = resolved_commits(raw.to_batches())
+    records, decoded, rows, kept = c.records, c.records.table, c.rows, c.is_kept
     at_source = decode_rows[records.source]  # source row of each decoded row
     is_history = is_history_source[at_source]
-    ok = ~_bools(pc.is_valid(decoded.column("error")))
-    is_control = _bools(decoded.column("is_control"))
-    record_type = _ints(decoded.column("record_type"), -1)
-    tombstone = _bools(decoded.column("is_tombstone"))
-    rows, commits, _resolved_by = _commits_with_status(
-        decoded, ok, is_control, record_type, tombstone
-    )
     is_commit = np.zeros(decoded.num_rows, dtype=bool)
     is_commit[rows] = True
-    kept = np.zeros(decoded.num_rows, dtype=bool)
-    kept[rows[compaction.kept_rows(commits)]] = True
-    creating = _creation_candidates(decoded, ok, record_type, tombstone, is_commit, is_history)
+    creating = _creation_candidates(
+        decoded, c.ok, c.record_type, c.tombstone, is_commit, is_history
+    )
     counted_here = is_commit & ~is_history & ~creating
 
     forward = np.ones(source.num_rows, dtype=bool)
@@ -119,15 +108,15 @@ def _creation_candidates(
         & tombstone
         & ~is_history
         & np.isin(record_type, GROUP_TOMBSTONE_TYPES)
-        & _bools(pc.is_valid(decoded.column("group_id")))
+        & as_bools(pc.is_valid(decoded.column("group_id")))
     )
     involved = np.flatnonzero(value | group_tombstone)
     out = np.zeros(decoded.num_rows, dtype=bool)
     if not len(involved):
         return out
     taken = decoded.select(["log_partition", "group_id", "log_offset"]).take(pa.array(involved))
-    codes = _group_codes(taken.column("log_partition"), taken.column("group_id"))
-    offsets = _ints(taken.column("log_offset"), -(2**63))
+    codes = group_codes(taken.column("log_partition"), taken.column("group_id"))
+    offsets = as_ints(taken.column("log_offset"), -(2**63))
     order = np.lexsort((offsets, codes))
     sorted_codes = codes[order]
     starts = np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]
@@ -144,7 +133,7 @@ def _counted(records, counted_here, records_read: int, newest_ms: int | None) ->
     if records is None or not records_read:
         metric = KIND_ARROW[METRIC].empty_table()
     else:
-        metric = _metrics(records, counted_here)
+        metric = kip496_meters(records, counted_here)
         metric = metric.set_column(
             metric.schema.get_field_index("groups_created"),
             "groups_created",

@@ -16,6 +16,7 @@ from __future__ import annotations
 import gc
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib.audit import compaction, replay
+from offsets_lib.audit.arrays import as_bools, as_ints, group_codes, key_strings
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COUNTS
 from offsets_lib.audit.transactions import ABORTED, COMMITTED, transaction_status
@@ -99,22 +101,6 @@ KIND_ARROW: dict[str, pa.Schema] = {
 }
 
 
-def _bools(array: pa.Array | pa.ChunkedArray, default: bool = False) -> np.ndarray:
-    return np.asarray(pc.fill_null(array, default), dtype=bool)
-
-
-def _ints(array: pa.Array | pa.ChunkedArray, fill: int) -> np.ndarray:
-    return np.asarray(pc.fill_null(array, fill), dtype=np.int64)
-
-
-def _group_codes(partition: pa.Array, group: pa.Array) -> np.ndarray:
-    """Dense codes of (log_partition, group_id); null group ids get their own code."""
-    joined = _key_strings(partition, group)
-    if isinstance(joined, pa.ChunkedArray):
-        joined = joined.combine_chunks()
-    return np.asarray(pc.dictionary_encode(joined).indices, dtype=np.int64)
-
-
 def audit_records(
     batches: list[pa.RecordBatch], *, coordinator: Coordinator = Coordinator.NEW
 ) -> dict[str, pa.Table]:
@@ -134,15 +120,15 @@ def audit_records(
     history = pa.chunked_array(
         [b.column("is_history") for b in batches], type=pa.bool_()
     ).combine_chunks()
-    is_history = _bools(history)[source]
-    ok = ~_bools(pc.is_valid(decoded.column("error")))
-    is_control = _bools(decoded.column("is_control"))
-    record_type = _ints(decoded.column("record_type"), -1)
-    tombstone = _bools(decoded.column("is_tombstone"))
+    is_history = as_bools(history)[source]
+    ok = ~as_bools(pc.is_valid(decoded.column("error")))
+    is_control = as_bools(decoded.column("is_control"))
+    record_type = as_ints(decoded.column("record_type"), -1)
+    tombstone = as_bools(decoded.column("is_tombstone"))
 
     out = {
         REJECT: _rejects(decoded, ~ok & ~is_history),
-        METRIC: _metrics(records, ok & ~is_control & (record_type >= 0) & ~is_history),
+        METRIC: kip496_meters(records, ok & ~is_control & (record_type >= 0) & ~is_history),
     }
     keys = _offset_keys(decoded, ok, is_control, record_type, tombstone, coordinator)
     summary = _group_summary(keys)
@@ -196,17 +182,17 @@ def _commits_with_status(
     none)."""
     control_type = decoded.column("control_type")
     marker = np.select(
-        [_bools(pc.equal(control_type, "COMMIT")), _bools(pc.equal(control_type, "ABORT"))],
+        [as_bools(pc.equal(control_type, "COMMIT")), as_bools(pc.equal(control_type, "ABORT"))],
         [1, 2],
         0,
     )
     marker = np.where(ok & is_control, marker, 0)
     commit = ok & ~is_control & np.isin(record_type, OFFSET_COMMIT_TYPES)
-    producer = _ints(decoded.column("producer_id"), -1)
-    is_txn = commit & _bools(decoded.column("is_transactional")) & (producer >= 0) & ~tombstone
-    log_offset = _ints(decoded.column("log_offset"), -1)
+    producer = as_ints(decoded.column("producer_id"), -1)
+    is_txn = commit & as_bools(decoded.column("is_transactional")) & (producer >= 0) & ~tombstone
+    log_offset = as_ints(decoded.column("log_offset"), -1)
     status, resolved_by = transaction_status(
-        _ints(decoded.column("log_partition"), -1), producer, log_offset, is_txn, marker
+        as_ints(decoded.column("log_partition"), -1), producer, log_offset, is_txn, marker
     )
     rows = np.flatnonzero(commit)
     commits = _take(decoded.select([*compaction.OFFSET_KEY, *compaction.RECORD_COLUMNS]), rows)
@@ -267,7 +253,7 @@ def _replay(
 ) -> pa.Table:
     """Replay every group's records in log order (replay.replay_group), offsets as one event."""
     group_ids = decoded.column("group_id")
-    is_event = ok & ~is_control & (record_type >= 2) & _bools(pc.is_valid(group_ids))
+    is_event = ok & ~is_control & (record_type >= 2) & as_bools(pc.is_valid(group_ids))
     rows = np.flatnonzero(is_event)
     records = decoded.select(
         [
@@ -298,19 +284,19 @@ def _replay(
         [records.column("group_id").combine_chunks(), summary.column("group_id").combine_chunks()]
     )
     offsets = np.concatenate(
-        [_ints(records.column("log_offset"), -(2**63)), _ints(position, -(2**63))]
+        [as_ints(records.column("log_offset"), -(2**63)), as_ints(position, -(2**63))]
     )
     has_offset = np.concatenate(
-        [_bools(pc.is_valid(records.column("log_offset"))), _bools(pc.is_valid(position))]
+        [as_bools(pc.is_valid(records.column("log_offset"))), as_bools(pc.is_valid(position))]
     )
     n_records = len(rows)
-    codes = _group_codes(partitions, groups)
+    codes = group_codes(partitions, groups)
     order = np.lexsort((offsets, codes))
     starts = (
         np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]]) if len(order) else []
     )
     types = record_type[rows].tolist()
-    tombstones = _bools(records.column("is_tombstone")).tolist()
+    tombstones = as_bools(records.column("is_tombstone")).tolist()
     members = records.column("member_id").to_pylist()
     regexes = records.column("regular_expression").to_pylist()
     event_values = [values.get(int(i)) for i in rows]
@@ -350,20 +336,14 @@ def _replay(
     groups_table = pa.Table.from_pylist(out, schema=replay.GROUP_STATE_ARROW)
     # offset facts of each group (Arrow joins take no nested payload such as `members`)
     at = pc.index_in(
-        _key_strings(groups_table.column("log_partition"), groups_table.column("group_id")),
-        value_set=_key_strings(summary.column("log_partition"), summary.column("group_id")),
+        key_strings(groups_table.column("log_partition"), groups_table.column("group_id")),
+        value_set=key_strings(summary.column("log_partition"), summary.column("group_id")),
     )
     return groups_table.append_column(
         "offset_count", pc.fill_null(summary.column("offset_count").take(at), 0)
     ).append_column(
         "has_pending_transactions",
         pc.fill_null(summary.column("has_pending_transactions").take(at), False),
-    )
-
-
-def _key_strings(partition: pa.Array | pa.ChunkedArray, group: pa.Array | pa.ChunkedArray):
-    return pc.binary_join_element_wise(
-        pc.cast(partition, pa.string()), pc.fill_null(group, "\x01<null>"), "\x00"
     )
 
 
@@ -406,7 +386,7 @@ def _live_offsets(keys: pa.Table, groups: pa.Table) -> tuple[pa.Table, int]:
     return flagged, orphaned
 
 
-def _metrics(task: TaskRecords, counted: np.ndarray) -> pa.Table:
+def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
     """Partial KIP-496 meters per (UTC hour, offsets partition): see metrics.py for the meaning."""
     rows = np.flatnonzero(counted)
     records = task.table.select(
@@ -421,11 +401,11 @@ def _metrics(task: TaskRecords, counted: np.ndarray) -> pa.Table:
     )
     records = _take(records, rows)
     n = len(rows)
-    record_type = _ints(records.column("record_type"), -1)
-    tombstone = _bools(records.column("is_tombstone"))
-    has_group = _bools(pc.is_valid(records.column("group_id")))
-    offsets = _ints(records.column("log_offset"), -(2**63))
-    codes = _group_codes(records.column("log_partition"), records.column("group_id"))
+    record_type = as_ints(records.column("record_type"), -1)
+    tombstone = as_bools(records.column("is_tombstone"))
+    has_group = as_bools(pc.is_valid(records.column("group_id")))
+    offsets = as_ints(records.column("log_offset"), -(2**63))
+    codes = group_codes(records.column("log_partition"), records.column("group_id"))
     order = np.lexsort((offsets, codes))
     sorted_codes = codes[order]
     is_start = np.r_[True, sorted_codes[1:] != sorted_codes[:-1]] if n else np.zeros(0, bool)
@@ -510,40 +490,65 @@ def kept_records(batches: Iterator[pa.RecordBatch]) -> pa.Table:
     collected = [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
     if not collected:
         return POSITIONED_ARROW.empty_table()
-    records = decode_task_records(collected, every_value_of=frozenset())
+    c = resolved_commits(collected)
+    decoded = c.records.table
+    keep = c.is_kept.copy()
+    status = c.commits.column("txn_status")
+    resolved = np.asarray(pc.is_in(status, value_set=pa.array([COMMITTED, ABORTED])), dtype=bool)
+    markers = c.resolved_by[c.rows[resolved & c.is_kept[c.rows]]]
+    keep[markers[markers >= 0]] = True
+    keep |= _kept_group_records(decoded, c.ok & ~c.is_control, c.record_type, c.tombstone)
+    source = pa.Table.from_batches(collected).select(POSITIONED_ARROW.names)
+    return source.take(pa.array(np.sort(c.records.source[keep])))
+
+
+@dataclass(frozen=True)
+class ResolvedCommits:
+    """A task's records decoded once (values left undecoded), their offset commits with the
+    transaction status, and the commits `compaction.kept_rows` keeps: what the incremental
+    state (`kept_records`) and the split audit's first step (`key_split`) both choose from."""
+
+    records: TaskRecords
+    ok: np.ndarray  # decoded without error
+    is_control: np.ndarray
+    record_type: np.ndarray  # -1 where unknown
+    tombstone: np.ndarray
+    rows: np.ndarray  # decoded rows of the offset commits
+    commits: pa.Table  # their columns, with txn_status and marker_offset
+    resolved_by: np.ndarray  # per decoded row: the row of the marker that resolved it, or -1
+    is_kept: np.ndarray  # per decoded row: an offset commit that kept_rows keeps
+
+
+def resolved_commits(batches: list[pa.RecordBatch]) -> ResolvedCommits:
+    records = decode_task_records(batches, every_value_of=frozenset())
     decoded = records.table
-    ok = ~_bools(pc.is_valid(decoded.column("error")))
-    is_control = _bools(decoded.column("is_control"))
-    record_type = _ints(decoded.column("record_type"), -1)
-    tombstone = _bools(decoded.column("is_tombstone"))
+    ok = ~as_bools(pc.is_valid(decoded.column("error")))
+    is_control = as_bools(decoded.column("is_control"))
+    record_type = as_ints(decoded.column("record_type"), -1)
+    tombstone = as_bools(decoded.column("is_tombstone"))
     rows, commits, resolved_by = _commits_with_status(
         decoded, ok, is_control, record_type, tombstone
     )
-    keep = np.zeros(decoded.num_rows, dtype=bool)
-    kept_commits = rows[compaction.kept_rows(commits)]
-    keep[kept_commits] = True
-    status = commits.column("txn_status")
-    resolved = np.asarray(pc.is_in(status, value_set=pa.array([COMMITTED, ABORTED])), dtype=bool)
-    markers = resolved_by[rows[resolved & np.isin(rows, kept_commits)]]
-    keep[markers[markers >= 0]] = True
-    keep |= _kept_group_records(decoded, ok & ~is_control, record_type, tombstone)
-    source = pa.Table.from_batches(collected).select(POSITIONED_ARROW.names)
-    return source.take(pa.array(np.sort(records.source[keep])))
+    is_kept = np.zeros(decoded.num_rows, dtype=bool)
+    is_kept[rows[compaction.kept_rows(commits)]] = True
+    return ResolvedCommits(
+        records, ok, is_control, record_type, tombstone, rows, commits, resolved_by, is_kept
+    )
 
 
 def _kept_group_records(
     decoded: pa.Table, ok: np.ndarray, record_type: np.ndarray, tombstone: np.ndarray
 ) -> np.ndarray:
     """Group-level records to keep (see `kept_records`), as a mask over `decoded`'s rows."""
-    is_group = ok & (record_type >= 2) & _bools(pc.is_valid(decoded.column("group_id")))
+    is_group = ok & (record_type >= 2) & as_bools(pc.is_valid(decoded.column("group_id")))
     rows = np.flatnonzero(is_group)
     keep = np.zeros(decoded.num_rows, dtype=bool)
     if not len(rows):
         return keep
-    codes = _group_codes(
+    codes = group_codes(
         _take(decoded.column("log_partition"), rows), _take(decoded.column("group_id"), rows)
     )
-    log_offset = _ints(_take(decoded.column("log_offset"), rows), -1)
+    log_offset = as_ints(_take(decoded.column("log_offset"), rows), -1)
     classic = record_type[rows] == 2
     groups = codes.max() + 1
     has_modern = np.zeros(groups, dtype=bool)
