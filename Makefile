@@ -47,11 +47,13 @@ run: setup ## generate a sample dump, audit it, print the summary
 test: setup ## run the whole test suite
 	$(BIN)/pytest -q
 
-bench: setup ## benchmark the job against the raw read-and-dedupe baseline
+bench: setup ## the job against Spark's read-and-dedupe at 1M and 10M, a skewed 10M, an incremental Kafka run
 	$(BIN)/python -m offsets_lib.tools.bench
+	$(BIN)/python -m offsets_lib.tools.bench --sizes 10000000 --reps 1 --dominant-group-share 0.3
+	PYTHONPATH=. $(BIN)/python bench/incremental.py
 
-bench-large: setup ## the same at 10M and 100M records, one rep each (long; not part of test)
-	$(BIN)/python -m offsets_lib.tools.bench --sizes 10000000,100000000 --reps 1
+bench-large: setup ## 100M records, one rep, judged against the latest 10M result (long; not part of test)
+	$(BIN)/python -m offsets_lib.tools.bench --sizes 100000000 --reps 1
 
 lint: setup ## ruff check and format check
 	$(BIN)/ruff check .

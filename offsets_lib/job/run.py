@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 from deltalake.transaction import AddAction
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -119,6 +120,8 @@ class RunReport:
     tables: dict[str, str] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     largest_task_records: int | None = None  # input records of the largest audit task (files)
+    # the largest audit task's records over the average task's, in the step where it is largest
+    task_skew: float | None = None
     error: str | None = None
 
 
@@ -299,12 +302,12 @@ def _audit(
         emit: pipeline.TaskEmitter = staging
         if direct:
             emit = TableFiles(staging, options.output, options.run_id, report.as_of_ms, direct)
-        largest = int(exchange.task_sizes(pieces, tasks).max())
+        steps = [exchange.task_sizes(pieces, tasks)]
         if split:
             first_step = key_split.reduce_pieces(spark, pieces, staging=staging, tasks=tasks)
             pieces = key_split.forwarded_pieces(first_step)
-            largest = max(largest, int(exchange.task_sizes(pieces, tasks).max()))
-        report.largest_task_records = largest
+            steps.append(exchange.task_sizes(pieces, tasks))
+        _report_task_sizes(report, steps)
         audited = exchange.audit_pieces(
             spark, pieces, coordinator=options.coordinator, tasks=tasks, emit=emit
         )
@@ -412,6 +415,14 @@ def _error_line(exc: Exception, options: RunOptions) -> str:
 
     first_line = f"{type(exc).__name__}: {exc}".splitlines()[0]
     return scrub(first_line, options.kafka_options)[:1000]
+
+
+def _report_task_sizes(report: RunReport, steps: list[np.ndarray]) -> None:
+    """The largest audit task's records, and how many times the average task's it holds (in
+    the step with the largest task): the skew figures `make bench` reports (issue 19)."""
+    largest = max(steps, key=lambda sizes: int(sizes.max()))
+    report.largest_task_records = int(largest.max())
+    report.task_skew = float(largest.max() / largest.mean()) if largest.sum() else None
 
 
 def _as_of(options: RunOptions, latest_ms: int | None, started_ms: int) -> int:

@@ -112,10 +112,27 @@ class _Sampler:
         self._sample()
 
 
-def measure(work: Callable[[], dict[str, float] | None]) -> dict[str, Any]:
+def _spark_stages(spark) -> list[Any]:
+    """Spark's own record of the application's stages (its status store, kept with the UI off)."""
+    stages = spark.sparkContext._jsc.sc().statusStore().stageList(None)
+    return [stages.apply(i) for i in range(stages.size())]
+
+
+def _spilled_mb(spark, after_stage: int) -> dict[str, float]:
+    """Bytes Spark spilled (in memory's form and on disk) in the stages after `after_stage`."""
+    newer = [s for s in _spark_stages(spark) if s.stageId() > after_stage]
+    return {
+        "spill_memory_mb": sum(s.memoryBytesSpilled() for s in newer) / 2**20,
+        "spill_disk_mb": sum(s.diskBytesSpilled() for s in newer) / 2**20,
+    }
+
+
+def measure(work: Callable[[], dict[str, float] | None], spark=None) -> dict[str, Any]:
     """Wall seconds, own CPU seconds, other processes' CPU seconds (and whether the machine was
-    busy), peak RSS of the driver, the JVM and the largest Python worker, and the seconds per
-    stage that `work` returns (the pipeline's stage log), if any."""
+    busy), peak RSS of the driver, the JVM and the largest Python worker, the seconds per
+    stage that `work` returns (the pipeline's stage log), if any, and given the session, what
+    its stages spilled."""
+    last_stage = max((s.stageId() for s in _spark_stages(spark)), default=-1) if spark else -1
     before_busy = _machine_busy_seconds()
     started = time.perf_counter()
     with _Sampler() as sampler:
@@ -132,6 +149,8 @@ def measure(work: Callable[[], dict[str, float] | None]) -> dict[str, Any]:
         "jvm_rss_mb": sampler.jvm_peak_mb,
         "python_worker_rss_mb": sampler.worker_peak_mb,
     }
+    if spark is not None:
+        measured.update(_spilled_mb(spark, last_stage))
     if stages:
         measured["stage_s"] = dict(stages)
     return measured
@@ -151,6 +170,7 @@ def baseline(spark, dump: str, out: str) -> None:
 
 
 LARGEST_TASK = "largest_task_records"  # reported next to the stage seconds
+TASK_SKEW = "largest_over_mean_task"
 
 
 def pipeline_run(spark, dump: str, out: str, run_id: str) -> dict[str, float]:
@@ -161,7 +181,11 @@ def pipeline_run(spark, dump: str, out: str, run_id: str) -> dict[str, float]:
 
     options = RunOptions(output=out, run_id=run_id, inputs=(dump,), max_reject_ratio=1.0)
     report = execute(spark, read_parquet_dump(spark, [dump]), options, echo=lambda _line: None)
-    return {**report.stage_seconds, LARGEST_TASK: float(report.largest_task_records or 0)}
+    return {
+        **report.stage_seconds,
+        LARGEST_TASK: float(report.largest_task_records or 0),
+        TASK_SKEW: float(report.task_skew or 0.0),
+    }
 
 
 def ensure_dump(root: Path, records: int, dominant_share: float = 0.0) -> str:
@@ -190,6 +214,54 @@ def _append_results(path: Path, report: dict[str, Any]) -> None:
         earlier = json.loads(path.read_text())
         sessions = earlier.get("sessions", [earlier]) if isinstance(earlier, dict) else earlier
     path.write_text(json.dumps({"sessions": [*sessions, report]}, indent=2))
+
+
+def _earlier_runs(path: Path) -> list[dict[str, Any]]:
+    """Every size's result of the earlier sessions in results.json (oldest first)."""
+    if not path.exists():
+        return []
+    earlier = json.loads(path.read_text())
+    sessions = earlier.get("sessions", [earlier]) if isinstance(earlier, dict) else earlier
+    return [r for s in sessions for r in s.get("runs", [])]
+
+
+def target_lines(results: list[dict[str, Any]], earlier: list[dict[str, Any]]) -> list[str]:
+    """Issue 19's targets, each with the figure it is judged on and whether it holds."""
+    by_size = {(r["records"], r.get("dominant_group_share", 0.0)): r for r in [*earlier, *results]}
+    lines = []
+
+    def judge(name: str, figure: str, holds: bool) -> None:
+        lines.append(f"target {name}: {figure} -> {'met' if holds else 'MISSED'}")
+
+    for r in results:
+        n, share, ratio = r["records"], r["dominant_group_share"], r["ratio_baseline_over_pipeline"]
+        memory = f"driver {r['driver_peak_rss_mb']:.0f} MB"
+        memory += f", worker {r['python_worker_peak_rss_mb']:.0f} MB"
+        if share:
+            judge(
+                f"{n:,} records, one group {share:.0%} of the commits",
+                f"largest task {r['largest_over_mean_task']:.2f}x the average, {memory}",
+                r["largest_over_mean_task"] <= 2 and r["python_worker_peak_rss_mb"] < 3072,
+            )
+            plain = by_size.get((n, 0.0))
+            if plain:
+                slower = r["pipeline_s"] / plain["pipeline_s"]
+                judge(f"{n:,} skewed against unskewed", f"{slower:.2f}x the time", slower <= 1.2)
+        elif n == 1_000_000:
+            judge("1M records", f"{1 / ratio:.2f}x the baseline's time", 1 / ratio <= 2)
+        elif n == 10_000_000:
+            judge("10M records", f"{ratio:.2f}x the baseline's throughput", ratio >= 1.2)
+        elif n == 100_000_000:
+            ten = by_size.get((10_000_000, 0.0))
+            times = f"{r['pipeline_s'] / ten['pipeline_s']:.1f}x the 10M time, " if ten else ""
+            judge(
+                "100M records",
+                times + memory,
+                (ten is None or r["pipeline_s"] <= 11 * ten["pipeline_s"])
+                and r["driver_peak_rss_mb"] < 1024
+                and r["python_worker_peak_rss_mb"] < 3072,
+            )
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -227,10 +299,13 @@ def main(argv: list[str] | None = None) -> int:
                 target, dump = scratch / f"{kind}-{n}", dumps[n]
                 shutil.rmtree(target, ignore_errors=True)
                 if kind == "baseline":
-                    m = measure(lambda t=target, d=dump: baseline(spark, d, str(t)))
+                    m = measure(lambda t=target, d=dump: baseline(spark, d, str(t)), spark)
                 else:
                     m = measure(
-                        lambda t=target, d=dump, r=rep: pipeline_run(spark, d, str(t), f"bench-{r}")
+                        lambda t=target, d=dump, r=rep: pipeline_run(
+                            spark, d, str(t), f"bench-{r}"
+                        ),
+                        spark,
                     )
                 runs[kind].append(m)
                 stages = " ".join(f"{s} {v:.1f}" for s, v in m.get("stage_s", {}).items())
@@ -251,12 +326,15 @@ def main(argv: list[str] | None = None) -> int:
             }
             for k, v in runs.items()
         }
-        stage_names = [s for s in runs["pipeline"][0].get("stage_s", {}) if s != LARGEST_TASK]
+        stage_names = [
+            s for s in runs["pipeline"][0].get("stage_s", {}) if s not in (LARGEST_TASK, TASK_SKEW)
+        ]
         stage_medians = {
             s: round(statistics.median(r["stage_s"][s] for r in runs["pipeline"]), 2)
             for s in stage_names
         }
         largest_task = max(int(r["stage_s"].get(LARGEST_TASK, 0)) for r in runs["pipeline"])
+        task_skew = max(r["stage_s"].get(TASK_SKEW, 0.0) for r in runs["pipeline"])
         results.append(
             {
                 "records": n,
@@ -274,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 "dominant_group_share": args.dominant_group_share,
                 "largest_task_records": largest_task,
+                "largest_over_mean_task": round(task_skew, 2),
+                "spill_disk_mb": round(max(r["spill_disk_mb"] for r in runs["pipeline"]), 1),
                 "busy_reps": sum(r["is_machine_busy"] for v in runs.values() for r in v),
                 "pipeline_stage_s": stage_medians,
                 "cpu_s": round(med["pipeline"]["cpu_s"], 1),
@@ -286,18 +366,22 @@ def main(argv: list[str] | None = None) -> int:
             }
         )
     spark.stop()
+    earlier = _earlier_runs(root / "results.json")
     _append_results(root / "results.json", {"runs": results, "cores": os.cpu_count()})
     print()
     print(
         f"{'records':>11} {'pipeline s':>10} {'baseline s':>10} {'base/pipe':>9} {'pipe rec/s':>11}"
-        f" {'driver MB':>9} {'worker MB':>9} {'largest task':>12} {'others cpu s':>12}"
+        f" {'driver MB':>9} {'JVM MB':>7} {'worker MB':>9} {'largest task':>12} {'/mean':>5}"
+        f" {'spill MB':>8} {'busy reps':>9}"
     )
     for r in results:
         print(
             f"{r['records']:>11,} {r['pipeline_s']:>10.1f} {r['baseline_s']:>10.1f}"
             f" {r['ratio_baseline_over_pipeline']:>9.2f} {r['pipeline_records_per_s']:>11,}"
-            f" {r['driver_peak_rss_mb']:>9.0f} {r['python_worker_peak_rss_mb']:>9.0f}"
-            f" {r['largest_task_records']:>12,} {r['other_processes_cpu_s']:>12.1f}"
+            f" {r['driver_peak_rss_mb']:>9.0f} {r['jvm_peak_rss_mb']:>7.0f}"
+            f" {r['python_worker_peak_rss_mb']:>9.0f}"
+            f" {r['largest_task_records']:>12,} {r['largest_over_mean_task']:>5.2f}"
+            f" {r['spill_disk_mb']:>8.0f} {r['busy_reps']:>9}"
         )
     if len(results) >= 2:
         a, b = results[0], results[-1]
@@ -305,6 +389,8 @@ def main(argv: list[str] | None = None) -> int:
             f"scaling: {b['records'] / a['records']:.0f}x records took"
             f" {b['pipeline_s'] / a['pipeline_s']:.1f}x time"
         )
+    for line in target_lines(results, earlier):
+        print(line)
     print(f"results: {root / 'results.json'}")
     return 0
 

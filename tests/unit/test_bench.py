@@ -30,3 +30,35 @@ def test_processes_alive_before_the_work_count_only_what_they_use_during_it() ->
     finally:
         burner.wait()
     assert 0.0 <= measured["cpu_s"] < 0.5
+
+
+def _result(records: int, pipeline_s: float, baseline_s: float, **extra: float) -> dict:
+    return {
+        "records": records,
+        "pipeline_s": pipeline_s,
+        "baseline_s": baseline_s,
+        "ratio_baseline_over_pipeline": baseline_s / pipeline_s,
+        "driver_peak_rss_mb": 500.0,
+        "python_worker_peak_rss_mb": 1500.0,
+        "largest_over_mean_task": 1.1,
+        "dominant_group_share": 0.0,
+        **extra,
+    }
+
+
+def test_targets_are_judged_on_their_figures() -> None:
+    earlier = [_result(10_000_000, 100.0, 110.0)]
+    results = [
+        _result(1_000_000, 8.0, 4.0),
+        _result(10_000_000, 80.0, 100.0),
+        _result(100_000_000, 1000.0, 1200.0, python_worker_peak_rss_mb=3500.0),
+        _result(10_000_000, 90.0, 100.0, dominant_group_share=0.3, largest_over_mean_task=1.9),
+    ]
+    assert bench.target_lines(results, earlier) == [
+        "target 1M records: 2.00x the baseline's time -> met",
+        "target 10M records: 1.25x the baseline's throughput -> met",
+        "target 100M records: 12.5x the 10M time, driver 500 MB, worker 3500 MB -> MISSED",
+        "target 10,000,000 records, one group 30% of the commits: largest task 1.90x the"
+        " average, driver 500 MB, worker 1500 MB -> met",
+        "target 10,000,000 skewed against unskewed: 1.12x the time -> met",
+    ]
