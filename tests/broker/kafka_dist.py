@@ -78,7 +78,14 @@ def resolve(version: str, artifact: str = "kafka_2.13") -> Path:
         (Path(work) / "pom.xml").write_text(pom)
         partial = target.with_name(target.name + ".partial")
         shutil.rmtree(partial, ignore_errors=True)
-        command = [mvn, "-q", "-B", "-Dstyle.color=never", "dependency:copy-dependencies", "-DincludeScope=runtime"]
+        command = [
+            mvn,
+            "-q",
+            "-B",
+            "-Dstyle.color=never",
+            "dependency:copy-dependencies",
+            "-DincludeScope=runtime",
+        ]
         command += [f"-DoutputDirectory={partial}"]
         subprocess.run(command, cwd=work, check=True)
         shutil.rmtree(target, ignore_errors=True)
