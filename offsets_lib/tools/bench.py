@@ -114,7 +114,15 @@ class _Sampler:
 
 def _spark_stages(spark) -> list[Any]:
     """Spark's own record of the application's stages (its status store, kept with the UI off)."""
-    stages = spark.sparkContext._jsc.sc().statusStore().stageList(None)
+    context = spark.sparkContext
+    # AppStatusStore.stageList(statuses, details, withSummaries, unsortedQuantiles, taskStatus):
+    # every stage (statuses null), without task details; py4j passes no Scala default argument
+    no_quantiles = context._gateway.new_array(context._jvm.double, 0)
+    stages = (
+        context._jsc.sc()
+        .statusStore()
+        .stageList(None, False, False, no_quantiles, context._jvm.java.util.ArrayList())
+    )
     return [stages.apply(i) for i in range(stages.size())]
 
 
