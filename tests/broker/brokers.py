@@ -16,12 +16,14 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tests.broker import kafka_dist
 from tests.support.ports import free_ports, is_listening
 
 STARTUP_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 20.0
+SASL_ADMIN = ("admin", "admin-secret")  # the broker's own login on a SASL listener
 JVM_OPTIONS = ("-Xms256m", "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 # Settings that make the coordinator's clocks short enough for a test (issue 16).
@@ -50,8 +52,17 @@ def _java(version: str) -> str:
 class KafkaBroker:
     """A broker of `version` under `work_dir` (log dir, config, stdout log)."""
 
-    def __init__(self, version: str, work_dir: Path, settings: Mapping[str, str] | None = None):
+    def __init__(
+        self,
+        version: str,
+        work_dir: Path,
+        settings: Mapping[str, str] | None = None,
+        sasl_users: Mapping[str, str] | None = None,
+    ):
+        """`sasl_users` (user -> password): clients must log in with SASL PLAIN (the broker
+        itself as `admin`, see `client_conf`)."""
         self.version = version
+        self.sasl_users = dict(sasl_users or {})
         self.work_dir = work_dir
         self.log_dir = work_dir / "data"
         self.jars = kafka_dist.resolve(version)
@@ -66,6 +77,42 @@ class KafkaBroker:
         return f"127.0.0.1:{self.port}"
 
     @property
+    def client_conf(self) -> dict[str, Any]:
+        """librdkafka settings of an administrator client of this broker."""
+        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "log_level": 0}
+        if self.sasl_users:
+            conf |= {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanisms": "PLAIN",
+                "sasl.username": SASL_ADMIN[0],
+                "sasl.password": SASL_ADMIN[1],
+            }
+        return conf
+
+    def _listener_settings(self) -> dict[str, str]:
+        protocol = "SASL_PLAINTEXT" if self.sasl_users else "PLAINTEXT"
+        listeners = {
+            "listeners": f"{protocol}://127.0.0.1:{self.port},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"{protocol}://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": protocol,
+            "listener.security.protocol.map": f"{protocol}:{protocol},CONTROLLER:PLAINTEXT",
+        }
+        if self.sasl_users:
+            users = {SASL_ADMIN[0]: SASL_ADMIN[1], **self.sasl_users}
+            known = " ".join(f'user_{u}="{p}"' for u, p in users.items())
+            listeners |= {
+                "sasl.enabled.mechanisms": "PLAIN",
+                "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                    "org.apache.kafka.common.security.plain.PlainLoginModule required"
+                    f' username="{SASL_ADMIN[0]}" password="{SASL_ADMIN[1]}" {known};'
+                ),
+            }
+        return listeners
+
+    @property
     def major(self) -> int:
         return int(self.version.split(".")[0])
 
@@ -78,12 +125,7 @@ class KafkaBroker:
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
-            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
-            f"CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "controller.listener.names": "CONTROLLER",
-            "inter.broker.listener.name": "PLAINTEXT",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **self._listener_settings(),
             "log.dirs": str(self.log_dir),
             **self.settings,
         }
@@ -116,7 +158,7 @@ class KafkaBroker:
         """Metadata answers and the group coordinator is loaded (a group describe succeeds)."""
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        admin = AdminClient(self.client_conf)
         while True:
             try:
                 admin.list_topics(timeout=2.0)

@@ -92,22 +92,27 @@ def scenario_specs(numbers: list[int]) -> list[dict]:
     return specs
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, conf: dict | None = None) -> None:
+    """`conf`: more client settings (a login)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **(conf or {})})
     for future in admin.create_topics(
         [NewTopic(topic, partitions, 1)], request_timeout=10
     ).values():
         future.result(timeout=10)
 
 
-def produce_rows(bootstrap: str, topic: str, rows: list[dict]) -> list[dict]:
+def produce_rows(
+    bootstrap: str, topic: str, rows: list[dict], conf: dict | None = None
+) -> list[dict]:
     """Produce raw-record rows (scenario.scenario_rows shape) one by one, flushing each (Tansu:
-    end offsets lag after batched produces); returns the rows as stored (broker offsets)."""
+    end offsets lag after batched produces); returns the rows as stored (broker offsets).
+    `conf`: more client settings (a login)."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "log_level": 0})
+    settings = {"bootstrap.servers": bootstrap, "linger.ms": 0, "log_level": 0, **(conf or {})}
+    producer = Producer(settings)
     stored: list[dict] = []
     errors: list = []
 

@@ -40,7 +40,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from offsets_lib.io.sources import InputNotReadable, SourceConfigError
+from offsets_lib.io.sources import InputNotReadable, SourceConfigError, kafka_names
 
 log = logging.getLogger(__name__)
 _rdkafka_log = logging.getLogger(__name__ + ".librdkafka")
@@ -94,18 +94,28 @@ def scrub(text: str, options: Mapping[str, Any]) -> str:
 # ------------------------------------------------------------------------------ client config
 
 
-def client_config(kafka_options: Mapping[str, Any]) -> dict[str, Any]:
-    """librdkafka settings from `kafka_options` (the `kafka.` prefix is optional and dropped)."""
+def _unprefixed(kafka_options: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings by their client names (the `kafka.` prefix is optional and dropped)."""
     conf: dict[str, Any] = {}
     for key, value in kafka_options.items():
         key = str(key)
         name = key[len("kafka.") :] if key.lower().startswith("kafka.") else key
-        if not name:
-            continue
-        conf[name] = value
+        if name:
+            conf[name] = value
     if not conf.get("bootstrap.servers"):
         raise SourceConfigError("kafka option bootstrap.servers is required")
     return conf
+
+
+def client_config(kafka_options: Mapping[str, Any]) -> dict[str, Any]:
+    """librdkafka settings from `kafka_options`, given in librdkafka's or the Java client's
+    names (`kafka_names`)."""
+    return kafka_names.librdkafka_config(_unprefixed(kafka_options))
+
+
+def connector_config(kafka_options: Mapping[str, Any]) -> dict[str, Any]:
+    """The Java client's settings for Spark's connector (without the `kafka.` prefix)."""
+    return kafka_names.java_config(_unprefixed(kafka_options))
 
 
 def _where(conf: Mapping[str, Any]) -> str:
@@ -372,7 +382,8 @@ def read_kafka(
     start = checked_start_offsets(conf, topic, start_offsets, end_offsets, timeout_s)
     reader = spark.read.format("kafka")
     # every client setting passes through; read_committed unless the options say otherwise
-    for key, value in {"isolation.level": "read_committed", **conf}.items():
+    java = connector_config(kafka_options)
+    for key, value in {"isolation.level": "read_committed", **java}.items():
         reader = reader.option(f"kafka.{key}", _option_value(value))
     log.info("reading kafka %s (%s) from %s to %s", topic, redact(conf), start, dict(end_offsets))
     reader = (
@@ -386,7 +397,7 @@ def read_kafka(
     try:
         df = reader.load()
     except Exception as exc:
-        text = scrub(_exc_text(exc), conf)
+        text = scrub(_exc_text(exc), {**conf, **java})
         lowered = text.lower()
         if "data_source_not_found" in lowered or "failed to find data source: kafka" in lowered:
             raise SourceConfigError(

@@ -1,0 +1,120 @@
+"""`--source kafka` against a Kafka 4.4.0 broker that requires a login (SASL PLAIN).
+
+One set of `--kafka-option` settings, in librdkafka's names or the Java client's, must log in
+both the driver's offset look-ups (confluent-kafka) and Spark's connector (the Java client): the
+tables then equal the Parquet path's on the same records, and the password shows nowhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner
+
+from offsets_lib.cli import main
+from offsets_lib.io.sources.kafka_names import jaas_config
+from tests.broker.brokers import KafkaBroker
+from tests.kafka.test_kafka_job import create_topic, produce_rows, scenario_specs, table_rows
+from tests.reference import scenario
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+USER, PASSWORD = "alice", "alice-Pa55-w0rd"
+TOPIC = "offsets-sasl"
+LOGIN_RDKAFKA = {
+    "security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanisms": "PLAIN",
+    "sasl.username": USER,
+    "sasl.password": PASSWORD,
+}
+LOGIN_JAVA = {
+    "security.protocol": "SASL_PLAINTEXT",
+    "sasl.mechanism": "PLAIN",
+    "sasl.jaas.config": jaas_config("PLAIN", USER, PASSWORD),
+}
+
+
+@pytest.fixture(scope="module")
+def sasl_dump(tmp_path_factory) -> Iterator[dict[str, Any]]:
+    """A broker with a login, a topic holding golden scenarios' records, and the same records
+    (with the broker's offsets) as a Parquet dump audited by the Parquet path."""
+    work = tmp_path_factory.mktemp("kafka-sasl")
+    broker = KafkaBroker("4.4.0", work / "broker", sasl_users={USER: PASSWORD})
+    broker.start()
+    try:
+        specs = scenario_specs([1, 2, 3, 4, 5, 6])
+        rows, base = [], 0
+        for spec in specs:
+            own = scenario.scenario_rows(spec)
+            for row in own:
+                row["partition"] += base
+            rows += own
+            base += 1 + max(r["partition"] - base for r in own)
+        create_topic(broker.bootstrap, TOPIC, base, LOGIN_RDKAFKA)
+        stored = produce_rows(broker.bootstrap, TOPIC, rows, LOGIN_RDKAFKA)
+        pq.write_table(pa.Table.from_pylist(stored), work / "dump.parquet")
+        output = work / "tables"
+        as_of = str(specs[0]["config"]["evaluated_at_ms"])
+        args = ["--input", str(work / "dump.parquet"), "--as-of", as_of, "--run-id", "parquet"]
+        result = _run("--source", "parquet", "--output", str(output), *args)
+        assert result.exit_code == 0, result.output
+        yield {"broker": broker, "output": output, "as_of": as_of}
+    finally:
+        broker.stop()
+
+
+def _run(*args: str):
+    return CliRunner().invoke(main, ["run", *args])
+
+
+def _kafka_run(dump: dict[str, Any], run_id: str, login: dict[str, str]):
+    options = [item for k, v in login.items() for item in ("--kafka-option", f"{k}={v}")]
+    return _run(
+        "--source",
+        "kafka",
+        "--bootstrap-servers",
+        dump["broker"].bootstrap,
+        "--topic",
+        TOPIC,
+        *options,
+        "--output",
+        str(dump["output"]),
+        "--as-of",
+        dump["as_of"],
+        "--run-id",
+        run_id,
+    )
+
+
+def _shows_no_password(result, output: Path) -> None:
+    assert PASSWORD not in result.output
+    assert PASSWORD not in (result.stderr or "")
+    runs = [p.read_bytes() for p in (output / "runs").rglob("*.parquet")]
+    assert runs and not any(PASSWORD.encode() in data for data in runs)
+
+
+@pytest.mark.parametrize("names", ["librdkafka", "java"])
+def test_one_login_in_either_clients_names_reads_through_both_clients(sasl_dump, names):
+    login = LOGIN_RDKAFKA if names == "librdkafka" else LOGIN_JAVA
+    result = _kafka_run(sasl_dump, f"kafka-{names}", login)
+    assert result.exit_code == 0, result.output
+    output = str(sasl_dump["output"])
+    via_kafka = table_rows(output, f"kafka-{names}")
+    assert via_kafka["offsets"] and via_kafka["groups"]
+    assert via_kafka == table_rows(output, "parquet")
+    _shows_no_password(result, sasl_dump["output"])
+
+
+def test_a_wrong_password_fails_on_the_driver_in_one_line_without_the_password(sasl_dump):
+    wrong = {**LOGIN_RDKAFKA, "sasl.password": PASSWORD + "-wrong"}
+    result = _kafka_run(sasl_dump, "wrong", wrong)
+    assert result.exit_code == 3, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert "authentication" in lines[0].lower() or "sasl" in lines[0].lower(), lines
+    assert PASSWORD not in result.output and PASSWORD not in result.stderr
