@@ -20,6 +20,8 @@ from offsets_lib.job.run import (
     parse_retention,
 )
 
+SPLIT_COMMITS = {"auto": None, "always": True, "never": False}  # RunOptions.split_commits
+
 
 @click.command("run")
 @conf_option()
@@ -77,11 +79,13 @@ from offsets_lib.job.run import (
     " shuffle, auto = files when possible.",
 )
 @click.option(
-    "--split-commits/--no-split-commits",
-    default=True,
+    "--split-commits",
+    type=click.Choice(list(SPLIT_COMMITS)),
+    default="auto",
     show_default=True,
     help="Reduce offset commits per offset key in a first step, so that no audit task holds a"
-    " dominant group's commits (engine/key_split.py).",
+    " dominant group's commits (engine/key_split.py). auto: when a group dominates a Parquet"
+    " dump's tasks; always with the Spark shuffle (Kafka).",
 )
 @click.option(
     "--full",
@@ -197,7 +201,7 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
         max_reject_ratio=ratio,
         delta_writer=delta_writer,
         shuffle=kw["shuffle"],
-        split_commits=kw["split_commits"],
+        split_commits=SPLIT_COMMITS[kw["split_commits"]],
         kafka_options=kafka_options,
         topic=kw["topic"],
     )

@@ -84,3 +84,18 @@ def test_tables_the_audit_tasks_write_and_the_frames_left_to_build() -> None:
         "offset_decisions", "group_decisions", "metrics", "offsets",
     ]  # fmt: skip
     assert run._frames_needed({}) == list(DECIDED_TABLES)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "is_skewed"),
+    [
+        ([600_000, 100_000, 100_000, 100_000], True),  # one task over twice the average
+        ([600_000, 500_000, 500_000, 500_000], False),  # large, but even
+        ([400_000, 10_000, 10_000, 10_000], False),  # uneven, but no task is what a run waits for
+        ([], False),
+    ],
+)
+def test_the_split_audit_starts_by_itself_when_one_task_dominates(sizes, is_skewed) -> None:
+    import numpy as np
+
+    assert run._is_skewed(np.array(sizes, dtype=np.int64)) is is_skewed
