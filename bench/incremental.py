@@ -75,7 +75,7 @@ def _produce(bootstrap: str, records: Any, partitions: int) -> int:
                         key=key,
                         value=value,
                         partition=partition % partitions,
-                        timestamp=int(timestamp),
+                        timestamp=timestamp,
                     )
                     break
                 except BufferError:
@@ -94,6 +94,8 @@ def _split(dump: str, tail: int) -> tuple[Any, Any]:
         columns=["partition", "offset", "timestamp", "key", "value"]
     )
     table = table.sort_by([("partition", "ascending"), ("offset", "ascending")])
+    millis = table.column("timestamp").cast(pa.timestamp("ms")).cast(pa.int64())
+    table = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", millis)
     partition = table.column("partition").to_numpy()
     starts = np.flatnonzero(np.r_[True, partition[1:] != partition[:-1]])
     ends = np.r_[starts[1:], len(partition)]
