@@ -126,7 +126,8 @@ def _offsets_run(bootstrap: str, output: Path, run_id: str) -> None:
         raise RuntimeError(
             f"{' '.join(command)} failed ({done.returncode}):\n{done.stderr[-3000:]}"
         )
-    print(done.stdout.strip(), flush=True)
+    stages = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    print("\n".join([*stages, done.stdout.strip()]), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

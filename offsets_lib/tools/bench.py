@@ -18,6 +18,8 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -205,19 +207,23 @@ def pipeline_run(
 
 
 def ensure_dump(root: Path, records: int, dominant_share: float = 0.0) -> str:
-    from offsets_lib.tools.generate import generate_dump
-
+    """The bench dump of `records` (generated once, in a child process: the generator's memory
+    must not count as the driver's in the measurements that follow)."""
     path = root / (f"dump-{records}" + (f"-dominant-{dominant_share}" if dominant_share else ""))
     if not (path / "_generate.json").exists():
         print(f"generating {records:,} records into {path} ...", flush=True)
-        generate_dump(
-            str(path),
+        arguments = dict(
             groups=min(BENCH_GROUPS, records // 20),
             records=records,
             seed=42,
             profile="bench",
             dominant_group_share=dominant_share,
         )
+        code = (
+            "import sys; from offsets_lib.tools.generate import generate_dump; "
+            f"generate_dump(sys.argv[1], **{arguments!r})"
+        )
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True)
     return str(path)
 
 
