@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -150,6 +151,30 @@ def routed_by_task(records: DataFrame, *, tasks: int, by_offset_key: bool = Fals
     return bucketed.select(
         *raw_columns, routing.copies_to_tasks(F.col("_bucket"), tasks).alias("_copy", "_task")
     ).repartition(tasks, "_task")
+
+
+def task_sizes(records: DataFrame, *, tasks: int) -> np.ndarray:
+    """Records each audit task of the per-group routing would receive (a marker counts in every
+    task), counted without moving them: what decides the automatic split on the Spark shuffle,
+    as `exchange.task_sizes` does on the file shuffle's pieces."""
+    from offsets_lib.audit.task_audit import RAW_ARROW
+
+    if "is_history" not in records.columns:
+        records = records.withColumn("is_history", F.lit(False))
+
+    def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        sizes = np.zeros(tasks, dtype=np.int64)
+        for batch in batches:
+            buckets = routing.task_buckets(pa.Table.from_batches([batch]).cast(RAW_ARROW), tasks)
+            is_marker = buckets == routing.MARKERS
+            sizes += np.bincount(buckets[~is_marker], minlength=tasks)[:tasks]
+            sizes += int(is_marker.sum())
+        yield pa.RecordBatch.from_pydict({"sizes": [sizes.tolist()]})
+
+    total = np.zeros(tasks, dtype=np.int64)
+    for row in records.select(*RAW_ARROW.names).mapInArrow(count, "sizes array<long>").collect():
+        total += np.array(row["sizes"], dtype=np.int64)  # one small row per input partition
+    return total
 
 
 def _routed(records: DataFrame, *, tasks: int) -> DataFrame:

@@ -321,7 +321,7 @@ def _audit(
             spark, pieces, coordinator=options.coordinator, tasks=tasks, emit=emit
         )
         manifest = key_split.staged_rows(first_step) + audited.collect()
-    elif split is not False:  # the Spark shuffle cannot see task sizes first: always split
+    elif split or (split is None and _is_skewed(pipeline.task_sizes(records, tasks=tasks))):
         manifest = key_split.audit_split(
             records, coordinator=options.coordinator, tasks=tasks, staging=staging, emit=staging
         )
@@ -430,7 +430,8 @@ def _error_line(exc: Exception, options: RunOptions) -> str:
 # routing holds more than this many times the average task's records, and more than
 # RECORDS_PER_TASK: below that one task is not what the run waits for. Measured at 10M records
 # on 2 cores (issue 19): the split costs 5-9 s of 18 s on a dump without a dominant group, and a
-# second map stage costs ~3 s on a dump with one.
+# second map stage costs ~3 s on a dump with one. On the Spark shuffle the sizes are counted in
+# one pass over the records (`pipeline.task_sizes`; a Kafka run's records are persisted).
 SKEWED_TASK = 2.0
 
 

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
-from offsets_lib.engine import exchange, key_split
+from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import decode_records, positioned
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io.sources.parquet import read_parquet_dump
@@ -68,6 +68,8 @@ def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp
     by_group = exchange.map_pieces(spark, units, staging_uri=f"{staging.uri}/g", tasks=tasks)
     per_group = exchange.task_sizes(by_group, tasks)
     assert per_group.max() > 2 * per_group.mean()
+    # the Spark shuffle's count of the same routing (the automatic split decides on it)
+    assert pipeline.task_sizes(positioned(raw), tasks=tasks).tolist() == per_group.tolist()
     # split: neither step's tasks hold more than twice the average
     by_key = exchange.map_pieces(
         spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=True
