@@ -19,8 +19,13 @@ from click.testing import CliRunner
 from offsets_lib.cli import main
 from offsets_lib.io.sources.kafka_names import jaas_config
 from tests.broker.brokers import KafkaBroker
-from tests.kafka.test_kafka_job import create_topic, produce_rows, scenario_specs, table_rows
-from tests.reference import scenario
+from tests.kafka.test_kafka_job import (
+    create_topic,
+    produce_rows,
+    rows_on_own_partitions,
+    scenario_specs,
+    table_rows,
+)
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -48,13 +53,7 @@ def sasl_dump(tmp_path_factory) -> Iterator[dict[str, Any]]:
     broker.start()
     try:
         specs = scenario_specs([1, 2, 3, 4, 5, 6])
-        rows, base = [], 0
-        for spec in specs:
-            own = scenario.scenario_rows(spec)
-            for row in own:
-                row["partition"] += base
-            rows += own
-            base += 1 + max(r["partition"] - base for r in own)
+        rows, base = rows_on_own_partitions(specs)
         create_topic(broker.bootstrap, TOPIC, base, LOGIN_RDKAFKA)
         stored = produce_rows(broker.bootstrap, TOPIC, rows, LOGIN_RDKAFKA)
         pq.write_table(pa.Table.from_pylist(stored), work / "dump.parquet")

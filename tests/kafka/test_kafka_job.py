@@ -92,6 +92,19 @@ def scenario_specs(numbers: list[int]) -> list[dict]:
     return specs
 
 
+def rows_on_own_partitions(specs: list[dict]) -> tuple[list[dict], int]:
+    """The scenarios' raw-record rows, each scenario on partitions of its own; and how many
+    partitions they take."""
+    rows, base = [], 0
+    for spec in specs:
+        own = scenario.scenario_rows(spec)
+        for row in own:
+            row["partition"] += base
+        rows += own
+        base += 1 + max(r["partition"] - base for r in own)
+    return rows, base
+
+
 def create_topic(bootstrap: str, topic: str, partitions: int, conf: dict | None = None) -> None:
     """`conf`: more client settings (a login)."""
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -171,13 +184,7 @@ def test_kafka_path_equals_parquet_path_on_golden_scenarios(spark, tansu_bootstr
     coordinator `new`, each on its own partitions of one topic."""
     numbers = [n for n in range(1, 32) if n not in (20, 21, 22, 23, 29, 30)]
     specs = scenario_specs(numbers)
-    rows, base = [], 0
-    for spec in specs:
-        own = scenario.scenario_rows(spec)
-        for row in own:
-            row["partition"] += base
-        rows += own
-        base += 1 + max(r["partition"] - base for r in own)
+    rows, base = rows_on_own_partitions(specs)
     topic = f"golden-{uuid.uuid4().hex[:8]}"
     create_topic(tansu_bootstrap, topic, base)
     stored = produce_rows(tansu_bootstrap, topic, rows)

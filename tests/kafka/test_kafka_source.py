@@ -395,8 +395,10 @@ def test_redact_and_scrub():
 
 
 def test_client_config_and_offsets_options():
-    conf = ks.client_config({"kafka.bootstrap.servers": "b:1", "sasl.mechanism": "PLAIN"})
-    assert conf == {"bootstrap.servers": "b:1", "sasl.mechanism": "PLAIN"}
+    given = {"kafka.bootstrap.servers": "b:1", "sasl.mechanism": "PLAIN"}
+    # librdkafka's name for the driver's look-ups, the Java client's for the connector
+    assert ks.client_config(given) == {"bootstrap.servers": "b:1", "sasl.mechanisms": "PLAIN"}
+    assert ks.connector_config(given) == {"bootstrap.servers": "b:1", "sasl.mechanism": "PLAIN"}
     with pytest.raises(SourceConfigError, match=r"bootstrap\.servers"):
         ks.client_config({"kafka.sasl.password": SECRET})
     assert ks.offsets_to_json({2: 7, 0: 5}) == '{"0":5,"2":7}'
