@@ -296,16 +296,7 @@ def _audit(
     if units is not None:
         # the map stage first: its pieces tell the evaluation time, so the audit tasks can
         # write the tables that need nothing but it themselves
-        pieces = exchange.map_pieces(
-            spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=bool(split)
-        )
-        if split is None:
-            split = _is_skewed(exchange.task_sizes(pieces, tasks))
-            if split:  # map again, by offset key; the first map's pieces stay until cleanup
-                log.info("a dominant group: offset commits are reduced per key first")
-                pieces = exchange.map_pieces(
-                    spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=True
-                )
+        pieces, split = _mapped(spark, units, staging, tasks, split)
         report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
         direct = _direct_tables(options, end_offsets)
         emit: pipeline.TaskEmitter = staging
@@ -439,6 +430,26 @@ def _is_skewed(sizes: np.ndarray) -> bool:
     """Whether the per-group routing leaves one task much larger than the rest."""
     largest = int(sizes.max()) if len(sizes) else 0
     return largest > RECORDS_PER_TASK and largest > SKEWED_TASK * float(sizes.mean())
+
+
+def _mapped(
+    spark: SparkSession, units: Any, staging: Staging, tasks: int, split: bool | None
+) -> tuple[list[dict[str, Any]], bool]:
+    """The file shuffle's map stage: its pieces, and whether the split audit runs on them
+    (decided here from the per-group task sizes when `split` is None)."""
+    pieces = exchange.map_pieces(
+        spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=bool(split)
+    )
+    if split is not None:
+        return pieces, split
+    if not _is_skewed(exchange.task_sizes(pieces, tasks)):
+        return pieces, False
+    # map again, by offset key; the first map's pieces stay until the staging is removed
+    log.info("a dominant group: offset commits are reduced per key first")
+    by_key = exchange.map_pieces(
+        spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=True
+    )
+    return by_key, True
 
 
 def _report_task_sizes(report: RunReport, steps: list[np.ndarray]) -> None:
