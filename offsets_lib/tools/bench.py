@@ -227,24 +227,24 @@ def ensure_dump(root: Path, records: int, dominant_share: float = 0.0) -> str:
     return str(path)
 
 
+def _sessions(path: Path) -> list[Any]:
+    """The sessions stored in results.json (a file holding one session, as older benches wrote
+    it, is the list's only entry)."""
+    if not path.exists():
+        return []
+    earlier = json.loads(path.read_text())
+    return earlier.get("sessions", [earlier]) if isinstance(earlier, dict) else earlier
+
+
 def _append_results(path: Path, report: dict[str, Any]) -> None:
-    """Add this session's results to the file's list of sessions (a file holding one session,
-    as older benches wrote it, becomes the list's first entry)."""
+    """Add this session's results to the file's list of sessions."""
     report = {"finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **report}
-    sessions: list[Any] = []
-    if path.exists():
-        earlier = json.loads(path.read_text())
-        sessions = earlier.get("sessions", [earlier]) if isinstance(earlier, dict) else earlier
-    path.write_text(json.dumps({"sessions": [*sessions, report]}, indent=2))
+    path.write_text(json.dumps({"sessions": [*_sessions(path), report]}, indent=2))
 
 
 def _earlier_runs(path: Path) -> list[dict[str, Any]]:
     """Every size's result of the earlier sessions in results.json (oldest first)."""
-    if not path.exists():
-        return []
-    earlier = json.loads(path.read_text())
-    sessions = earlier.get("sessions", [earlier]) if isinstance(earlier, dict) else earlier
-    return [r for s in sessions for r in s.get("runs", [])]
+    return [r for s in _sessions(path) for r in s.get("runs", [])]
 
 
 def target_lines(results: list[dict[str, Any]], earlier: list[dict[str, Any]]) -> list[str]:
