@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -104,15 +105,9 @@ SPLIT_COMMITS = {"auto": None, "always": True, "never": False}  # RunOptions.spl
 )
 def run_command(**kw: object) -> None:
     """Audit __consumer_offsets and write the Delta tables under --output (or --database)."""
-    from offsets_lib.io.lock import OutputLocked
-    from offsets_lib.io.sources import (
-        InputNotReadable,
-        SourceConfigError,
-        unwrap_input_not_readable,
-    )
+    from offsets_lib.io.lock import OutputLocked, output_lock
+    from offsets_lib.io.sources import InputNotReadable
     from offsets_lib.io.sources.parquet import check_local_inputs
-    from offsets_lib.job import run as run_module
-    from offsets_lib.job import session
 
     now_ms = int(datetime.now(UTC).timestamp() * 1000)
     try:
@@ -123,6 +118,27 @@ def run_command(**kw: object) -> None:
         fail(EXIT_USAGE, str(exc))
     except InputNotReadable as exc:
         fail(EXIT_INPUT, str(exc))
+    # The output's lock before the JVM starts: a second writer is told at once (exit 5).
+    # With --database alone the output is the catalog's location, known once Spark runs.
+    early_lock = output_lock(options.output, options.run_id) if options.output_given else None
+    try:
+        with early_lock or contextlib.nullcontext():
+            report = _run(kw, options)
+    except OutputLocked as exc:
+        fail(EXIT_LOCKED, str(exc))
+    print_summary(report, options)
+
+
+def _run(kw: dict, options: RunOptions) -> RunReport:
+    """Start the session, read the source and run; known failures exit with their code."""
+    from offsets_lib.io.sources import (
+        InputNotReadable,
+        SourceConfigError,
+        unwrap_input_not_readable,
+    )
+    from offsets_lib.job import run as run_module
+    from offsets_lib.job import session
+
     spark = session.get_or_create(
         storage_uris=[*options.inputs, options.output],
         warehouse=kw.get("warehouse"),
@@ -148,14 +164,12 @@ def run_command(**kw: object) -> None:
         fail(EXIT_USAGE, str(exc))
     except RejectRatioExceeded as exc:
         fail(EXIT_REJECTS, str(exc))
-    except OutputLocked as exc:
-        fail(EXIT_LOCKED, str(exc))
     except Exception as exc:  # a Spark action wrapping an executor's InputNotReadable
         inner = unwrap_input_not_readable(exc)
         if inner is None:
             raise
         fail(EXIT_INPUT, str(inner))
-    print_summary(report, options)
+    return report
 
 
 def _options(kw: dict, *, now_ms: int) -> RunOptions:

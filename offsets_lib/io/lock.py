@@ -21,6 +21,11 @@ LEASE_S (its holder was killed) is taken over with `If-Match` on the etag that w
 runs that find the same stale lease cannot both take it. A rerun with the holder's own run id
 takes the lease over at once: Airflow retries a run only after its previous attempt ended. Each
 Delta commit is itself conditional (io/storage.py), so even without the lease no commit is lost.
+
+Within one process the lock is re-entrant for the same run id: the CLI takes it before the JVM
+starts (a second writer is told at once, not after its session's start-up, by which time the
+first run may have ended and the two would have written one after the other unknowingly), and
+the run itself takes it again.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from typing import Any
 from offsets_lib.io import storage
 
 LOCK_NAME = "_offsets_audit.lock"
+_HELD: dict[str, str] = {}  # output -> run id, for the locks this process holds
 _ATTEMPTS = 20  # re-opens after losing a race with a release that removed the file
 LEASE_S = 600.0  # an object-store lease not renewed for this long belongs to a dead run
 
@@ -103,8 +109,23 @@ def output_lock(output: str, run_id: str) -> Iterator[None]:
     """Hold the output's lock for the duration of a run (local paths: flock; S3: a lease object
     written with conditional writes; other URIs are not locked).
 
-    Raises OutputLocked at once when another run holds it.
+    Raises OutputLocked at once when another run holds it; this process holding it for the same
+    run id is not another run.
     """
+    key = output.rstrip("/")
+    if _HELD.get(key) == run_id:
+        yield  # this run holds it already (taken by the CLI before the JVM started)
+        return
+    with _held_lock(output, run_id):  # another run of this process holding it is refused too
+        _HELD[key] = run_id
+        try:
+            yield
+        finally:
+            del _HELD[key]
+
+
+@contextmanager
+def _held_lock(output: str, run_id: str) -> Iterator[None]:
     if storage.scheme(storage.arrow_uri(output)) == "s3":
         with _ObjectStoreLease(output, run_id):
             yield
