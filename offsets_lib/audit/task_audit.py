@@ -37,6 +37,7 @@ END_OF_LOG = 2**63 - 1
 
 # What the task emits, by kind of row: each kind is one table of these columns.
 OFFSET, GROUP, REJECT, METRIC, STATS = "offset", "group", "reject", "metric", "stats"
+KEPT = "kept"  # an incremental run's kept records (POSITIONED_ARROW), with `keep` only
 _GROUP_FACTS = [
     ("group_type", pa.string()),
     ("protocol_type", pa.string()),
@@ -450,9 +451,11 @@ def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
 
 
 def task_tables(
-    batches: Iterator[pa.RecordBatch], *, coordinator: Coordinator
+    batches: Iterator[pa.RecordBatch], *, coordinator: Coordinator, keep: bool = False
 ) -> dict[str, pa.Table]:
-    """mapInArrow body's core: all of the task's records at once -> one table per KIND_ARROW.
+    """mapInArrow body's core: all of the task's records at once -> one table per KIND_ARROW,
+    and with `keep` (an incremental run) a KEPT table: the `kept_records` of the same records,
+    chosen while the task has them (no second pass over the records).
 
     Python's cycle collector is paused for the task: the decoded values are hundreds of
     thousands of small acyclic dicts and lists, which reference counting frees anyway, and
@@ -463,10 +466,11 @@ def task_tables(
     try:
         collected = [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
         tables = audit_records(collected, coordinator=coordinator)
+        kept = kept_records(iter(collected)) if keep else None
     finally:
         if was_enabled:
             gc.enable()
-    return {
+    out = {
         kind: (
             tables[kind].select(schema.names).cast(schema)
             if kind in tables
@@ -474,6 +478,9 @@ def task_tables(
         )
         for kind, schema in KIND_ARROW.items()
     }
+    if kept is not None:
+        out[KEPT] = kept
+    return out
 
 
 def kept_records(batches: Iterator[pa.RecordBatch]) -> pa.Table:

@@ -75,9 +75,9 @@ SPLIT_COMMITS = {"auto": None, "always": True, "never": False}  # RunOptions.spl
     type=click.Choice(["auto", "files", "spark"]),
     default="auto",
     show_default=True,
-    help="How records reach their audit task: files = Python tasks read the Parquet dump and"
-    " stage Arrow files (fastest; needs pyarrow access to input and output), spark = Spark's"
-    " shuffle, auto = files when possible.",
+    help="How records reach their audit task: files = Python tasks read the Parquet dump (Kafka:"
+    " the records staged as Parquet under --output) and stage Arrow files (fastest; needs"
+    " pyarrow access to input and output), spark = Spark's shuffle, auto = files when possible.",
 )
 @click.option(
     "--split-commits",
@@ -178,8 +178,6 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
         raise UsageError("--source parquet needs --input PATH")
     if source == "kafka" and not kw["bootstrap_servers"]:
         raise UsageError("--source kafka needs --bootstrap-servers HOST:PORT")
-    if source == "kafka" and kw["shuffle"] == "files":
-        raise UsageError("--shuffle files reads Parquet dumps; --source kafka uses --shuffle spark")
     as_of = kw["as_of"] or ("now" if source == "kafka" else "latest")
     kafka_options = {}
     for item in kw["kafka_options"]:

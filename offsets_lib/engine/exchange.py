@@ -39,6 +39,7 @@ from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.engine import routing
 from offsets_lib.engine.pipeline import TaskEmitter
 from offsets_lib.io import storage
+from offsets_lib.wire.decoded import POSITIONED_ARROW
 
 log = logging.getLogger(__name__)
 
@@ -63,28 +64,44 @@ MAP_ARROW = pa.schema(
 # decompressing cost ~0.15 CPU-s per million records, which the page cache does not pay back.
 _REMOTE_PIECE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _LOCAL_PIECE_OPTIONS = pa.ipc.IpcWriteOptions()
-_UNIT_SCHEMA = "map_task int, path string, row_groups array<int>"
+_UNIT_SCHEMA = (
+    "map_task int, path string, row_groups array<int>, is_positioned boolean, is_history boolean"
+)
 
 
 @dataclass(frozen=True)
 class Unit:
-    """A whole dump file (row_groups None) or some of its row groups, read by one map task."""
+    """A whole dump file (row_groups None) or some of its row groups, read by one map task.
+
+    A dump file has the Kafka source's columns (key, value, partition, offset, timestamp, ...);
+    `is_positioned` files already have the positioned columns (POSITIONED_ARROW: records a Kafka
+    run staged, and the kept records of an incremental run, which are `is_history`)."""
 
     path: str
     size: int
     row_groups: tuple[int, ...] | None = None
+    is_positioned: bool = False
+    is_history: bool = False
 
 
 arrow_uri = storage.arrow_uri  # the name pieces and tests use
 
 
-def plan(files: list[str], staging_uri: str, *, map_tasks: int) -> list[list[Unit]] | None:
+def plan(
+    files: list[str],
+    staging_uri: str,
+    *,
+    map_tasks: int,
+    positioned: tuple[str, ...] = (),
+    history: tuple[str, ...] = (),
+) -> list[list[Unit]] | None:
     """The dump's files (URIs, as Spark lists them) split into map tasks of similar size, or
-    None when pyarrow cannot reach a file or the staging folder (then the Spark shuffle runs)."""
-    if not files:
+    None when pyarrow cannot reach a file or the staging folder (then the Spark shuffle runs).
+    Files also in `positioned` have the positioned columns, those in `history` are history
+    (Unit)."""
+    if not files or not can_stage(staging_uri):
         return None
     try:
-        storage.filesystem(staging_uri)
         located = [(uri, *storage.filesystem(uri)) for uri in files]
         fs = located[0][1]
         if all(other.equals(fs) for _uri, other, _path in located):  # one listing call
@@ -101,10 +118,11 @@ def plan(files: list[str], staging_uri: str, *, map_tasks: int) -> list[list[Uni
     target = total / tasks
     units: list[Unit] = []
     for (uri, file_fs, path), info in zip(located, infos, strict=True):
+        form = {"is_positioned": uri in positioned, "is_history": uri in history}
         if info.size > 1.5 * target:  # a big file is split by row groups
-            units.extend(_row_group_units(uri, file_fs, path, target))
+            units.extend(_row_group_units(uri, file_fs, path, target, form))
         else:
-            units.append(Unit(uri, info.size))
+            units.append(Unit(uri, info.size, **form))
     # largest first onto the least loaded task
     loads = [0] * min(tasks, len(units))
     assigned: list[list[Unit]] = [[] for _ in loads]
@@ -115,7 +133,19 @@ def plan(files: list[str], staging_uri: str, *, map_tasks: int) -> list[list[Uni
     return [units_of_task for units_of_task in assigned if units_of_task]
 
 
-def _row_group_units(uri: str, fs: pafs.FileSystem, path: str, target: float) -> list[Unit]:
+def can_stage(staging_uri: str) -> bool:
+    """Whether pyarrow can write the staging folder (else the Spark shuffle runs)."""
+    try:
+        storage.filesystem(staging_uri)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        log.info("pyarrow cannot write the staging folder (%s)", exc)
+        return False
+    return True
+
+
+def _row_group_units(
+    uri: str, fs: pafs.FileSystem, path: str, target: float, form: dict[str, bool]
+) -> list[Unit]:
     with fs.open_input_file(path) as handle:
         meta = pq.ParquetFile(handle).metadata
     units, current, size = [], [], 0
@@ -124,10 +154,10 @@ def _row_group_units(uri: str, fs: pafs.FileSystem, path: str, target: float) ->
         group = meta.row_group(i)
         size += sum(group.column(j).total_compressed_size for j in range(group.num_columns))
         if size >= target:
-            units.append(Unit(uri, size, tuple(current)))
+            units.append(Unit(uri, size, tuple(current), **form))
             current, size = [], 0
     if current:
-        units.append(Unit(uri, size, tuple(current)))
+        units.append(Unit(uri, size, tuple(current), **form))
     return units
 
 
@@ -146,7 +176,13 @@ def map_pieces(
 
     pieces_uri = arrow_uri(f"{staging_uri}/pieces")
     rows = [
-        (m, unit.path, list(unit.row_groups) if unit.row_groups is not None else None)
+        (
+            m,
+            unit.path,
+            list(unit.row_groups) if unit.row_groups is not None else None,
+            unit.is_positioned,
+            unit.is_history,
+        )
         for m, units in enumerate(assigned)
         for unit in units
     ]
@@ -158,14 +194,12 @@ def map_pieces(
 
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tables = (
-            routing.positioned_table(table)
+            table
             for batch in batches
-            for path, groups in zip(
-                batch.column("path").to_pylist(),
-                batch.column("row_groups").to_pylist(),
-                strict=True,
-            )
-            for table in _read_unit(path, groups)
+            for unit in batch.select(
+                ["path", "row_groups", "is_positioned", "is_history"]
+            ).to_pylist()
+            for table in _read_unit(**unit)
         )
         yield write_piece_file(tables, pieces_uri, tasks, by_offset_key=by_offset_key)
 
@@ -197,12 +231,16 @@ def audit_pieces(
     coordinator: Coordinator,
     tasks: int,
     emit: TaskEmitter,
+    keep: bool = False,
 ) -> DataFrame:
-    """The audit stage over `map_pieces`' manifest -> `emit`'s rows."""
+    """The audit stage over `map_pieces`' manifest -> `emit`'s rows (with `keep`, the tasks'
+    kept records too: task_audit.task_tables)."""
 
     def audit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for records in task_pieces(batches, copies_as_history=True):
-            yield from emit(task_audit.task_tables(iter(records), coordinator=coordinator))
+            yield from emit(
+                task_audit.task_tables(iter(records), coordinator=coordinator, keep=keep)
+            )
 
     return routed_pieces(spark, pieces, tasks=tasks).mapInArrow(audit, spark_schema(emit.schema))
 
@@ -248,16 +286,29 @@ def piece_options(fs: pafs.FileSystem) -> pa.ipc.IpcWriteOptions:
     return _LOCAL_PIECE_OPTIONS if isinstance(fs, pafs.LocalFileSystem) else _REMOTE_PIECE_OPTIONS
 
 
-def _read_unit(uri: str, row_groups: list[int] | None) -> Iterator[pa.Table]:
-    fs, path = storage.filesystem(uri)
-    with fs.open_input_file(path) as handle:
+def _read_unit(
+    path: str, row_groups: list[int] | None, is_positioned: bool, is_history: bool
+) -> Iterator[pa.Table]:
+    """A unit's records as RAW_ARROW tables of up to BATCH_ROWS rows."""
+    fs, local = storage.filesystem(path)
+    with fs.open_input_file(local) as handle:
         parquet = pq.ParquetFile(handle)
-        present = [c for c in _READ_COLUMNS if c in parquet.schema_arrow.names]
+        wanted = POSITIONED_ARROW.names if is_positioned else _READ_COLUMNS
+        present = [c for c in wanted if c in parquet.schema_arrow.names]
         groups = row_groups if row_groups is not None else range(parquet.num_row_groups)
         for batch in parquet.iter_batches(
             batch_size=BATCH_ROWS, row_groups=list(groups), columns=present
         ):
-            yield pa.Table.from_batches([batch])
+            if not is_positioned:
+                yield routing.positioned_table(pa.Table.from_batches([batch]))
+                continue
+            history = pa.array(np.full(batch.num_rows, is_history))
+            positioned = batch.select(POSITIONED_ARROW.names).cast(POSITIONED_ARROW)
+            yield (
+                pa.Table.from_batches([positioned])
+                .append_column("is_history", history)
+                .cast(task_audit.RAW_ARROW)
+            )
 
 
 def _pieces(

@@ -121,9 +121,11 @@ def audit_split(
     tasks: int,
     staging: Staging,
     emit: TaskEmitter,
+    keep: bool = False,
 ) -> list[dict[str, Any]]:
     """The whole split audit over positioned raw records (the Spark shuffle): the manifest of
-    both steps, as pipeline.audit_raw's rows would be."""
+    both steps, as pipeline.audit_raw's rows would be (`keep`: with the kept records; the
+    first step forwards every record that kept_records can keep)."""
     reduced = reduce_records(records, staging=staging, tasks=tasks)
     audited = exchange.audit_pieces(
         records.sparkSession,
@@ -131,5 +133,6 @@ def audit_split(
         coordinator=coordinator,
         tasks=tasks,
         emit=emit,
+        keep=keep,
     )
     return staged_rows(reduced) + [r.asDict() for r in audited.collect()]

@@ -189,7 +189,12 @@ def _routed(records: DataFrame, *, tasks: int) -> DataFrame:
 
 
 def audit_raw(
-    records: DataFrame, *, coordinator: Coordinator, tasks: int, emit: TaskEmitter
+    records: DataFrame,
+    *,
+    coordinator: Coordinator,
+    tasks: int,
+    emit: TaskEmitter,
+    keep: bool = False,
 ) -> DataFrame:
     """Positioned raw records (decode.POSITIONED_COLUMNS, plus is_history) -> `emit`'s rows.
 
@@ -201,22 +206,9 @@ def audit_raw(
     from offsets_lib.audit import task_audit
 
     def run(batches):
-        return emit(task_audit.task_tables(batches, coordinator=coordinator))
+        return emit(task_audit.task_tables(batches, coordinator=coordinator, keep=keep))
 
     return _routed(records, tasks=tasks).mapInArrow(run, spark_schema(emit.schema))
-
-
-def kept_records(records: DataFrame, *, tasks: int) -> DataFrame:
-    """Positioned raw records -> those a later audit of them plus newer records needs (the
-    incremental state; task_audit.kept_records in each task, the same routing as the audit)."""
-    from offsets_lib.audit import task_audit
-    from offsets_lib.wire.decoded import POSITIONED_ARROW
-
-    def keep(batches):
-        yield from task_audit.kept_records(batches).to_batches()
-
-    kept = _routed(records, tasks=tasks).mapInArrow(keep, spark_schema(POSITIONED_ARROW))
-    return kept.dropDuplicates(["log_partition", "log_offset"])  # a marker kept by several tasks
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.audit.schemas import spark_schema
-from offsets_lib.audit.task_audit import KIND_ARROW, STATS
+from offsets_lib.audit.task_audit import KEPT, KIND_ARROW, STATS
 from offsets_lib.io import storage
 
 if TYPE_CHECKING:
@@ -101,6 +101,19 @@ class Staging:
                 else spark.createDataFrame([], frame_schema)
             )
         return frames
+
+    def kept(self, spark: SparkSession, manifest: Sequence[Mapping[str, Any]]) -> DataFrame:
+        """The kept records the tasks staged (task_audit.KEPT, POSITIONED_ARROW), each once: a
+        transaction marker reaches every task of its partition, and several may keep it."""
+        from offsets_lib.wire.decoded import POSITIONED_ARROW
+
+        paths = [row["path"] for row in manifest if row["kind"] == KEPT]
+        schema = spark_schema(POSITIONED_ARROW)
+        if not paths:
+            return spark.createDataFrame([], schema)
+        return spark.read.schema(schema).parquet(*paths).dropDuplicates(
+            ["log_partition", "log_offset"]
+        )
 
     def remove(self) -> None:
         """Delete the folder (after the tables are written, or when the run failed)."""

@@ -62,6 +62,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -150,6 +151,8 @@ class Increment:
     end_offsets: dict[int, int]
     previous: Checkpoint | None = None  # None: a full read (first run or --full)
     kept: DataFrame | None = None
+    kept_files: tuple[str, ...] = ()  # the files of `kept`
+    kept_rows: int = 0
     sequence: int = 0  # of the newest stored checkpoint (also after --full), 0 = none
 
     @property
@@ -177,16 +180,32 @@ def read_checkpoint(output: str, topic: str) -> Checkpoint | None:
     )
 
 
-def read_kept(spark: SparkSession, output: str, checkpoint: Checkpoint) -> DataFrame:
-    """The stored records of ``checkpoint`` (DECODED schema)."""
+def kept_files(output: str, checkpoint: Checkpoint) -> tuple[list[str], int]:
+    """The files of the stored records of ``checkpoint`` and their row count (Delta's stats)."""
     dt = storage.delta_table(sink.table_uri(output, KEPT_TABLE))
-    files = dt.file_uris(file_pruning_predicate=[(RUN_ID, "=", checkpoint.kept_id)])
+    pruning = [(RUN_ID, "=", checkpoint.kept_id)]
+    files = dt.file_uris(file_pruning_predicate=pruning)
+    actions = pa.table(dt.get_add_actions(flatten=True)).to_pydict()
+    rows = sum(
+        int(n or 0)
+        for n, kept_id in zip(
+            actions.get("num_records", []),
+            actions.get(f"partition.{RUN_ID}", []),
+            strict=True,
+        )
+        if kept_id == checkpoint.kept_id
+    )
+    return files, rows
+
+
+def read_kept(spark: SparkSession, files: list[str], output: str, kept_id: str) -> DataFrame:
+    """The stored records in ``files`` (DECODED schema; `kept_files`)."""
     if not files:
         return spark.createDataFrame([], DECODED)
     kept = spark.read.schema(DECODED).parquet(*files).select(*_COLUMNS)
     if kept.filter(F.col("key").isNull()).limit(1).count():
         raise KeptFormatError(
-            f"the kept records {checkpoint.kept_id} under {output} holds decoded records"
+            f"the kept records {kept_id} under {output} holds decoded records"
             " without their raw bytes (written by an older version); rerun with --full once"
         )
     return kept
@@ -198,12 +217,18 @@ def begin(
     """The increment to read: from the stored checkpoint (none, or ``full``: from the start)."""
     newest = read_checkpoint(output, topic)
     previous = None if full else newest
-    kept = read_kept(spark, output, previous) if previous is not None else None
+    if previous is None:
+        files, rows, kept = [], 0, None
+    else:
+        files, rows = kept_files(output, previous)
+        kept = read_kept(spark, files, output, previous.kept_id)
     return Increment(
         topic=topic,
         end_offsets=dict(end_offsets),
         previous=previous,
         kept=kept,
+        kept_files=tuple(files),
+        kept_rows=rows,
         sequence=newest.sequence if newest is not None else 0,
     )
 

@@ -110,7 +110,7 @@ def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
 
 
 @pytest.mark.spark
-def test_compacted_state_plus_rest_audits_like_the_whole_log(spark):
+def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
     """Scenarios with producer ids and markers (pending, committed, aborted transactions) plus
     group deletions and consumer groups, each on its own partition: a chain of compacted states
     followed by the remaining records audits like the whole log."""
@@ -120,6 +120,7 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark):
     from offsets_lib.audit.rules import Params
     from offsets_lib.engine import pipeline
     from offsets_lib.engine.decode import decode_positioned, decode_records, positioned
+    from offsets_lib.engine.staging import Staging
 
     rows = []
     for i, spec in enumerate(scenario_specs([20, 21, 22, 23, 18, 24, 5])):
@@ -152,7 +153,11 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark):
             part = incremental.kept_as_records(state).unionByName(
                 part.withColumn("is_history", F.lit(False))
             )
-        state = decode_positioned(pipeline.kept_records(part, tasks=3), keep_raw=True)
+        staging = Staging(str(tmp_path / f"staging-{cut}"))
+        manifest = pipeline.audit_raw(
+            part, coordinator=Coordinator.NEW, tasks=3, emit=staging, keep=True
+        ).collect()
+        state = decode_positioned(staging.kept(spark, manifest), keep_raw=True)
         state, low = state.localCheckpoint(), cut  # as stored: no lineage back to the records
         assert state.count() < raw.filter(raw["offset"] < cut).count()
     rest = decode_records(raw.filter(raw["offset"] >= low))

@@ -55,10 +55,6 @@ def test_bad_as_of() -> None:
         (["--input", "x", "--as-of", "soon"], "--as-of"),
         (["--input", "x", "--max-reject-ratio", "2"], "--max-reject-ratio"),
         (["--input", "x", "--kafka-option", "novalue"], "--kafka-option"),
-        (
-            ["--source", "kafka", "--bootstrap-servers", "127.0.0.1:1", "--shuffle", "files"],
-            "--shuffle files reads Parquet dumps",
-        ),
     ],
 )
 def test_usage_errors_exit_2_with_one_line(args: list[str], message: str) -> None:
