@@ -381,9 +381,14 @@ def read_kafka(
     conf = client_config(kafka_options)
     start = checked_start_offsets(conf, topic, start_offsets, end_offsets, timeout_s)
     reader = spark.read.format("kafka")
-    # every client setting passes through; read_committed unless the options say otherwise
+    # every client setting passes through; read_committed unless the options say otherwise.
+    # fetch.max.wait.ms: the connector's consumer ends each partition's range with a fetch that
+    # the broker holds for this long when no record is left (Java default 500 ms). Measured
+    # with Kafka 4.4.0 on 2 cores (issue 19): 10k records of 50 partitions read in 14-18 s with
+    # the default, 1.5 s with 10 ms; a fetch with records waiting returns at once either way.
     java = connector_config(kafka_options)
-    for key, value in {"isolation.level": "read_committed", **java}.items():
+    defaults = {"isolation.level": "read_committed", "fetch.max.wait.ms": "10"}
+    for key, value in {**defaults, **java}.items():
         reader = reader.option(f"kafka.{key}", _option_value(value))
     log.info("reading kafka %s (%s) from %s to %s", topic, redact(conf), start, dict(end_offsets))
     reader = (
