@@ -464,7 +464,9 @@ def task_tables(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        collected = [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
+        collected = _stored_markers_once(
+            [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
+        )
         tables = audit_records(collected, coordinator=coordinator)
         kept = kept_records(iter(collected)) if keep else None
     finally:
@@ -483,6 +485,33 @@ def task_tables(
     return out
 
 
+def _stored_markers_once(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """The task's records with each stored transaction marker once.
+
+    Every task that keeps a marker stores it (engine.staging.KeptFiles), and every task of the
+    next run receives each stored copy; the copies are one record of the log (same partition
+    and offset), audited once. Only history (stored) markers can repeat."""
+    table = pa.Table.from_batches(batches, schema=RAW_ARROW)
+    stored = np.flatnonzero(
+        as_bools(table.column("is_history").combine_chunks())
+        & as_bools(table.column("is_control").combine_chunks())
+    )
+    if len(stored) < 2:
+        return batches
+    partition = as_ints(_take(table.column("log_partition"), stored), -1)
+    offset = as_ints(_take(table.column("log_offset"), stored), -1)
+    order = np.lexsort((offset, partition))
+    repeated = np.zeros(len(stored), dtype=bool)
+    repeated[order[1:]] = (partition[order[1:]] == partition[order[:-1]]) & (
+        offset[order[1:]] == offset[order[:-1]]
+    )
+    if not repeated.any():
+        return batches
+    keep = np.ones(table.num_rows, dtype=bool)
+    keep[stored[repeated]] = False
+    return table.filter(pa.array(keep)).combine_chunks().to_batches()
+
+
 def kept_records(batches: Iterator[pa.RecordBatch]) -> pa.Table:
     """The task's records that an audit of them plus newer records needs (POSITIONED_ARROW).
 
@@ -491,8 +520,8 @@ def kept_records(batches: Iterator[pa.RecordBatch]) -> pa.Table:
     markers that resolved the kept committed or aborted ones, and the group-level records: every
     record of a group that has a modern (KIP-848, streams, share) record, and of a classic-only
     group its newest GroupMetadata record and its newest GroupMetadata tombstone. Undecodable
-    records are not kept. Copies of a marker may come from several tasks (each task gets every
-    marker of its partitions); the caller keeps one.
+    records are not kept. A marker may be kept by several tasks (each task gets every marker of
+    its partitions); the audit that reads them again takes each once (`task_tables`).
     """
     collected = [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
     if not collected:

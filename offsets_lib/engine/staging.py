@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.audit.schemas import spark_schema
+from offsets_lib.audit.tables import RUN_ID
 from offsets_lib.audit.task_audit import KEPT, KIND_ARROW, STATS
 from offsets_lib.io import storage
 
@@ -102,19 +103,6 @@ class Staging:
             )
         return frames
 
-    def kept(self, spark: SparkSession, manifest: Sequence[Mapping[str, Any]]) -> DataFrame:
-        """The kept records the tasks staged (task_audit.KEPT, POSITIONED_ARROW), each once: a
-        transaction marker reaches every task of its partition, and several may keep it."""
-        from offsets_lib.wire.decoded import POSITIONED_ARROW
-
-        paths = [row["path"] for row in manifest if row["kind"] == KEPT]
-        schema = spark_schema(POSITIONED_ARROW)
-        if not paths:
-            return spark.createDataFrame([], schema)
-        return spark.read.schema(schema).parquet(*paths).dropDuplicates(
-            ["log_partition", "log_offset"]
-        )
-
     def remove(self) -> None:
         """Delete the folder (after the tables are written, or when the run failed)."""
         _remove(self.uri)
@@ -160,6 +148,44 @@ class TableFiles:
             yield pa.RecordBatch.from_pylist(rows, schema=MANIFEST_ARROW)
 
 
+@dataclass(frozen=True)
+class KeptFiles:
+    """Hands a task's results to `emit`, and writes its kept records (task_audit.KEPT) as files
+    of the incremental run's kept-records table, partition `kept_id`, for the driver to commit
+    once every audit table has committed (`written_files(..., [KEPT_TABLE], kept_id)`).
+
+    A transaction marker that several tasks keep is stored once by each of them; the next run's
+    audit tasks read it once (task_audit.task_tables). Measured at a 10M-record state on 2 cores
+    (issue 19): choosing and storing the kept records in a second pass over the records took
+    13-16 s of each incremental run."""
+
+    emit: Any  # a pipeline.TaskEmitter whose schema is MANIFEST_ARROW
+    output: str
+    kept_id: str
+
+    @property
+    def schema(self) -> pa.Schema:
+        return MANIFEST_ARROW
+
+    def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]:
+        from offsets_lib.engine.decode import decoded_with_raw
+        from offsets_lib.io import incremental, sink
+
+        yield from self.emit({kind: t for kind, t in tables.items() if kind != KEPT})
+        kept = tables.get(KEPT)
+        if kept is None or not kept.num_rows:
+            return
+        rows_of_kept = decoded_with_raw(kept)
+        rows_of_kept = rows_of_kept.append_column(
+            RUN_ID, pa.array([self.kept_id] * rows_of_kept.num_rows, pa.string())
+        )
+        written = sink.write_task_files(
+            rows_of_kept, incremental.KEPT_SPEC, output=self.output, run_id=self.kept_id
+        )
+        rows = [{"kind": TABLE_FILE, "table": incremental.KEPT_TABLE, **w} for w in written]
+        yield pa.RecordBatch.from_pylist(rows, schema=MANIFEST_ARROW)
+
+
 def written_files(
     manifest: Sequence[Mapping[str, Any]], tables: Sequence[str], run_id: str
 ) -> dict[str, list[AddAction]]:
@@ -169,7 +195,7 @@ def written_files(
 
     files: dict[str, list[AddAction]] = {name: [] for name in tables}
     for row in manifest:
-        if row["kind"] == TABLE_FILE:
+        if row["kind"] == TABLE_FILE and row["table"] in files:
             files[row["table"]].append(add_action(row, run_id))
     return files
 

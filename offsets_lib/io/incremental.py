@@ -63,6 +63,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pyarrow as pa
+from deltalake.transaction import AddAction
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -233,19 +234,24 @@ def begin(
     )
 
 
-def store(kept: DataFrame, increment: Increment, *, output: str, run_id: str) -> str:
-    """Write the new kept records, then advance the checkpoint; returns the new kept id.
+def next_kept_id(increment: Increment, run_id: str) -> str:
+    """The id (partition of KEPT_TABLE) of the kept records this run stores."""
+    # --full continues the numbering: the newest one wins
+    return f"{run_id}@{increment.sequence + 1}"
 
-    `kept` are the records of the run (earlier kept records included) that a later audit needs
-    (`engine.pipeline.kept_records`), decoded with their raw key and value
-    (`engine.decode.decode_positioned(..., keep_raw=True)`); kept rows keep their key and value
-    bytes, so the next run audits them like new records. Call only after every table of the run
-    has committed.
+
+def store(kept: list[AddAction], increment: Increment, *, output: str, run_id: str) -> str:
+    """Commit the new kept records, then advance the checkpoint; returns the new kept id.
+
+    `kept` are the files of the records of the run (earlier kept records included) that a later
+    audit needs, which the audit tasks chose (`audit.task_audit.kept_records`) and wrote into
+    the partition `next_kept_id` (`engine.staging.KeptFiles`): decoded, with their raw key and
+    value bytes, so the next run audits them like new records. Call only after every table of
+    the run has committed.
     """
-    sequence = increment.sequence + 1  # --full continues the numbering: the newest one wins
-    kept_id = f"{run_id}@{sequence}"
-    rows = kept.select(*_COLUMNS).withColumn(RUN_ID, F.lit(kept_id))
-    sink.write_frame(rows, KEPT_SPEC, output=output, run_id=kept_id)
+    sequence = increment.sequence + 1
+    kept_id = next_kept_id(increment, run_id)
+    sink.commit_files(KEPT_SPEC, kept, output=output, run_id=kept_id)
     now = datetime.now(UTC)
     rows = [
         {

@@ -28,8 +28,8 @@ from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, key_split, pipeline
-from offsets_lib.engine.decode import decode_positioned, positioned
-from offsets_lib.engine.staging import Staging, TableFiles, written_files
+from offsets_lib.engine.decode import positioned
+from offsets_lib.engine.staging import KeptFiles, Staging, TableFiles, written_files
 from offsets_lib.io import incremental, sink
 from offsets_lib.io.lock import output_lock
 
@@ -231,7 +231,7 @@ def _execute(
         _summarise(report, audited.stats, observed)
         stages.done("decide+write", _written_summary(report))
         if increment is not None:  # after every audit table, before the runs row
-            _store_increment(spark, staging, audited.manifest, increment, options, report, stages)
+            _store_increment(audited.manifest, increment, options, report, stages)
         report.status = "succeeded"
     except Exception as exc:
         report.status = "failed"
@@ -292,7 +292,8 @@ def _audit(
     files and return a manifest (a few rows per task). Sets the report's counts and as_of."""
     started_ms = _now_ms()
     units = _dump_units(spark, raw, options, increment, staging)
-    keep = increment is not None  # the tasks choose the kept records while they audit
+    keep = increment is not None  # the tasks choose and write the kept records while they audit
+    kept_emit = _kept_emitter(options, increment)
     direct: tuple[str, ...] = ()
     split = options.split_commits
     first_step: list[dict[str, Any]] = []
@@ -305,6 +306,7 @@ def _audit(
         emit: pipeline.TaskEmitter = staging
         if direct:
             emit = TableFiles(staging, options.output, options.run_id, report.as_of_ms, direct)
+        emit = kept_emit(emit)
         steps = [exchange.task_sizes(pieces, tasks)]
         if split:
             first_step = key_split.reduce_pieces(spark, pieces, staging=staging, tasks=tasks)
@@ -321,12 +323,16 @@ def _audit(
             coordinator=options.coordinator,
             tasks=tasks,
             staging=staging,
-            emit=staging,
+            emit=kept_emit(staging),
             keep=keep,
         )
     else:
         audited = pipeline.audit_raw(
-            records, coordinator=options.coordinator, tasks=tasks, emit=staging, keep=keep
+            records,
+            coordinator=options.coordinator,
+            tasks=tasks,
+            emit=kept_emit(staging),
+            keep=keep,
         )
         manifest = audited.collect()
     stats = pipeline.run_stats(manifest)
@@ -338,6 +344,16 @@ def _audit(
     written = written_files(manifest, direct, options.run_id)
     shuffle = "files" if units is not None else "spark"
     return _Audited(manifest, stats, written, shuffle, direct)
+
+
+def _kept_emitter(
+    options: RunOptions, increment: incremental.Increment | None
+) -> Callable[[pipeline.TaskEmitter], pipeline.TaskEmitter]:
+    """What wraps the tasks' emitter: an incremental run's tasks also write the kept records."""
+    if increment is None:
+        return lambda emit: emit
+    kept_id = incremental.next_kept_id(increment, options.run_id)
+    return lambda emit: KeptFiles(emit, options.output, kept_id)
 
 
 def _decide(
@@ -402,17 +418,16 @@ def _written_summary(report: RunReport) -> str:
 
 
 def _store_increment(
-    spark: SparkSession,
-    staging: Staging,
     manifest: list[Any],
     increment: incremental.Increment,
     options: RunOptions,
     report: RunReport,
     stages: _Stages,
 ) -> None:
-    """Store what the next incremental run needs (the kept records the audit tasks staged),
+    """Commit what the next incremental run needs (the kept records the audit tasks wrote),
     then advance the checkpoint."""
-    kept = decode_positioned(staging.kept(spark, manifest), keep_raw=True)
+    kept_id = incremental.next_kept_id(increment, options.run_id)
+    kept = written_files(manifest, [incremental.KEPT_TABLE], kept_id)[incremental.KEPT_TABLE]
     kept_id = incremental.store(kept, increment, output=options.output, run_id=options.run_id)
     for name in (incremental.KEPT_TABLE, incremental.CHECKPOINT_TABLE):
         report.tables[name] = sink.table_uri(options.output, name)

@@ -129,6 +129,31 @@ def test_kept_records_keep_the_offset_the_scala_loader_recreates() -> None:
     assert tables[task_audit.OFFSET].column("committed_offset").to_pylist() == [50]
 
 
+def test_a_stored_marker_kept_by_several_tasks_is_audited_once() -> None:
+    """Every task that keeps a marker stores it; the next run's task gets each stored copy and
+    audits (and keeps) the marker once: the same tables as with one copy."""
+    first = [commit(50, P), commit(60, Q, partition=1), marker(P)]  # Q's stays pending
+    kept = task_audit.kept_records(iter([batch(first)]))
+    stored = kept.append_column("is_history", pa.array([True] * kept.num_rows))
+    marker_row = stored.filter(pa.array(stored.column("is_control").to_pylist()))
+    assert marker_row.num_rows == 1
+    new = pa.Table.from_batches([batch([commit(70, partition=2), marker(Q)])])
+    new = new.select(stored.column_names[:-1])
+    new = new.set_column(1, "log_offset", pa.array([10, 11], pa.int64()))  # after the cut
+    new = new.append_column("is_history", pa.array([False] * new.num_rows))
+
+    def tables(stored_copies: pa.Table) -> dict[str, list]:
+        records = pa.concat_tables([stored_copies, new]).combine_chunks().to_batches()
+        out = task_audit.task_tables(iter(records), coordinator=Coordinator.NEW, keep=True)
+        return {kind: table.to_pylist() for kind, table in out.items()}
+
+    once = tables(stored)
+    assert once == tables(pa.concat_tables([stored, marker_row, marker_row]))
+    kept_again = once[task_audit.KEPT]
+    assert sorted(r["log_offset"] for r in kept_again) == [0, 1, 2, 10, 11]
+    assert {r["log_offset"]: r["is_control"] for r in kept_again}[2] is True
+
+
 def test_latest_per_key_on_no_rows() -> None:
     empty = pa.table(
         {
