@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from offsets_lib.audit.schemas import DECODED
-from offsets_lib.wire.decoded import DECODED_ARROW, POSITIONED_ARROW
+from offsets_lib.wire.decoded import POSITIONED_ARROW
 
 BATCH_METADATA = {
     "producer_id": T.LongType(),
@@ -82,13 +82,3 @@ def _decode_batches(
                 index = decoded.schema.get_field_index(name)
                 decoded = decoded.set_column(index, name, batch.column(name))
         yield decoded
-
-
-def decoded_with_raw(records: pa.Table) -> pa.Table:
-    """Positioned records (POSITIONED_ARROW) decoded, each with its key and value bytes: how
-    an incremental run stores its kept records (`decode_positioned(..., keep_raw=True)` in a
-    task)."""
-    batches = list(_decode_batches(iter(records.to_batches()), keep_raw=True))
-    if not batches:
-        return DECODED_ARROW.empty_table()
-    return pa.Table.from_batches(batches)

@@ -150,8 +150,8 @@ class TableFiles:
 
 @dataclass(frozen=True)
 class KeptFiles:
-    """Hands a task's results to `emit`, and writes its kept records (task_audit.KEPT) as files
-    of the incremental run's kept-records table, partition `kept_id`, for the driver to commit
+    """Hands a task's results to `emit`, and writes its kept records (task_audit.KEPT, raw) as
+    files of the incremental run's kept-records table, partition `kept_id`, for the driver to commit
     once every audit table has committed (`written_files(..., [KEPT_TABLE], kept_id)`).
 
     A transaction marker that several tasks keep is stored once by each of them; the next run's
@@ -168,19 +168,15 @@ class KeptFiles:
         return MANIFEST_ARROW
 
     def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]:
-        from offsets_lib.engine.decode import decoded_with_raw
         from offsets_lib.io import incremental, sink
 
         yield from self.emit({kind: t for kind, t in tables.items() if kind != KEPT})
         kept = tables.get(KEPT)
         if kept is None or not kept.num_rows:
             return
-        rows_of_kept = decoded_with_raw(kept)
-        rows_of_kept = rows_of_kept.append_column(
-            RUN_ID, pa.array([self.kept_id] * rows_of_kept.num_rows, pa.string())
-        )
+        kept = kept.append_column(RUN_ID, pa.array([self.kept_id] * kept.num_rows, pa.string()))
         written = sink.write_task_files(
-            rows_of_kept, incremental.KEPT_SPEC, output=self.output, run_id=self.kept_id
+            kept, incremental.KEPT_SPEC, output=self.output, run_id=self.kept_id
         )
         rows = [{"kind": TABLE_FILE, "table": incremental.KEPT_TABLE, **w} for w in written]
         yield pa.RecordBatch.from_pylist(rows, schema=MANIFEST_ARROW)

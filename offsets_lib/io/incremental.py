@@ -43,15 +43,16 @@ the records read by that run.
 
 Stored under the output root as Delta tables (names start with ``_``, not contract tables):
 
-* ``_state`` (``KEPT_TABLE``: the name on disk predates the term "kept records"; it is not the
-  replayed group state): DECODED columns with every record's raw key and value (the next run
-  audits them again with the new records), partitioned by ``run_id`` = the kept id
-  ``<run_id>@<sequence>``;
+* ``_kept`` (``KEPT_TABLE``): the kept records as positioned raw records (POSITIONED_ARROW: log
+  position, timestamp, key and value bytes, batch metadata; the next run audits them again with
+  the new records), partitioned by ``run_id`` = the kept id ``<run_id>@<sequence>``. The audit
+  tasks write them while they audit (engine.staging.KeptFiles). Earlier versions stored them
+  decoded in ``_state`` (``LEGACY_KEPT_TABLE``), which is still read once;
 * ``_checkpoint``: (topic, partition, next_offset, sequence, state_id = the kept id, committed_at,
   run_id).
 
-Commit order (``store``, called after every audit table has committed): the new ``_state``
-partition, then the ``_checkpoint`` rows (one commit), then older ``_state`` partitions are
+Commit order (``store``, called after every audit table has committed): the new ``_kept``
+partition, then the ``_checkpoint`` rows (one commit), then older kept partitions are
 dropped. A crash before the checkpoint commit leaves the old checkpoint and its kept partition
 intact: the next run simply redoes the increment.
 """
@@ -82,14 +83,16 @@ from offsets_lib.wire.decoded import POSITIONED_ARROW
 
 log = logging.getLogger(__name__)
 
-KEPT_TABLE, CHECKPOINT_TABLE = "_state", "_checkpoint"
+KEPT_TABLE, CHECKPOINT_TABLE = "_kept", "_checkpoint"
+LEGACY_KEPT_TABLE = "_state"  # decoded kept records of earlier versions (read, then dropped)
 
 
 class KeptFormatError(RuntimeError):
     """The stored kept records cannot be used by this version (rerun with --full)."""
 
 
-_COLUMNS = [f.name for f in DECODED.fields]
+# the positioned columns, with DECODED's column comments
+_POSITIONED = StructType([DECODED[name] for name in POSITIONED_ARROW.names])
 
 
 def _col(name, dtype, comment: str, *, nullable: bool = True) -> StructField:
@@ -98,10 +101,10 @@ def _col(name, dtype, comment: str, *, nullable: bool = True) -> StructField:
 
 KEPT_SPEC = TableSpec(
     name=KEPT_TABLE,
-    comment="Internal: decoded records an incremental run needs from history (incremental.py).",
+    comment="Internal: raw records an incremental run needs from history (incremental.py).",
     schema=StructType(
         [
-            *DECODED.fields,
+            *_POSITIONED.fields,
             _col(
                 RUN_ID,
                 StringType(),
@@ -152,7 +155,7 @@ class Increment:
     end_offsets: dict[int, int]
     previous: Checkpoint | None = None  # None: a full read (first run or --full)
     kept: DataFrame | None = None
-    kept_files: tuple[str, ...] = ()  # the files of `kept`
+    kept_files: tuple[str, ...] = ()  # the files of `kept` (positioned columns)
     kept_rows: int = 0
     sequence: int = 0  # of the newest stored checkpoint (also after --full), 0 = none
 
@@ -181,35 +184,54 @@ def read_checkpoint(output: str, topic: str) -> Checkpoint | None:
     )
 
 
-def kept_files(output: str, checkpoint: Checkpoint) -> tuple[list[str], int]:
-    """The files of the stored records of ``checkpoint`` and their row count (Delta's stats)."""
-    dt = storage.delta_table(sink.table_uri(output, KEPT_TABLE))
-    pruning = [(RUN_ID, "=", checkpoint.kept_id)]
-    files = dt.file_uris(file_pruning_predicate=pruning)
-    actions = pa.table(dt.get_add_actions(flatten=True)).to_pydict()
-    rows = sum(
-        int(n or 0)
-        for n, kept_id in zip(
-            actions.get("num_records", []),
-            actions.get(f"partition.{RUN_ID}", []),
-            strict=True,
-        )
-        if kept_id == checkpoint.kept_id
-    )
-    return files, rows
+@dataclass(frozen=True)
+class StoredKept:
+    """Where the kept records of a checkpoint are: their files, rows (Delta's stats), and
+    whether they are in the legacy decoded table."""
+
+    files: tuple[str, ...] = ()
+    rows: int = 0
+    is_legacy: bool = False
 
 
-def read_kept(spark: SparkSession, files: list[str], output: str, kept_id: str) -> DataFrame:
-    """The stored records in ``files`` (DECODED schema; `kept_files`)."""
-    if not files:
-        return spark.createDataFrame([], DECODED)
-    kept = spark.read.schema(DECODED).parquet(*files).select(*_COLUMNS)
-    if kept.filter(F.col("key").isNull()).limit(1).count():
+def kept_files(output: str, checkpoint: Checkpoint) -> StoredKept:
+    """The stored records of ``checkpoint``: in KEPT_TABLE, else (an earlier version's
+    checkpoint) in LEGACY_KEPT_TABLE."""
+    for name, is_legacy in ((KEPT_TABLE, False), (LEGACY_KEPT_TABLE, True)):
+        uri = sink.table_uri(output, name)
+        if not storage.is_delta_table(uri):
+            continue
+        dt = storage.delta_table(uri)
+        actions = pa.table(dt.get_add_actions(flatten=True)).to_pydict()
+        rows = [
+            int(n or 0)
+            for n, kept_id in zip(
+                actions.get("num_records", []),
+                actions.get(f"partition.{RUN_ID}", []),
+                strict=True,
+            )
+            if kept_id == checkpoint.kept_id
+        ]
+        if rows:
+            pruning = [(RUN_ID, "=", checkpoint.kept_id)]
+            files = dt.file_uris(file_pruning_predicate=pruning)
+            return StoredKept(tuple(files), sum(rows), is_legacy)
+    return StoredKept()
+
+
+def read_kept(spark: SparkSession, kept: StoredKept, output: str, kept_id: str) -> DataFrame:
+    """The stored records (positioned columns) of `kept_files`."""
+    if not kept.files:
+        return spark.createDataFrame([], _POSITIONED)
+    if not kept.is_legacy:
+        return spark.read.schema(_POSITIONED).parquet(*kept.files)
+    legacy = spark.read.schema(DECODED).parquet(*kept.files).select(*_POSITIONED.names)
+    if legacy.filter(F.col("key").isNull()).limit(1).count():
         raise KeptFormatError(
             f"the kept records {kept_id} under {output} holds decoded records"
             " without their raw bytes (written by an older version); rerun with --full once"
         )
-    return kept
+    return legacy
 
 
 def begin(
@@ -218,18 +240,17 @@ def begin(
     """The increment to read: from the stored checkpoint (none, or ``full``: from the start)."""
     newest = read_checkpoint(output, topic)
     previous = None if full else newest
-    if previous is None:
-        files, rows, kept = [], 0, None
-    else:
-        files, rows = kept_files(output, previous)
-        kept = read_kept(spark, files, output, previous.kept_id)
+    stored, kept = StoredKept(), None
+    if previous is not None:
+        stored = kept_files(output, previous)
+        kept = read_kept(spark, stored, output, previous.kept_id)
     return Increment(
         topic=topic,
         end_offsets=dict(end_offsets),
         previous=previous,
         kept=kept,
-        kept_files=tuple(files),
-        kept_rows=rows,
+        kept_files=stored.files,
+        kept_rows=stored.rows,
         sequence=newest.sequence if newest is not None else 0,
     )
 
@@ -245,9 +266,8 @@ def store(kept: list[AddAction], increment: Increment, *, output: str, run_id: s
 
     `kept` are the files of the records of the run (earlier kept records included) that a later
     audit needs, which the audit tasks chose (`audit.task_audit.kept_records`) and wrote into
-    the partition `next_kept_id` (`engine.staging.KeptFiles`): decoded, with their raw key and
-    value bytes, so the next run audits them like new records. Call only after every table of
-    the run has committed.
+    the partition `next_kept_id` (`engine.staging.KeptFiles`) as raw records, which the next
+    run audits like new ones. Call only after every table of the run has committed.
     """
     sequence = increment.sequence + 1
     kept_id = next_kept_id(increment, run_id)
@@ -277,5 +297,8 @@ def _drop_old_kept(output: str, *, keep: str) -> None:
         dt = storage.delta_table(sink.table_uri(output, KEPT_TABLE))
         quoted = keep.replace("'", "''")
         dt.delete(predicate=f"{RUN_ID} != '{quoted}'")
+        legacy = sink.table_uri(output, LEGACY_KEPT_TABLE)
+        if storage.is_delta_table(legacy):
+            storage.delta_table(legacy).delete()  # no checkpoint refers to it any more
     except Exception as exc:  # the checkpoint is committed; an old partition is only space
-        log.warning("could not drop old _state partitions: %s", exc)
+        log.warning("could not drop old kept partitions: %s", exc)

@@ -118,9 +118,9 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
 
     from offsets_lib.audit.coordinator import Coordinator
     from offsets_lib.audit.rules import Params
-    from offsets_lib.audit.schemas import DECODED
+    from offsets_lib.audit.schemas import spark_schema
     from offsets_lib.engine import pipeline
-    from offsets_lib.engine.decode import decode_records, positioned
+    from offsets_lib.engine.decode import decode_positioned, decode_records, positioned
     from offsets_lib.engine.staging import KeptFiles, Staging
 
     rows = []
@@ -133,6 +133,7 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
             row.setdefault("is_control", False)
             rows.append(row)
     raw = spark.createDataFrame(rows).cache()
+    positioned_schema = spark_schema(incremental.POSITIONED_ARROW)
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=int(AS_OF))
 
     def tables(decoded) -> dict[str, list[str]]:
@@ -160,7 +161,8 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
         pipeline.audit_raw(
             part, coordinator=Coordinator.NEW, tasks=3, emit=emit, keep=True
         ).collect()
-        state = spark.read.schema(DECODED).parquet(str(tmp_path / "_state" / f"run_id=k{cut}"))
+        kept = str(tmp_path / incremental.KEPT_TABLE / f"run_id=k{cut}")
+        state = decode_positioned(spark.read.schema(positioned_schema).parquet(kept), keep_raw=True)
         state, low = state.localCheckpoint(), cut  # as stored: no lineage back to the records
         assert state.count() < raw.filter(raw["offset"] < cut).count()
     rest = decode_records(raw.filter(raw["offset"] >= low))
