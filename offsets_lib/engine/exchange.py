@@ -82,6 +82,7 @@ class Unit:
     row_groups: tuple[int, ...] | None = None
     is_positioned: bool = False
     is_history: bool = False
+    rows: int = 0  # records, from the file's footer
 
 
 arrow_uri = storage.arrow_uri  # the name pieces and tests use
@@ -116,13 +117,18 @@ def plan(
     total = sum(i.size for i in infos)
     tasks = max(map_tasks, math.ceil(total / TARGET_SPLIT_BYTES), 1)
     target = total / tasks
+    try:
+        footers = _footers([(file_fs, path) for _uri, file_fs, path in located])
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        log.info("pyarrow cannot read the input's footers (%s)", exc)
+        return None
     units: list[Unit] = []
-    for (uri, file_fs, path), info in zip(located, infos, strict=True):
+    for (uri, _fs, _path), info, meta in zip(located, infos, footers, strict=True):
         form = {"is_positioned": uri in positioned, "is_history": uri in history}
         if info.size > 1.5 * target:  # a big file is split by row groups
-            units.extend(_row_group_units(uri, file_fs, path, target, form))
+            units.extend(_row_group_units(uri, meta, target, form))
         else:
-            units.append(Unit(uri, info.size, **form))
+            units.append(Unit(uri, info.size, rows=meta.num_rows, **form))
     # largest first onto the least loaded task
     loads = [0] * min(tasks, len(units))
     assigned: list[list[Unit]] = [[] for _ in loads]
@@ -143,21 +149,37 @@ def can_stage(staging_uri: str) -> bool:
     return True
 
 
+def _footers(files: list[tuple[pafs.FileSystem, str]]) -> list[pq.FileMetaData]:
+    """The Parquet footers of `files`, read by a few threads (an object store answers each in
+    tens of ms). They give the record count (the run's number of audit tasks) without Spark's
+    count job (1.6 s of a 1M-record run from the command line, issue 19)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def footer(located: tuple[pafs.FileSystem, str]) -> pq.FileMetaData:
+        fs, path = located
+        with fs.open_input_file(path) as handle:
+            return pq.ParquetFile(handle).metadata
+
+    if len(files) == 1:
+        return [footer(files[0])]
+    with ThreadPoolExecutor(max_workers=min(16, len(files))) as pool:
+        return list(pool.map(footer, files))
+
+
 def _row_group_units(
-    uri: str, fs: pafs.FileSystem, path: str, target: float, form: dict[str, bool]
+    uri: str, meta: pq.FileMetaData, target: float, form: dict[str, bool]
 ) -> list[Unit]:
-    with fs.open_input_file(path) as handle:
-        meta = pq.ParquetFile(handle).metadata
-    units, current, size = [], [], 0
+    units, current, size, rows = [], [], 0, 0
     for i in range(meta.num_row_groups):
         current.append(i)
         group = meta.row_group(i)
         size += sum(group.column(j).total_compressed_size for j in range(group.num_columns))
+        rows += group.num_rows
         if size >= target:
-            units.append(Unit(uri, size, tuple(current), **form))
-            current, size = [], 0
+            units.append(Unit(uri, size, tuple(current), rows=rows, **form))
+            current, size, rows = [], 0, 0
     if current:
-        units.append(Unit(uri, size, tuple(current), **form))
+        units.append(Unit(uri, size, tuple(current), rows=rows, **form))
     return units
 
 

@@ -143,14 +143,24 @@ def _audit_tasks(spark: SparkSession, records: int) -> int:
     return max(default, -(-records // RECORDS_PER_TASK))
 
 
-def _expected_records(raw: DataFrame, increment: incremental.Increment | None) -> int:
-    """Records the run will audit: the Kafka offset ranges and the kept records, or the dump's
-    row count (footers)."""
-    if increment is None:
-        return raw.count()
+def _new_records(increment: incremental.Increment) -> int:
+    """Records a Kafka run reads: its offset ranges."""
     start = increment.start_offsets or {}
-    new = sum(max(end - start.get(p, 0), 0) for p, end in increment.end_offsets.items())
-    return new + increment.kept_rows
+    return sum(max(end - start.get(p, 0), 0) for p, end in increment.end_offsets.items())
+
+
+def _expected_records(
+    raw: DataFrame,
+    increment: incremental.Increment | None,
+    units: list[list[exchange.Unit]] | None,
+) -> int:
+    """Records the run will audit: the Kafka offset ranges and the kept records, or the dump's
+    row count (the footers the file shuffle's plan read, else a Spark count)."""
+    if increment is not None:
+        return _new_records(increment) + increment.kept_rows
+    if units is not None:
+        return sum(unit.rows for units_of_task in units for unit in units_of_task)
+    return raw.count()
 
 
 class _Persisted:
@@ -220,10 +230,11 @@ def _execute(
     staging: Staging | None = None
     try:
         records = _records(raw, increment, persisted)
-        tasks = _audit_tasks(spark, _expected_records(raw, increment))
         staging = Staging.fresh(options.output, options.run_id)
+        units = _dump_units(spark, raw, options, increment, staging)
+        tasks = _audit_tasks(spark, _expected_records(raw, increment, units))
         audited = _audit(
-            spark, raw, records, options, report, staging, tasks, increment, end_offsets
+            spark, records, options, report, staging, tasks, units, increment, end_offsets
         )
         stages.done("read+audit", audited.summary(report, tasks))
         tables, observed = _decide(spark, audited, options, report, staging, end_offsets)
@@ -279,19 +290,18 @@ class _Audited:
 
 def _audit(
     spark: SparkSession,
-    raw: DataFrame,
     records: DataFrame,
     options: RunOptions,
     report: RunReport,
     staging: Staging,
     tasks: int,
+    units: list[list[exchange.Unit]] | None,
     increment: incremental.Increment | None,
     end_offsets: Callable[[DataFrame], DataFrame | None] | None,
 ) -> _Audited:
     """Route every record to its audit task and audit there; the tasks stage their results as
     files and return a manifest (a few rows per task). Sets the report's counts and as_of."""
     started_ms = _now_ms()
-    units = _dump_units(spark, raw, options, increment, staging)
     keep = increment is not None  # the tasks choose and write the kept records while they audit
     kept_emit = _kept_emitter(options, increment)
     direct: tuple[str, ...] = ()
@@ -529,8 +539,7 @@ def _dump_units(
     if increment is None:
         units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=map_tasks)
     elif exchange.can_stage(staging.uri):
-        new_records = _expected_records(raw, increment) - increment.kept_rows
-        staged = _staged_records(raw, staging, new_records)
+        staged = _staged_records(raw, staging, _new_records(increment))
         kept = increment.kept_files
         units = exchange.plan(
             [*kept, *staged],
