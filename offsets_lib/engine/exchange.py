@@ -64,6 +64,7 @@ MAP_ARROW = pa.schema(
 # decompressing cost ~0.15 CPU-s per million records, which the page cache does not pay back.
 _REMOTE_PIECE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _LOCAL_PIECE_OPTIONS = pa.ipc.IpcWriteOptions()
+MAX_FOOTERS = 256  # dump files whose footers the driver reads to count the records
 _UNIT_SCHEMA = (
     "map_task int, path string, row_groups array<int>, is_positioned boolean, is_history boolean"
 )
@@ -82,7 +83,7 @@ class Unit:
     row_groups: tuple[int, ...] | None = None
     is_positioned: bool = False
     is_history: bool = False
-    rows: int = 0  # records, from the file's footer
+    rows: int | None = None  # records, from the file's footer (None: not read)
 
 
 arrow_uri = storage.arrow_uri  # the name pieces and tests use
@@ -117,8 +118,14 @@ def plan(
     total = sum(i.size for i in infos)
     tasks = max(map_tasks, math.ceil(total / TARGET_SPLIT_BYTES), 1)
     target = total / tasks
+    all_footers = len(located) <= MAX_FOOTERS  # else only those of the files split below
     try:
-        footers = _footers([(file_fs, path) for _uri, file_fs, path in located])
+        footers = _footers(
+            [
+                (file_fs, path) if all_footers or info.size > 1.5 * target else None
+                for (_uri, file_fs, path), info in zip(located, infos, strict=True)
+            ]
+        )
     except (pa.ArrowException, OSError, ValueError) as exc:
         log.info("pyarrow cannot read the input's footers (%s)", exc)
         return None
@@ -128,7 +135,8 @@ def plan(
         if info.size > 1.5 * target:  # a big file is split by row groups
             units.extend(_row_group_units(uri, meta, target, form))
         else:
-            units.append(Unit(uri, info.size, rows=meta.num_rows, **form))
+            rows = meta.num_rows if meta is not None else None
+            units.append(Unit(uri, info.size, rows=rows, **form))
     # largest first onto the least loaded task
     loads = [0] * min(tasks, len(units))
     assigned: list[list[Unit]] = [[] for _ in loads]
@@ -149,13 +157,18 @@ def can_stage(staging_uri: str) -> bool:
     return True
 
 
-def _footers(files: list[tuple[pafs.FileSystem, str]]) -> list[pq.FileMetaData]:
-    """The Parquet footers of `files`, read by a few threads (an object store answers each in
-    tens of ms). They give the record count (the run's number of audit tasks) without Spark's
-    count job (1.6 s of a 1M-record run from the command line, issue 19)."""
+def _footers(
+    files: list[tuple[pafs.FileSystem, str] | None],
+) -> list[pq.FileMetaData | None]:
+    """The Parquet footers of `files` (None where None), read by a few threads (an object store
+    answers each in tens of ms). They give the record count (the run's number of audit tasks)
+    without Spark's count job (1.6 s of a 1M-record run from the command line, issue 19); a
+    dump of more than MAX_FOOTERS files is counted by Spark, in parallel."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def footer(located: tuple[pafs.FileSystem, str]) -> pq.FileMetaData:
+    def footer(located: tuple[pafs.FileSystem, str] | None) -> pq.FileMetaData | None:
+        if located is None:
+            return None
         fs, path = located
         with fs.open_input_file(path) as handle:
             return pq.ParquetFile(handle).metadata

@@ -158,8 +158,9 @@ def _expected_records(
     row count (the footers the file shuffle's plan read, else a Spark count)."""
     if increment is not None:
         return _new_records(increment) + increment.kept_rows
-    if units is not None:
-        return sum(unit.rows for units_of_task in units for unit in units_of_task)
+    rows = [unit.rows for units_of_task in units or [] for unit in units_of_task]
+    if rows and None not in rows:
+        return sum(rows)
     return raw.count()
 
 
@@ -436,9 +437,11 @@ def _store_increment(
 ) -> None:
     """Commit what the next incremental run needs (the kept records the audit tasks wrote),
     then advance the checkpoint."""
-    kept_id = incremental.next_kept_id(increment, options.run_id)
-    kept = written_files(manifest, [incremental.KEPT_TABLE], kept_id)[incremental.KEPT_TABLE]
-    kept_id = incremental.store(kept, increment, output=options.output, run_id=options.run_id)
+    table = incremental.KEPT_TABLE
+    kept = written_files(manifest, [table], incremental.next_kept_id(increment, options.run_id))
+    kept_id = incremental.store(
+        kept[table], increment, output=options.output, run_id=options.run_id
+    )
     for name in (incremental.KEPT_TABLE, incremental.CHECKPOINT_TABLE):
         report.tables[name] = sink.table_uri(options.output, name)
     stages.done("checkpoint", f"kept records {kept_id}, next offsets {increment.end_offsets}")
@@ -572,8 +575,7 @@ def _staged_records(raw: DataFrame, staging: Staging, records: int) -> list[str]
     if tasks < frame.rdd.getNumPartitions():
         frame = frame.coalesce(tasks)
     frame.write.parquet(where)
-    schema = positioned(raw).schema
-    return raw.sparkSession.read.schema(schema).parquet(where).inputFiles()
+    return raw.sparkSession.read.schema(frame.schema).parquet(where).inputFiles()
 
 
 @dataclass(frozen=True)

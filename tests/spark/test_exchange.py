@@ -180,6 +180,24 @@ def test_plan_declines_what_pyarrow_cannot_read(tmp_path) -> None:
     assert exchange.plan([str(tmp_path / "missing.parquet")], staging, map_tasks=2) is None
 
 
+def test_plan_counts_the_records_from_the_footers(tmp_path, monkeypatch) -> None:
+    files = []
+    for i, rows in enumerate((3, 5, 0)):
+        path = tmp_path / f"part-{i}.parquet"
+        pq.write_table(pa.table({"offset": pa.array(range(rows), pa.int64())}), path)
+        files.append(str(path))
+    staging = str(tmp_path / "staging")
+    units = exchange.plan(files, staging, map_tasks=2, positioned=(files[1],), history=(files[1],))
+    by_path = {u.path: u for task in units for u in task}
+    assert {p: u.rows for p, u in by_path.items()} == dict(zip(files, (3, 5, 0), strict=True))
+    assert [(u.is_positioned, u.is_history) for u in map(by_path.get, files)] == [
+        (False, False), (True, True), (False, False),
+    ]  # fmt: skip
+    monkeypatch.setattr(exchange, "MAX_FOOTERS", 2)  # too many files: Spark counts them
+    units = exchange.plan(files, staging, map_tasks=2)
+    assert {u.rows for task in units for u in task} == {None}
+
+
 def test_pieces_are_compressed_only_off_the_local_disk(tmp_path) -> None:
     local = pafs.LocalFileSystem()
     assert exchange.piece_options(local).compression is None
