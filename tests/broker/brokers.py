@@ -133,7 +133,9 @@ class KafkaBroker:
         self.config.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
 
     def _format(self) -> None:
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        cluster_id = "-"
+        while cluster_id.startswith("-"):  # StorageTool would read "-..." as an option (1 in 64)
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         command = [_java(self.version), *JVM_OPTIONS, "-cp", self._classpath()]
         command += ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.config)]
         subprocess.run(command, check=True, capture_output=True, timeout=120)
