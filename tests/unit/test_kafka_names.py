@@ -37,6 +37,7 @@ def test_java_sasl_names_become_librdkafka_credentials() -> None:
         "kafka.sasl.jaas.config": kafka_names.jaas_config("PLAIN", "bob", 'se"cret'),
         "kafka.ssl.endpoint.identification.algorithm": "",
         "kafka.max.poll.records": "500",
+        "kafka.fetch.max.wait.ms": "50",
     }
     assert client_config(given) == {
         **BOOTSTRAP,

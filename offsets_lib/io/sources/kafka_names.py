@@ -53,6 +53,7 @@ JAVA_ONLY = frozenset(
         "value.deserializer",
         "max.poll.records",
         "default.api.timeout.ms",
+        "fetch.max.wait.ms",  # librdkafka: fetch.wait.max.ms (the driver fetches nothing)
     }
 )
 # librdkafka settings that the Java client does not know: the driver's look-ups get them, the
