@@ -282,13 +282,60 @@ def audit_pieces(
 
 def routed_pieces(spark: SparkSession, pieces: list[dict[str, Any]], *, tasks: int) -> DataFrame:
     """The pieces' (path, batch, copy, label) rows, each in its task's partition: a piece to
-    its task, a marker piece to every task (copies 1.. flagged)."""
+    its task, a marker piece to every task (copies 1.. flagged). A piece marked `is_context`
+    reaches its tasks as copies only (copy 0 included): records that resolve and delimit in
+    the split audit's first step, which another step audits and counts."""
     listed = spark.createDataFrame(
-        [(p["path"], p["batch"], p["bucket"]) for p in pieces], "path string, batch int, bucket int"
+        [(p["path"], p["batch"], p["bucket"], int(bool(p.get("is_context")))) for p in pieces],
+        "path string, batch int, bucket int, context int",
     )
-    return listed.select(
-        "path", "batch", routing.copies_to_tasks(F.col("bucket"), tasks).alias("copy", "label")
+    routed = listed.select(
+        "path",
+        "batch",
+        "context",
+        routing.copies_to_tasks(F.col("bucket"), tasks).alias("copy", "label"),
+    )
+    return routed.select(
+        "path", "batch", (F.col("copy") + F.col("context")).alias("copy"), "label"
     ).repartition(tasks, "label")
+
+
+def remap_pieces(
+    spark: SparkSession, pieces: list[dict[str, Any]], *, staging_uri: str, tasks: int
+) -> list[dict[str, Any]]:
+    """Pieces cut again by offset key (routing.task_buckets with `by_offset_key`): the records
+    of the audit tasks that the per-group routing left oversized, for the split audit's first
+    step, without reading the dump again (one Spark job) -> MAP_ARROW rows."""
+    if not pieces:
+        return []
+    pieces_uri = arrow_uri(f"{staging_uri}/remapped")
+    listed = spark.createDataFrame(
+        [(p["path"], p["batch"]) for p in pieces], "path string, batch int"
+    ).repartition(min(len(pieces), tasks))
+
+    def remap(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = [row for batch in batches for row in batch.to_pylist()]
+        if rows:
+            yield write_piece_file(_read_pieces(rows), pieces_uri, tasks, by_offset_key=True)
+
+    remapped = listed.mapInArrow(remap, spark_schema(MAP_ARROW)).collect()
+    return [r.asDict() for r in remapped]
+
+
+def _read_pieces(rows: list[dict[str, Any]]) -> Iterator[pa.Table]:
+    """The RAW_ARROW records of pieces (path, batch), one table per piece."""
+    readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
+    handles = []
+    try:
+        for row in rows:
+            if row["path"] not in readers:
+                fs, local = storage.filesystem(row["path"])
+                handles.append(fs.open_input_file(local))
+                readers[row["path"]] = pa.ipc.open_file(handles[-1])
+            yield pa.Table.from_batches([readers[row["path"]].get_batch(row["batch"])])
+    finally:
+        for handle in handles:
+            handle.close()
 
 
 def write_piece_file(

@@ -103,6 +103,29 @@ def reduce_records(records: DataFrame, *, staging: Staging, tasks: int) -> list[
     return [r.asDict() for r in routed.mapInArrow(reduce, spark_schema(REDUCED_ARROW)).collect()]
 
 
+def oversized_pieces(
+    spark: SparkSession,
+    pieces: list[dict[str, Any]],
+    oversized: set[int],
+    *,
+    staging: Staging,
+    tasks: int,
+) -> list[dict[str, Any]]:
+    """The first step's pieces for the `oversized` audit tasks of a per-group map
+    (exchange.map_pieces) only: their pieces cut again by offset key, for `reduce_pieces`;
+    every other piece goes to the per-group audit as it is.
+
+    The transaction markers reach the first step as context (copies in every task: they resolve
+    there and are neither forwarded nor counted), since the per-group audit receives them from
+    the map's own marker pieces. Measured on a 10M-record dump with one group holding 30 % of
+    the commits (issue 19): mapping the whole dump again by offset key and reducing all of it
+    took 15 s more than the per-group audit alone."""
+    to_split = [p for p in pieces if p["bucket"] in oversized]
+    remapped = exchange.remap_pieces(spark, to_split, staging_uri=staging.uri, tasks=tasks)
+    context = [dict(p, is_context=True) for p in pieces if p["bucket"] == routing.MARKERS]
+    return remapped + context
+
+
 def forwarded_pieces(reduced: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The forwarded pieces of the first step's rows, as exchange.audit_pieces takes them."""
     return [dict(r) for r in reduced if r["kind"] == PIECE]

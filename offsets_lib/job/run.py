@@ -311,7 +311,7 @@ def _audit(
     if units is not None:
         # the map stage first: its pieces tell the evaluation time, so the audit tasks can
         # write the tables that need nothing but it themselves
-        pieces, split = _mapped(spark, units, staging, tasks, split)
+        pieces, split, oversized = _mapped(spark, units, staging, tasks, split)
         report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
         direct = _direct_tables(options, end_offsets)
         emit: pipeline.TaskEmitter = staging
@@ -319,7 +319,15 @@ def _audit(
             emit = TableFiles(staging, options.output, options.run_id, report.as_of_ms, direct)
         emit = kept_emit(emit)
         steps = [exchange.task_sizes(pieces, tasks)]
-        if split:
+        if oversized:
+            first = key_split.oversized_pieces(
+                spark, pieces, oversized, staging=staging, tasks=tasks
+            )
+            first_step = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
+            pieces = [p for p in pieces if p["bucket"] not in oversized]
+            pieces += key_split.forwarded_pieces(first_step)
+            steps = [exchange.task_sizes(first, tasks), exchange.task_sizes(pieces, tasks)]
+        elif split:
             first_step = key_split.reduce_pieces(spark, pieces, staging=staging, tasks=tasks)
             pieces = key_split.forwarded_pieces(first_step)
             steps.append(exchange.task_sizes(pieces, tasks))
@@ -455,39 +463,46 @@ def _error_line(exc: Exception, options: RunOptions) -> str:
     return scrub(first_line, options.kafka_options)[:1000]
 
 
-# The automatic split (split_commits None) starts when the largest audit task of the per-group
-# routing holds more than this many times the average task's records, and more than
-# RECORDS_PER_TASK: below that one task is not what the run waits for. Measured at 10M records
-# on 2 cores (issue 19): the split costs 5-9 s of 18 s on a dump without a dominant group, and a
-# second map stage costs ~3 s on a dump with one. On the Spark shuffle the sizes are counted in
-# one pass over the records (`pipeline.task_sizes`; a Kafka run's records are persisted).
+# The automatic split (split_commits None) starts when an audit task of the per-group routing
+# holds more than this many times the average task's records, and more than RECORDS_PER_TASK:
+# below that one task is not what the run waits for. Measured at 10M records on 2 cores
+# (issue 19): the split costs 5-9 s of 18 s on a dump without a dominant group. With the file
+# shuffle only the oversized tasks' pieces are cut again by key and reduced
+# (key_split.oversized_pieces); on the Spark shuffle the sizes are counted in one pass over the
+# records (`pipeline.task_sizes`) and the whole split audit runs.
 SKEWED_TASK = 2.0
+
+
+def _oversized(sizes: np.ndarray) -> set[int]:
+    """The audit tasks the per-group routing leaves much larger than the rest."""
+    mean = float(sizes.mean()) if len(sizes) else 0.0
+    limit = max(RECORDS_PER_TASK, SKEWED_TASK * mean)
+    return {int(t) for t in np.flatnonzero(sizes > limit)}
 
 
 def _is_skewed(sizes: np.ndarray) -> bool:
     """Whether the per-group routing leaves one task much larger than the rest."""
-    largest = int(sizes.max()) if len(sizes) else 0
-    return largest > RECORDS_PER_TASK and largest > SKEWED_TASK * float(sizes.mean())
+    return bool(_oversized(sizes))
 
 
 def _mapped(
     spark: SparkSession, units: Any, staging: Staging, tasks: int, split: bool | None
-) -> tuple[list[dict[str, Any]], bool]:
-    """The file shuffle's map stage: its pieces, and whether the split audit runs on them
-    (decided here from the per-group task sizes when `split` is None)."""
+) -> tuple[list[dict[str, Any]], bool, set[int]]:
+    """The file shuffle's map stage: its pieces, whether the split audit runs on all of them
+    (`split`), and with the automatic split (`split` None) the oversized audit tasks, whose
+    records alone go through the split audit's first step (key_split.reduce_oversized)."""
     pieces = exchange.map_pieces(
         spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=bool(split)
     )
     if split is not None:
-        return pieces, split
-    if not _is_skewed(exchange.task_sizes(pieces, tasks)):
-        return pieces, False
-    # map again, by offset key; the first map's pieces stay until the staging is removed
-    log.info("a dominant group: offset commits are reduced per key first")
-    by_key = exchange.map_pieces(
-        spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=True
-    )
-    return by_key, True
+        return pieces, split, set()
+    oversized = _oversized(exchange.task_sizes(pieces, tasks))
+    if oversized:
+        log.info(
+            "a dominant group: the commits of %d audit tasks are reduced per key first",
+            len(oversized),
+        )
+    return pieces, False, oversized
 
 
 def _report_task_sizes(report: RunReport, steps: list[np.ndarray]) -> None:

@@ -23,10 +23,15 @@ DAY_MS = 86_400_000
 
 
 @pytest.fixture(scope="module")
-def raw(spark, tmp_path_factory):
+def raw_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("key-split") / "dump"
     generate_dump(str(root), groups=80, records=8_000, seed=11, profile="realistic")
-    return read_parquet_dump(spark, [str(root)]).cache()
+    return root
+
+
+@pytest.fixture(scope="module")
+def raw(spark, raw_root):
+    return read_parquet_dump(spark, [str(raw_root)]).cache()
 
 
 def _params(raw) -> Params:
@@ -88,6 +93,54 @@ def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp
         emit=staging,
     )
     manifest = key_split.staged_rows(reduced) + [r.asDict() for r in audited.collect()]
+    reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
+    assert_staged_equals_reference(
+        spark, raw, reference, staging, manifest, coordinator=Coordinator.NEW, params=params
+    )
+
+
+def _oversized_only(spark, files, staging, tasks, oversized=None):
+    """The file shuffle's automatic split: a per-group map, then only the oversized tasks'
+    pieces through the first step; the manifest and the sizes of both steps' tasks."""
+    units = exchange.plan(files, staging.uri, map_tasks=2)
+    by_group = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
+    sizes = exchange.task_sizes(by_group, tasks)
+    if oversized is None:  # the largest task, as run._oversized picks it at scale
+        oversized = {int(sizes.argmax())}
+    first = key_split.oversized_pieces(spark, by_group, oversized, staging=staging, tasks=tasks)
+    reduced = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
+    pieces = [p for p in by_group if p["bucket"] not in oversized]
+    pieces += key_split.forwarded_pieces(reduced)
+    audited = exchange.audit_pieces(
+        spark, pieces, coordinator=Coordinator.NEW, tasks=tasks, emit=staging
+    )
+    manifest = key_split.staged_rows(reduced) + [r.asDict() for r in audited.collect()]
+    return manifest, sizes, exchange.task_sizes(first, tasks), exchange.task_sizes(pieces, tasks)
+
+
+def test_only_the_oversized_tasks_are_split_and_tables_match(spark, dominant, tmp_path) -> None:
+    files = sorted(str(p) for p in dominant.glob("*.parquet"))
+    raw = read_parquet_dump(spark, [str(dominant)])
+    staging = Staging(str(tmp_path / "staging"))
+    manifest, by_group, first, audit = _oversized_only(spark, files, staging, tasks=8)
+    assert by_group.max() > 2 * by_group.mean()
+    assert first.max() <= 2 * by_group.mean() and audit.max() <= 2 * by_group.mean()
+    params = _params(raw)
+    reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
+    assert_staged_equals_reference(
+        spark, raw, reference, staging, manifest, coordinator=Coordinator.NEW, params=params
+    )
+
+
+@pytest.mark.parametrize("oversized", [{0}, {1, 2}])
+def test_splitting_some_tasks_of_a_log_with_transactions_equals_reference(
+    spark, raw, raw_root, tmp_path, oversized: set[int]
+) -> None:
+    """Markers reach the first step as context: resolved there, counted once by the audit."""
+    staging = Staging(str(tmp_path / "staging"))
+    files = sorted(str(p) for p in raw_root.glob("*.parquet"))
+    manifest, *_ = _oversized_only(spark, files, staging, 3, oversized)
+    params = _params(raw)
     reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
     assert_staged_equals_reference(
         spark, raw, reference, staging, manifest, coordinator=Coordinator.NEW, params=params

@@ -95,3 +95,11 @@ def test_the_split_audit_starts_by_itself_when_one_task_dominates(sizes, is_skew
     import numpy as np
 
     assert run._is_skewed(np.array(sizes, dtype=np.int64)) is is_skewed
+
+
+def test_the_oversized_tasks_are_those_over_twice_the_average_and_the_task_size() -> None:
+    import numpy as np
+
+    sizes = np.array([1_200_000, 1_100_000, 600_000, *[100_000] * 7], dtype=np.int64)
+    assert run._oversized(sizes) == {0, 1}  # the mean is 360k: over 720k
+    assert run._oversized(np.array([], dtype=np.int64)) == set()
