@@ -85,8 +85,8 @@ SPLIT_COMMITS = {"auto": None, "always": True, "never": False}  # RunOptions.spl
     default="auto",
     show_default=True,
     help="Reduce offset commits per offset key in a first step, so that no audit task holds a"
-    " dominant group's commits (engine/key_split.py). auto: when one group's records would"
-    " make an audit task over twice the average.",
+    " dominant group's commits (engine/key_split.py). auto: the commits of the audit tasks"
+    " that one group's records make over twice the average; always: all commits.",
 )
 @click.option(
     "--full",
