@@ -307,7 +307,6 @@ def _audit(
     kept_emit = _kept_emitter(options, increment)
     direct: tuple[str, ...] = ()
     split = options.split_commits
-    first_step: list[dict[str, Any]] = []
     if units is not None:
         # the map stage first: its pieces tell the evaluation time, so the audit tasks can
         # write the tables that need nothing but it themselves
@@ -318,19 +317,7 @@ def _audit(
         if direct:
             emit = TableFiles(staging, options.output, options.run_id, report.as_of_ms, direct)
         emit = kept_emit(emit)
-        steps = [exchange.task_sizes(pieces, tasks)]
-        if oversized:
-            first = key_split.oversized_pieces(
-                spark, pieces, oversized, staging=staging, tasks=tasks
-            )
-            first_step = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
-            pieces = [p for p in pieces if p["bucket"] not in oversized]
-            pieces += key_split.forwarded_pieces(first_step)
-            steps = [exchange.task_sizes(first, tasks), exchange.task_sizes(pieces, tasks)]
-        elif split:
-            first_step = key_split.reduce_pieces(spark, pieces, staging=staging, tasks=tasks)
-            pieces = key_split.forwarded_pieces(first_step)
-            steps.append(exchange.task_sizes(pieces, tasks))
+        pieces, first_step, steps = _first_step(spark, pieces, split, oversized, staging, tasks)
         _report_task_sizes(report, steps)
         audited = exchange.audit_pieces(
             spark, pieces, coordinator=options.coordinator, tasks=tasks, emit=emit, keep=keep
@@ -363,6 +350,35 @@ def _audit(
     written = written_files(manifest, direct, options.run_id)
     shuffle = "files" if units is not None else "spark"
     return _Audited(manifest, stats, written, shuffle, direct)
+
+
+def _first_step(
+    spark: SparkSession,
+    pieces: list[dict[str, Any]],
+    split: bool,
+    oversized: set[int],
+    staging: Staging,
+    tasks: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[np.ndarray]]:
+    """The split audit's first step over the mapped pieces (the oversized tasks' pieces, or all
+    of them with `split`, or none): the pieces the per-group audit reads, the first step's
+    manifest rows, and the task sizes of each step."""
+    steps = [exchange.task_sizes(pieces, tasks)]
+    if oversized:
+        first = key_split.oversized_pieces(spark, pieces, oversized, staging=staging, tasks=tasks)
+        reduced = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
+        audited = [p for p in pieces if p["bucket"] not in oversized]
+        audited += key_split.forwarded_pieces(reduced)
+        return (
+            audited,
+            reduced,
+            [exchange.task_sizes(first, tasks), exchange.task_sizes(audited, tasks)],
+        )
+    if split:
+        reduced = key_split.reduce_pieces(spark, pieces, staging=staging, tasks=tasks)
+        forwarded = key_split.forwarded_pieces(reduced)
+        return forwarded, reduced, [*steps, exchange.task_sizes(forwarded, tasks)]
+    return pieces, [], steps
 
 
 def _kept_emitter(
