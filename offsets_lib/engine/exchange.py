@@ -314,25 +314,27 @@ def remap_pieces(
     ).repartition(min(len(pieces), tasks))
 
     def remap(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows = [row for batch in batches for row in batch.to_pylist()]
+        rows = [(r["path"], r["batch"]) for batch in batches for r in batch.to_pylist()]
         if rows:
-            yield write_piece_file(_read_pieces(rows), pieces_uri, tasks, by_offset_key=True)
+            tables = (pa.Table.from_batches([piece]) for piece in _read_pieces(rows))
+            yield write_piece_file(tables, pieces_uri, tasks, by_offset_key=True)
 
     remapped = listed.mapInArrow(remap, spark_schema(MAP_ARROW)).collect()
     return [r.asDict() for r in remapped]
 
 
-def _read_pieces(rows: list[dict[str, Any]]) -> Iterator[pa.Table]:
-    """The RAW_ARROW records of pieces (path, batch), one table per piece."""
+def _read_pieces(rows: list[tuple[str, int]]) -> Iterator[pa.RecordBatch]:
+    """The RAW_ARROW records of pieces (path, batch), one batch per piece, each file opened
+    once."""
     readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
     handles = []
     try:
-        for row in rows:
-            if row["path"] not in readers:
-                fs, local = storage.filesystem(row["path"])
+        for path, batch in rows:
+            if path not in readers:
+                fs, local = storage.filesystem(path)
                 handles.append(fs.open_input_file(local))
-                readers[row["path"]] = pa.ipc.open_file(handles[-1])
-            yield pa.Table.from_batches([readers[row["path"]].get_batch(row["batch"])])
+                readers[path] = pa.ipc.open_file(handles[-1])
+            yield readers[path].get_batch(batch)
     finally:
         for handle in handles:
             handle.close()
@@ -426,16 +428,11 @@ def task_pieces(
         *(listed.column(c).to_pylist() for c in ("path", "batch", "copy", "label")), strict=True
     ):
         by_label.setdefault(label, []).append((path, batch, copy))
-    readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
-    handles = []
     for label in sorted(by_label):
         records = []
-        for path, batch, copy in by_label[label]:
-            if path not in readers:
-                fs, local = storage.filesystem(path)
-                handles.append(fs.open_input_file(local))
-                readers[path] = pa.ipc.open_file(handles[-1])
-            piece = readers[path].get_batch(batch)
+        entries = by_label[label]
+        read = _read_pieces([(path, batch) for path, batch, _copy in entries])
+        for (_path, _batch, copy), piece in zip(entries, read, strict=True):
             flags = pa.array(np.full(piece.num_rows, bool(copy)))
             if not copies_as_history:
                 piece = pa.RecordBatch.from_arrays(
@@ -447,5 +444,3 @@ def task_pieces(
                 )
             records.append(piece)
         yield records
-    for handle in handles:
-        handle.close()
