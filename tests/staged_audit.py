@@ -36,11 +36,8 @@ def assert_staged_equals_reference(
 ) -> None:
     """Decide the staged results and compare every table and count; then remove the staging."""
     stats = pipeline.run_stats(manifest)
-    decided = pipeline.decide(
-        staging.read(spark, manifest),
-        coordinator=coordinator,
-        params=params,
-        orphaned_offsets=stats.orphaned_offsets,
+    decided = pipeline.table_frames(
+        staging.read(spark, manifest), orphaned_offsets=stats.orphaned_offsets
     )
     assert stats.records_read == raw.count()
     assert stats.latest_ms == params.as_of_ms

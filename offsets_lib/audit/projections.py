@@ -1,10 +1,10 @@
 """Which column of the audit tasks' results each table column is (pure; no Spark).
 
-The tables `offsets`, `groups`, `members` and `rejects` are plain projections of the tasks'
-result tables (partition_audit.KIND_ARROW): renamed columns, epoch milliseconds shown as UTC
-timestamps, members unnested. The projections are defined here once: `pipeline` applies them to
-Spark frames, `table_rows` to Arrow tables, so that an audit task can write those tables' files
-itself when the evaluation time is known before it runs (`--shuffle files`).
+The tables `offsets`, `offset_decisions`, `groups`, `members`, `group_decisions` and `rejects`
+are plain projections of the tasks' result tables (task_audit.KIND_ARROW, decisions included):
+renamed columns, epoch milliseconds shown as UTC timestamps, members unnested. The projections
+are defined here once: `pipeline` applies them to Spark frames (the Spark writer, the Spark
+shuffle), `table_rows` to Arrow tables, so that an audit task writes those tables' files itself.
 """
 
 from __future__ import annotations
@@ -46,6 +46,15 @@ PROJECTIONS: dict[str, tuple[str, tuple[ProjectedColumn, ...]]] = {
             *_same("log_offset", "topic_id", "value_version", "has_pending_transaction"),
         ),
     ),
+    "offset_decisions": (
+        OFFSET,
+        (
+            *_same("group_id", "topic", "partition", "expired"),
+            ProjectedColumn("expires_at", "expires_at_ms", is_epoch_ms=True),
+            *_same("rule", "delete_error", "delete_rule"),
+            _OFFSETS_PARTITION,
+        ),
+    ),
     "groups": (
         GROUP,
         (
@@ -57,6 +66,16 @@ PROJECTIONS: dict[str, tuple[str, tuple[ProjectedColumn, ...]]] = {
             _OFFSETS_PARTITION,
             *_same("protocol", "leader", "member_count", "target_assignment_epoch"),
             *_same("offset_count", "has_pending_transactions", "state_notes"),
+        ),
+    ),
+    "group_decisions": (
+        GROUP,
+        (
+            *_same("group_id", "deleted"),
+            ProjectedColumn("deletes_at", "deletes_at_ms", is_epoch_ms=True),
+            ProjectedColumn("rule", "deletion_rule"),
+            *_same("group_type", "state", "blocked_by"),
+            _OFFSETS_PARTITION,
         ),
     ),
     "rejects": (

@@ -22,7 +22,9 @@ from offsets_lib.audit.projections import (
     ProjectedColumn,
 )
 
-DIRECT_TABLES = ("offsets", "groups", "members", "rejects", "lag")
+DIRECT_TABLES = (
+    "offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects", "lag",
+)  # fmt: skip
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 

@@ -4,8 +4,8 @@
 transaction marker of the group's offsets-topic partition, reach the same task; this module does
 the rest of the work there: decode (numpy fast path for offset commits, codec for the rest),
 resolve transactions (TXN rows), keep the newest record per offset key (LOG rows), replay every
-group (G rows), join live offsets with their groups and count the metrics. The decisions (EXP,
-ODEL, DEL rows) stay Spark column predicates in rules.py, applied to these rows afterwards.
+group (G rows), join live offsets with their groups and count the metrics; `task_tables` then
+applies the decisions (EXP, ODEL, DEL rows: rules.py) to the task's offsets and groups.
 
 `tests/reference/spark_audit.py` is the same audit in plain Spark frames; the tests check that
 both give the same tables.
@@ -27,6 +27,13 @@ from offsets_lib.audit import compaction, replay
 from offsets_lib.audit.arrays import as_bools, as_ints, group_codes, key_strings
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COUNTS
+from offsets_lib.audit.rules import (
+    DAY_MS,
+    Params,
+    with_expiration,
+    with_group_deletion,
+    with_offset_delete,
+)
 from offsets_lib.audit.transactions import ABORTED, COMMITTED, transaction_status
 from offsets_lib.wire.batch_decode import TaskRecords, decode_task_records
 from offsets_lib.wire.decoded import DECODED_ARROW, OFFSET_COMMIT_TYPES, POSITIONED_ARROW
@@ -68,14 +75,25 @@ KIND_ARROW: dict[str, pa.Schema] = {
             *_GROUP_FACTS,
             ("has_known_subscriptions", pa.bool_()),
             ("is_topic_subscribed", pa.bool_()),
+            # the decisions (rules.with_expiration, rules.with_offset_delete)
+            ("rule", pa.string()),
+            ("expires_at_ms", pa.int64()),
+            ("expired", pa.bool_()),
+            ("delete_error", pa.string()),
+            ("delete_rule", pa.string()),
         ]
     ),
-    # the replayed state of every group (replay.GROUP_STATE_ARROW) and its offset counts
+    # the replayed state of every group (replay.GROUP_STATE_ARROW), its offset counts and
+    # the deletion decision (rules.with_group_deletion)
     GROUP: pa.schema(
         [
             *replay.GROUP_STATE_ARROW,
             ("offset_count", pa.int32()),
             ("has_pending_transactions", pa.bool_()),
+            ("deleted", pa.bool_()),
+            ("deletes_at_ms", pa.int64()),
+            ("deletion_rule", pa.string()),
+            ("blocked_by", pa.string()),
         ]
     ),
     # the undecodable records, as they came (decoded columns)
@@ -97,6 +115,11 @@ KIND_ARROW: dict[str, pa.Schema] = {
             ("max_timestamp_ms", pa.int64()),
             # groups by "group_type/state", as a JSON object (for the run's summary line)
             ("group_counts", pa.string()),
+            # the decisions' counts (for the run's summary line)
+            ("offsets_total", pa.int64()),
+            ("offsets_expired", pa.int64()),
+            ("offsets_expiring_24h", pa.int64()),
+            ("groups_deleted", pa.int64()),
         ]
     ),
 }
@@ -450,12 +473,46 @@ def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
     return summed.rename_columns([c.removesuffix("_sum") for c in summed.column_names])
 
 
+def decided(
+    tables: dict[str, pa.Table], *, coordinator: Coordinator, params: Params
+) -> dict[str, pa.Table]:
+    """`audit_records`' tables with the decisions: the EXP and ODEL rows on the offsets, the DEL
+    row on the groups, and their counts in the stats row."""
+    if not tables:
+        return tables
+    offsets = with_offset_delete(
+        with_expiration(tables[OFFSET], coordinator=coordinator, params=params),
+        coordinator=coordinator,
+    )
+    groups = with_group_deletion(
+        tables[GROUP], offsets, coordinator=coordinator, as_of_ms=params.as_of_ms
+    )
+    expired = as_bools(offsets.column("expired"))
+    horizon = params.as_of_ms + DAY_MS
+    expiring = ~expired & as_bools(pc.less_equal(offsets.column("expires_at_ms"), horizon))
+    counts = {
+        "offsets_total": offsets.num_rows,
+        "offsets_expired": int(expired.sum()),
+        "offsets_expiring_24h": int(expiring.sum()),
+        "groups_deleted": int(as_bools(groups.column("deleted")).sum()),
+    }
+    stats = tables[STATS]
+    for name, count in counts.items():
+        stats = stats.append_column(name, pa.array([count], pa.int64()))
+    return {**tables, OFFSET: offsets, GROUP: groups, STATS: stats}
+
+
 def task_tables(
-    batches: Iterator[pa.RecordBatch], *, coordinator: Coordinator, keep: bool = False
+    batches: Iterator[pa.RecordBatch],
+    *,
+    coordinator: Coordinator,
+    params: Params,
+    keep: bool = False,
 ) -> dict[str, pa.Table]:
     """mapInArrow body's core: all of the task's records at once -> one table per KIND_ARROW,
-    and with `keep` (an incremental run) a KEPT table: the `kept_records` of the same records,
-    chosen while the task has them (no second pass over the records).
+    decided at `params` (`decided`), and with `keep` (an incremental run) a KEPT table: the
+    `kept_records` of the same records, chosen while the task has them (no second pass over the
+    records).
 
     Python's cycle collector is paused for the task: the decoded values are hundreds of
     thousands of small acyclic dicts and lists, which reference counting frees anyway, and
@@ -467,7 +524,11 @@ def task_tables(
         collected = _stored_markers_once(
             [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
         )
-        tables = audit_records(collected, coordinator=coordinator)
+        tables = decided(
+            audit_records(collected, coordinator=coordinator),
+            coordinator=coordinator,
+            params=params,
+        )
         kept = kept_records(iter(collected)) if keep else None
     finally:
         if was_enabled:

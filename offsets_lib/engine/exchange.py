@@ -35,6 +35,7 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit import task_audit
 from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.engine import routing
 from offsets_lib.engine.pipeline import TaskEmitter
@@ -264,17 +265,20 @@ def audit_pieces(
     pieces: list[dict[str, Any]],
     *,
     coordinator: Coordinator,
+    params: Params,
     tasks: int,
     emit: TaskEmitter,
     keep: bool = False,
 ) -> DataFrame:
-    """The audit stage over `map_pieces`' manifest -> `emit`'s rows (with `keep`, the tasks'
-    kept records too: task_audit.task_tables)."""
+    """The audit stage over `map_pieces`' manifest, decided at `params` -> `emit`'s rows (with
+    `keep`, the tasks' kept records too: task_audit.task_tables)."""
 
     def audit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for records in task_pieces(batches, copies_as_history=True):
             yield from emit(
-                task_audit.task_tables(iter(records), coordinator=coordinator, keep=keep)
+                task_audit.task_tables(
+                    iter(records), coordinator=coordinator, params=params, keep=keep
+                )
             )
 
     return routed_pieces(spark, pieces, tasks=tasks).mapInArrow(audit, spark_schema(emit.schema))

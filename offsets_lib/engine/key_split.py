@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit import key_split
 from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.engine import exchange, pipeline, routing
 from offsets_lib.engine.pipeline import TaskEmitter
@@ -141,6 +142,7 @@ def audit_split(
     records: DataFrame,
     *,
     coordinator: Coordinator,
+    params: Params,
     tasks: int,
     staging: Staging,
     emit: TaskEmitter,
@@ -154,6 +156,7 @@ def audit_split(
         records.sparkSession,
         forwarded_pieces(reduced),
         coordinator=coordinator,
+        params=params,
         tasks=tasks,
         emit=emit,
         keep=keep,

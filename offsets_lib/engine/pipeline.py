@@ -1,9 +1,10 @@
-"""The audit on Spark: one shuffle of raw records, the audit per task, then the decisions.
+"""The audit on Spark: one shuffle of raw records, the audit per task, then the table frames.
 
-`audit_raw` routes every record to its task and runs `audit.task_audit` there; `decide` applies
-the EXP/ODEL/DEL rules (`audit.rules`) to the tasks' results and builds the table frames.
-DataFrames in, DataFrames out; `job.run` is the shell that reads, picks the evaluation time and
-writes. `tests/reference/spark_audit.py` is the same audit in plain Spark frames.
+`audit_raw` routes every record to its task and runs `audit.task_audit` there (the decisions
+included: `audit.rules`, at the evaluation time the shell picked before); `table_frames` builds
+the table frames from the tasks' staged results. DataFrames in, DataFrames out; `job.run` is the
+shell that reads, picks the evaluation time and writes. `tests/reference/spark_audit.py` is
+the same audit in plain Spark frames.
 """
 
 from __future__ import annotations
@@ -21,12 +22,7 @@ from pyspark.sql import functions as F
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.metrics import METRIC_COUNTS
 from offsets_lib.audit.projections import MAX_TIMESTAMP_MS, MEMBERS_LIST, PROJECTIONS
-from offsets_lib.audit.rules import (
-    Params,
-    group_deletion,
-    with_expiration,
-    with_offset_delete,
-)
+from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.audit.tables import TABLES
 from offsets_lib.engine import routing
@@ -61,28 +57,6 @@ def _projected(frame: DataFrame, table: str) -> DataFrame:
     )
 
 
-def _offsets_frame(decided: DataFrame) -> DataFrame:
-    return _projected(decided, "offsets")
-
-
-def _offset_decisions_frame(decided: DataFrame) -> DataFrame:
-    return decided.select(
-        "group_id",
-        "topic",
-        "partition",
-        "expired",
-        _ts("expires_at_ms").alias("expires_at"),
-        "rule",
-        "delete_error",
-        "delete_rule",
-        F.col("log_partition").alias("offsets_partition"),
-    )
-
-
-def _groups_frame(groups: DataFrame) -> DataFrame:
-    return _projected(groups, "groups")
-
-
 def _members_frame(groups: DataFrame) -> DataFrame:
     keys = [F.col(c.source).alias(c.name) for c in PROJECTIONS["members"][1]]
     return groups.select(*keys, F.explode(MEMBERS_LIST).alias("m")).select(
@@ -90,21 +64,12 @@ def _members_frame(groups: DataFrame) -> DataFrame:
     )
 
 
-def _group_decisions_frame(deletion: DataFrame) -> DataFrame:
-    return deletion.select(
-        "group_id",
-        "deleted",
-        _ts("deletes_at_ms").alias("deletes_at"),
-        "rule",
-        "group_type",
-        "state",
-        "blocked_by",
-        F.col("log_partition").alias("offsets_partition"),
-    )
-
-
-def _rejects_frame(decoded: DataFrame) -> DataFrame:
-    return _projected(decoded.filter(F.col("error").isNotNull()), "rejects")
+def projected_frame(results: Mapping[str, DataFrame], table: str) -> DataFrame:
+    """Table `table`'s frame from the results by kind (projections.PROJECTIONS)."""
+    kind = PROJECTIONS[table][0]
+    if table == "members":
+        return _members_frame(results[kind])
+    return _projected(results[kind], table)
 
 
 def conform(frame: DataFrame, table: str, *, run_id: str, as_of_ms: int) -> DataFrame:
@@ -192,6 +157,7 @@ def audit_raw(
     records: DataFrame,
     *,
     coordinator: Coordinator,
+    params: Params,
     tasks: int,
     emit: TaskEmitter,
     keep: bool = False,
@@ -200,13 +166,15 @@ def audit_raw(
 
     One hash shuffle brings each group's records and its partition's markers together; each
     task then decodes, compacts, replays and joins its share (task_audit.task_tables) and
-    hands its tables (task_audit.KIND_ARROW) to `emit`, whose rows come back; `decide`
-    turns the tables into the table frames once the evaluation time is known.
+    hands its tables (task_audit.KIND_ARROW, decided at `params`) to `emit`, whose rows come
+    back; `table_frames` turns the staged tables into the table frames.
     """
     from offsets_lib.audit import task_audit
 
     def run(batches):
-        return emit(task_audit.task_tables(batches, coordinator=coordinator, keep=keep))
+        return emit(
+            task_audit.task_tables(batches, coordinator=coordinator, params=params, keep=keep)
+        )
 
     return _routed(records, tasks=tasks).mapInArrow(run, spark_schema(emit.schema))
 
@@ -218,6 +186,10 @@ class RunStats:
     orphaned_offsets: int
     latest_ms: int | None  # newest record timestamp (as_of "latest")
     groups_by_type_state: dict[str, int]  # "group_type/state" -> groups
+    offsets_total: int = 0  # the decisions' counts (task_audit.decided)
+    offsets_expired: int = 0
+    offsets_expiring_24h: int = 0
+    groups_deleted: int = 0
 
 
 def run_stats(stats_rows: Iterable[Mapping[str, Any]]) -> RunStats:
@@ -230,7 +202,11 @@ def run_stats(stats_rows: Iterable[Mapping[str, Any]]) -> RunStats:
         orphaned_offsets=sum(r["orphaned_offsets"] or 0 for r in rows),
         latest_ms=max(stamps) if stamps else None,
         groups_by_type_state=_summed_counts(r["group_counts"] for r in rows),
+        **{name: sum(r[name] or 0 for r in rows) for name in _DECISION_COUNTS},
     )
+
+
+_DECISION_COUNTS = ("offsets_total", "offsets_expired", "offsets_expiring_24h", "groups_deleted")
 
 
 def _summed_counts(tasks: Iterable[str | None]) -> dict[str, int]:
@@ -247,23 +223,15 @@ DECIDED_TABLES = (
 )  # fmt: skip
 
 
-def decide(
+def table_frames(
     results: Mapping[str, DataFrame],
     *,
-    coordinator: Coordinator,
-    params: Params,
     orphaned_offsets: int,
     tables: Collection[str] = DECIDED_TABLES,
 ) -> AuditFrames:
-    """Task results by kind (task_audit.KIND_ARROW) -> the frames of `tables`, with the
-    EXP/ODEL/DEL rules of `coordinator` (each frame is built only when asked for: building Spark
-    plans costs driver time)."""
-    offsets, groups = results["offset"], results["group"]
-    # Not cached: recomputing the rules from the staged results is cheaper than building a
-    # cache of the decided rows (measured at 10M records: ~1 s per use against ~9 s to cache).
-    decided = with_offset_delete(
-        with_expiration(offsets, coordinator=coordinator, params=params), coordinator=coordinator
-    )
+    """Task results by kind (task_audit.KIND_ARROW, decided by the tasks) -> the frames of
+    `tables` (each frame is built only when asked for: building Spark plans costs driver
+    time)."""
 
     def metrics() -> DataFrame:
         return (
@@ -276,15 +244,8 @@ def decide(
         )
 
     builders: dict[str, Callable[[], DataFrame]] = {
-        "offsets": lambda: _offsets_frame(decided),
-        "offset_decisions": lambda: _offset_decisions_frame(decided),
-        "groups": lambda: _groups_frame(groups),
-        "members": lambda: _members_frame(groups),
-        "group_decisions": lambda: _group_decisions_frame(
-            group_deletion(groups, decided, coordinator=coordinator, as_of_ms=params.as_of_ms)
-        ),
-        "rejects": lambda: _rejects_frame(results["reject"]),
-        "metrics": metrics,
+        name: (lambda name=name: projected_frame(results, name)) for name in PROJECTIONS
     }
+    builders["metrics"] = metrics
     frames = {name: build() for name, build in builders.items() if name in tables}
     return AuditFrames(frames, orphaned_offsets)

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 from deltalake.transaction import AddAction
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offsets_lib.audit import lag
 from offsets_lib.audit.coordinator import Coordinator
-from offsets_lib.audit.rules import Params
+from offsets_lib.audit.rules import DAY_MS, Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import positioned
@@ -35,7 +35,6 @@ from offsets_lib.io.lock import output_lock
 
 log = logging.getLogger(__name__)
 
-DAY_MS = 86_400_000
 _RETENTION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS}
 
 
@@ -238,9 +237,9 @@ def _execute(
             spark, records, options, report, staging, tasks, units, increment, end_offsets
         )
         stages.done("read+audit", audited.summary(report, tasks))
-        tables, observed = _decide(spark, audited, options, report, staging, end_offsets)
+        tables = _frames(spark, audited, options, report, staging, end_offsets)
         _write(spark, tables, options, report)
-        _summarise(report, audited.stats, observed)
+        _summarise(report, audited.stats)
         stages.done("decide+write", _written_summary(report))
         if increment is not None:  # after every audit table, before the runs row
             _store_increment(audited.manifest, increment, options, report, stages)
@@ -307,9 +306,10 @@ def _audit(
     kept_emit = _kept_emitter(options, increment)
     direct: tuple[str, ...] = ()
     split = options.split_commits
+    decide_at = {"coordinator": options.coordinator, "tasks": tasks, "keep": keep}
     if units is not None:
-        # the map stage first: its pieces tell the evaluation time, so the audit tasks can
-        # write the tables that need nothing but it themselves
+        # the map stage first: its pieces tell the evaluation time, which the audit tasks
+        # decide at (and write the tables with)
         pieces, split, oversized = _mapped(spark, units, staging, tasks, split)
         report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
         direct = _direct_tables(options, end_offsets)
@@ -320,33 +320,25 @@ def _audit(
         pieces, first_step, steps = _first_step(spark, pieces, split, oversized, staging, tasks)
         _report_task_sizes(report, steps)
         audited = exchange.audit_pieces(
-            spark, pieces, coordinator=options.coordinator, tasks=tasks, emit=emit, keep=keep
+            spark, pieces, params=_params(options, report), emit=emit, **decide_at
         )
         manifest = key_split.staged_rows(first_step) + audited.collect()
-    elif split or (split is None and _is_skewed(pipeline.task_sizes(records, tasks=tasks))):
-        manifest = key_split.audit_split(
-            records,
-            coordinator=options.coordinator,
-            tasks=tasks,
-            staging=staging,
-            emit=kept_emit(staging),
-            keep=keep,
-        )
     else:
-        audited = pipeline.audit_raw(
-            records,
-            coordinator=options.coordinator,
-            tasks=tasks,
-            emit=kept_emit(staging),
-            keep=keep,
-        )
-        manifest = audited.collect()
+        report.as_of_ms = _as_of(options, _latest_timestamp_ms(options, records), started_ms)
+        params = _params(options, report)
+        if split or (split is None and _is_skewed(pipeline.task_sizes(records, tasks=tasks))):
+            manifest = key_split.audit_split(
+                records, params=params, staging=staging, emit=kept_emit(staging), **decide_at
+            )
+        else:
+            audited = pipeline.audit_raw(
+                records, params=params, emit=kept_emit(staging), **decide_at
+            )
+            manifest = audited.collect()
     stats = pipeline.run_stats(manifest)
     report.records_read = stats.records_read
     report.records_rejected = stats.records_rejected
     report.records_decoded = report.records_read - report.records_rejected
-    if units is None:
-        report.as_of_ms = _as_of(options, stats.latest_ms, started_ms)
     written = written_files(manifest, direct, options.run_id)
     shuffle = "files" if units is not None else "spark"
     return _Audited(manifest, stats, written, shuffle, direct)
@@ -391,20 +383,18 @@ def _kept_emitter(
     return lambda emit: KeptFiles(emit, options.output, kept_id)
 
 
-def _decide(
+def _frames(
     spark: SparkSession,
     audited: _Audited,
     options: RunOptions,
     report: RunReport,
     staging: Staging,
     end_offsets: Callable[[DataFrame], DataFrame | None] | None,
-) -> tuple[dict[str, DataFrame | list[AddAction]], dict[str, _Counts]]:
-    """The tables to commit, in their usual order (files the tasks wrote, else frames with the
-    decision rules applied), and the observations that count them while they are written."""
-    frames = pipeline.decide(
+) -> dict[str, DataFrame | list[AddAction]]:
+    """The tables to commit, in their usual order: files the tasks wrote, else frames over
+    their staged results (the `lag` frame with the log-end offsets joined)."""
+    frames = pipeline.table_frames(
         staging.read(spark, audited.manifest),
-        coordinator=options.coordinator,
-        params=Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms),
         orphaned_offsets=audited.stats.orphaned_offsets,
         tables=_frames_needed(audited.written),
     )
@@ -414,14 +404,10 @@ def _decide(
     if "lag" not in written:
         ends = end_offsets(built["offsets"]) if end_offsets is not None else None
         built["lag"] = lag.lag_frame(built["offsets"], ends, as_of_ms=report.as_of_ms)
-    # The summary counts are observed while the decision tables are written (no extra pass
-    # over the decided offsets, which are recomputed from the staged results per use).
-    observed = _observe(built, as_of_ms=report.as_of_ms)
-    tables: dict[str, DataFrame | list[AddAction]] = {
+    return {
         name: written[name] if name in written else built[name]
         for name in (*pipeline.DECIDED_TABLES, "lag")
     }
-    return tables, observed
 
 
 def _check_reject_ratio(
@@ -529,6 +515,21 @@ def _report_task_sizes(report: RunReport, steps: list[np.ndarray]) -> None:
     report.task_skew = float(largest.max() / largest.mean()) if largest.sum() else None
 
 
+def _latest_timestamp_ms(options: RunOptions, records: DataFrame) -> int | None:
+    """The newest record timestamp, when the evaluation time is that (`--as-of latest`): one
+    aggregate over the records' timestamps before the Spark shuffle's audit, which decides at
+    that time."""
+    if isinstance(options.as_of, int):
+        return None
+    return records.agg(F.max("log_timestamp_ms")).first()[0]
+
+
+def _params(options: RunOptions, report: RunReport) -> Params:
+    """What the audit tasks decide at: the retention and the run's evaluation time."""
+    assert report.as_of_ms is not None
+    return Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms)
+
+
 def _as_of(options: RunOptions, latest_ms: int | None, started_ms: int) -> int:
     """The evaluation time: --as-of, else the newest record's time, else (no record) now."""
     if isinstance(options.as_of, int):
@@ -609,56 +610,13 @@ def _staged_records(raw: DataFrame, staging: Staging, records: int) -> list[str]
     return raw.sparkSession.read.schema(frame.schema).parquet(where).inputFiles()
 
 
-@dataclass(frozen=True)
-class _Counts:
-    """Aggregates of a frame, observed during its write (no pass of their own)."""
-
-    observation: Observation
-    frame: DataFrame  # the frame before observation
-    aggregates: tuple[Column, ...]
-
-    @classmethod
-    def observe(cls, frames: dict[str, DataFrame], name: str, *aggregates: Column) -> _Counts:
-        """Replace frames[name] by the observed frame."""
-        counts = cls(Observation(name), frames[name], aggregates)
-        frames[name] = frames[name].observe(counts.observation, *aggregates)
-        return counts
-
-    def get(self) -> dict[str, Any]:
-        """The counts once the observed frame was written. Spark drops the observation of a
-        frame it knows to be empty (no staged file): those counts are then computed here."""
-        try:
-            return self.observation.get
-        except Exception:  # no observed row (a JVM assertion): aggregate directly
-            return self.frame.agg(*self.aggregates).first().asDict()
-
-
-def _observe(frames: dict[str, DataFrame], *, as_of_ms: int) -> dict[str, _Counts]:
-    """Observe the decision frames: the summary counts arrive with their writes."""
-    horizon = as_of_ms + DAY_MS
-    expired = F.col("expired")
-    return {
-        "offset_decisions": _Counts.observe(
-            frames,
-            "offset_decisions",
-            F.count(F.lit(1)).alias("total"),
-            F.count_if(expired).alias("expired"),
-            F.count_if(~expired & (F.unix_millis("expires_at") <= horizon)).alias("soon"),
-        ),
-        "group_decisions": _Counts.observe(
-            frames, "group_decisions", F.count_if(F.col("deleted")).alias("deleted")
-        ),
-    }
-
-
-def _summarise(report: RunReport, stats: pipeline.RunStats, observed: dict[str, _Counts]) -> None:
-    """The summary line's counts, after the write (from the tasks' stats and observations)."""
+def _summarise(report: RunReport, stats: pipeline.RunStats) -> None:
+    """The summary line's counts, from the tasks' stats rows."""
     report.groups_by_type_state = dict(stats.groups_by_type_state)
-    report.groups_deleted = int(observed["group_decisions"].get()["deleted"])
-    decisions = observed["offset_decisions"].get()
-    report.offsets_total = int(decisions["total"])
-    report.offsets_expired = int(decisions["expired"])
-    report.offsets_expiring_24h = int(decisions["soon"])
+    report.groups_deleted = stats.groups_deleted
+    report.offsets_total = stats.offsets_total
+    report.offsets_expired = stats.offsets_expired
+    report.offsets_expiring_24h = stats.offsets_expiring_24h
     report.orphaned_offsets = stats.orphaned_offsets
 
 

@@ -160,7 +160,7 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
         # tasks is stored by each; the next audit reads it once)
         emit = KeptFiles(Staging(str(tmp_path / f"staging-{cut}")), str(tmp_path), f"k{cut}")
         pipeline.audit_raw(
-            part, coordinator=Coordinator.NEW, tasks=3, emit=emit, keep=True
+            part, coordinator=Coordinator.NEW, params=params, tasks=3, emit=emit, keep=True
         ).collect()
         kept = str(tmp_path / incremental.KEPT_TABLE / f"run_id=k{cut}")
         state = decode_positioned(spark.read.schema(positioned_schema).parquet(kept), keep_raw=True)

@@ -19,27 +19,18 @@ from offsets_lib.audit import replay
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COLUMNS
 from offsets_lib.audit.replay import GROUP_STATE_ARROW, OFFSET_SUMMARY, Event
-from offsets_lib.audit.rules import (
-    Params,
+from offsets_lib.audit.rules import Params
+from offsets_lib.audit.schemas import spark_schema
+from offsets_lib.audit.task_audit import END_OF_LOG
+from offsets_lib.engine.pipeline import GROUP_KEY, AuditFrames, projected_frame
+from offsets_lib.wire.decoded import GROUP_METADATA_TYPE, OFFSET_COMMIT_TYPES
+from tests.reference import compact
+from tests.reference.spark_rules import (
     group_deletion,
     subscription_facts,
     with_expiration,
     with_offset_delete,
 )
-from offsets_lib.audit.schemas import spark_schema
-from offsets_lib.audit.task_audit import END_OF_LOG
-from offsets_lib.engine.pipeline import (
-    GROUP_KEY,
-    AuditFrames,
-    _group_decisions_frame,
-    _groups_frame,
-    _members_frame,
-    _offset_decisions_frame,
-    _offsets_frame,
-    _rejects_frame,
-)
-from offsets_lib.wire.decoded import GROUP_METADATA_TYPE, OFFSET_COMMIT_TYPES
-from tests.reference import compact
 
 
 def group_events(decoded: DataFrame, summary: DataFrame, *, coordinator: Coordinator) -> DataFrame:
@@ -144,13 +135,18 @@ def audit(
         )
     )
     deletion = group_deletion(groups, decided, coordinator=coordinator, as_of_ms=params.as_of_ms)
+    results = {
+        "offset": decided,
+        "group": groups,
+        "reject": decoded.filter(F.col("error").isNotNull()),
+    }
     frames = {
-        "offsets": _offsets_frame(decided),
-        "offset_decisions": _offset_decisions_frame(decided),
-        "groups": _groups_frame(groups),
-        "members": _members_frame(groups),
-        "group_decisions": _group_decisions_frame(deletion),
-        "rejects": _rejects_frame(decoded),
+        "offsets": projected_frame(results, "offsets"),
+        "offset_decisions": projected_frame(results, "offset_decisions"),
+        "groups": projected_frame(results, "groups"),
+        "members": projected_frame(results, "members"),
+        "group_decisions": projected_frame({"group": deletion}, "group_decisions"),
+        "rejects": projected_frame(results, "rejects"),
         "metrics": metrics_frame(decoded),
     }
     return AuditFrames(frames, orphaned)

@@ -1,5 +1,6 @@
 """Decisions the broker makes on cases no golden scenario covers, through the production path:
-one audit task (`task_audit.task_tables`) and the EXP/ODEL/DEL rules (`pipeline.decide`).
+one audit task (`task_audit.task_tables`, which applies the EXP/ODEL/DEL rules) and the
+table frames (`pipeline.table_frames`).
 
 Each case is its own group in one small log, audited once per coordinator.
 """
@@ -63,17 +64,16 @@ LOG = [
 
 
 def _decide(spark, tmp_path, coordinator: Coordinator) -> dict[str, list[dict]]:
-    tables = task_audit.task_tables(iter([batch(LOG)]), coordinator=coordinator)
+    params = Params(retention_ms=RETENTION, as_of_ms=AS_OF)
+    tables = task_audit.task_tables(iter([batch(LOG)]), coordinator=coordinator, params=params)
     results: dict[str, DataFrame] = {}
     for kind in (task_audit.OFFSET, task_audit.GROUP, task_audit.METRIC, task_audit.REJECT):
         path = tmp_path / f"{coordinator}-{kind}.parquet"
         pq.write_table(tables[kind], path)
         schema = spark_schema(task_audit.KIND_ARROW[kind])
         results[kind] = spark.read.schema(schema).parquet(str(path))
-    frames = pipeline.decide(
+    frames = pipeline.table_frames(
         results,
-        coordinator=coordinator,
-        params=Params(retention_ms=RETENTION, as_of_ms=AS_OF),
         orphaned_offsets=0,
         tables=("offsets", "offset_decisions", "groups", "group_decisions"),
     ).frames

@@ -1,4 +1,4 @@
-"""The one-shuffle fast path (pipeline.audit_raw + decide) equals the reference audit.
+"""The one-shuffle fast path (pipeline.audit_raw + table_frames) equals the reference audit.
 
 The reference (`tests/reference/spark_audit.audit`) is the audit in plain Spark frames:
 windows for transactions,
@@ -47,7 +47,7 @@ def test_fast_path_equals_reference(
     reference = spark_audit.audit(decode_records(raw), coordinator=coordinator, params=params)
     staging = Staging(str(tmp_path / "staging"))
     manifest = pipeline.audit_raw(
-        positioned(raw), coordinator=coordinator, tasks=tasks, emit=staging
+        positioned(raw), coordinator=coordinator, params=params, tasks=tasks, emit=staging
     )
     assert_staged_equals_reference(
         spark, raw, reference, staging, manifest.collect(), coordinator=coordinator, params=params

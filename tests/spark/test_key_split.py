@@ -45,7 +45,12 @@ def test_split_audit_equals_reference(spark, raw, tmp_path, coordinator: Coordin
     reference = spark_audit.audit(decode_records(raw), coordinator=coordinator, params=params)
     staging = Staging(str(tmp_path / "staging"))
     manifest = key_split.audit_split(
-        positioned(raw), coordinator=coordinator, tasks=3, staging=staging, emit=staging
+        positioned(raw),
+        coordinator=coordinator,
+        params=params,
+        tasks=3,
+        staging=staging,
+        emit=staging,
     )
     assert_staged_equals_reference(
         spark, raw, reference, staging, manifest, coordinator=coordinator, params=params
@@ -89,6 +94,7 @@ def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp
         spark,
         key_split.forwarded_pieces(reduced),
         coordinator=Coordinator.NEW,
+        params=params,
         tasks=tasks,
         emit=staging,
     )
@@ -99,7 +105,7 @@ def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp
     )
 
 
-def _oversized_only(spark, files, staging, tasks, oversized=None):
+def _oversized_only(spark, files, staging, tasks, params, oversized=None):
     """The file shuffle's automatic split: a per-group map, then only the oversized tasks'
     pieces through the first step; the manifest and the sizes of both steps' tasks."""
     units = exchange.plan(files, staging.uri, map_tasks=2)
@@ -112,7 +118,7 @@ def _oversized_only(spark, files, staging, tasks, oversized=None):
     pieces = [p for p in by_group if p["bucket"] not in oversized]
     pieces += key_split.forwarded_pieces(reduced)
     audited = exchange.audit_pieces(
-        spark, pieces, coordinator=Coordinator.NEW, tasks=tasks, emit=staging
+        spark, pieces, coordinator=Coordinator.NEW, params=params, tasks=tasks, emit=staging
     )
     manifest = key_split.staged_rows(reduced) + [r.asDict() for r in audited.collect()]
     return manifest, sizes, exchange.task_sizes(first, tasks), exchange.task_sizes(pieces, tasks)
@@ -122,10 +128,10 @@ def test_only_the_oversized_tasks_are_split_and_tables_match(spark, dominant, tm
     files = sorted(str(p) for p in dominant.glob("*.parquet"))
     raw = read_parquet_dump(spark, [str(dominant)])
     staging = Staging(str(tmp_path / "staging"))
-    manifest, by_group, first, audit = _oversized_only(spark, files, staging, tasks=8)
+    params = _params(raw)
+    manifest, by_group, first, audit = _oversized_only(spark, files, staging, 8, params)
     assert by_group.max() > 2 * by_group.mean()
     assert first.max() <= 2 * by_group.mean() and audit.max() <= 2 * by_group.mean()
-    params = _params(raw)
     reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
     assert_staged_equals_reference(
         spark, raw, reference, staging, manifest, coordinator=Coordinator.NEW, params=params
@@ -139,8 +145,8 @@ def test_splitting_some_tasks_of_a_log_with_transactions_equals_reference(
     """Markers reach the first step as context: resolved there, counted once by the audit."""
     staging = Staging(str(tmp_path / "staging"))
     files = sorted(str(p) for p in raw_root.glob("*.parquet"))
-    manifest, *_ = _oversized_only(spark, files, staging, 3, oversized)
     params = _params(raw)
+    manifest, *_ = _oversized_only(spark, files, staging, 3, params, oversized)
     reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
     assert_staged_equals_reference(
         spark, raw, reference, staging, manifest, coordinator=Coordinator.NEW, params=params

@@ -40,19 +40,14 @@ def test_small_groups_of_a_busy_partition_spread_and_tables_match(spark, skewed,
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=as_of_ms)
     staging = Staging(str(tmp_path / "staging"))
     result = pipeline.audit_raw(
-        positioned(skewed), coordinator=Coordinator.NEW, tasks=4, emit=staging
+        positioned(skewed), coordinator=Coordinator.NEW, params=params, tasks=4, emit=staging
     )
     manifest = result.collect()
     group_files = [row for row in manifest if row["kind"] == "group"]  # one per task with groups
     assert len(group_files) >= 3  # one partition's groups landed in several tasks
     stats = pipeline.run_stats(manifest)
     assert stats.records_read == skewed.count()
-    fast = pipeline.decide(
-        staging.read(spark, manifest),
-        coordinator=Coordinator.NEW,
-        params=params,
-        orphaned_offsets=0,
-    )
+    fast = pipeline.table_frames(staging.read(spark, manifest), orphaned_offsets=0)
     reference = spark_audit.audit(
         decode_records(skewed), coordinator=Coordinator.NEW, params=params
     )

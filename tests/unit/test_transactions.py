@@ -13,10 +13,12 @@ import pytest
 
 from offsets_lib.audit import compaction, task_audit
 from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.rules import Params
 from tests.log_builder import batch, commit, marker, tombstone
 
 SCALA = [Coordinator.CLASSIC_2_4, Coordinator.CLASSIC_2_1, Coordinator.PRE_2_1]
 P, Q = 7, 8  # producer ids
+PARAMS = Params(retention_ms=7 * 86_400_000, as_of_ms=10**13)
 
 
 def audit(records: list[dict], coordinator: Coordinator) -> tuple[dict, dict]:
@@ -144,7 +146,9 @@ def test_a_stored_marker_kept_by_several_tasks_is_audited_once() -> None:
 
     def tables(stored_copies: pa.Table) -> dict[str, list]:
         records = pa.concat_tables([stored_copies, new]).combine_chunks().to_batches()
-        out = task_audit.task_tables(iter(records), coordinator=Coordinator.NEW, keep=True)
+        out = task_audit.task_tables(
+            iter(records), coordinator=Coordinator.NEW, params=PARAMS, keep=True
+        )
         return {kind: table.to_pylist() for kind, table in out.items()}
 
     once = tables(stored)
