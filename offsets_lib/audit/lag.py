@@ -1,8 +1,9 @@
 """Consumer lag: committed offsets against the log-end offsets of the consumed partitions.
 
-One rule (`lag_rows`, Arrow), used by the audit tasks that write the lag table themselves and,
-through `lag_frame`, by Spark when log-end offsets are joined in. The log-end offsets are read
-by `offsets_lib.io.watermarks`.
+One rule (`lag_rows`, Arrow), used by the audit tasks that write the lag table themselves
+(`with_end_offsets` joins the run's log-end offsets in) and, through `lag_frame`, by Spark. The
+log-end offsets are read by `offsets_lib.io.watermarks`; `latest_end_offsets` makes them one row
+per partition for both.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ _LAG_SCHEMA = T.StructType(
 )
 
 
+_END_OFFSETS_ARROW = pa.schema(
+    [("topic", pa.string()), ("partition", pa.int32()), ("log_end_offset", pa.int64())]
+)
+
+
 def lag_rows(offsets: pa.Table, *, as_of_ms: int) -> pa.Table:
     """One row per committed offset (rows of the ``offsets`` table, with ``log_end_offset`` when
     it is known; without that column every end is unknown).
@@ -73,19 +79,31 @@ def lag_rows(offsets: pa.Table, *, as_of_ms: int) -> pa.Table:
     )
 
 
-def lag_frame(offsets: DataFrame, end_offsets: DataFrame | None, *, as_of_ms: int) -> DataFrame:
-    """`lag_rows` over the rows of the ``offsets`` frame/table, with the log-end offsets joined.
+def latest_end_offsets(end_offsets: DataFrame) -> DataFrame:
+    """One row per partition (topic, partition, log_end_offset). A partition listed several
+    times (e.g. snapshots appended to one file) counts once, with its largest end: log-end
+    offsets only grow."""
+    return end_offsets.groupBy(
+        F.col("topic").cast("string").alias("topic"),
+        F.col("partition").cast("int").alias("partition"),
+    ).agg(F.max(F.col("log_end_offset").cast("long")).alias("log_end_offset"))
 
-    A partition listed several times in ``end_offsets`` (e.g. snapshots appended to one file)
-    counts once, with its largest end: log-end offsets only grow.
-    """
+
+def with_end_offsets(offsets: pa.Table, end_offsets: pa.Table | None) -> pa.Table:
+    """Rows of the ``offsets`` table with ``log_end_offset`` joined in from `end_offsets` (one
+    row per partition: `latest_end_offsets`); unchanged without them."""
+    if end_offsets is None:
+        return offsets
+    ends = end_offsets.select(["topic", "partition", "log_end_offset"]).cast(_END_OFFSETS_ARROW)
+    return offsets.join(ends, ["topic", "partition"], join_type="left outer", use_threads=False)
+
+
+def lag_frame(offsets: DataFrame, end_offsets: DataFrame | None, *, as_of_ms: int) -> DataFrame:
+    """`lag_rows` over the rows of the ``offsets`` frame/table, with the log-end offsets joined
+    (`latest_end_offsets`)."""
     base = offsets.select("group_id", "topic", "partition", "committed_offset", "commit_timestamp")
     if end_offsets is not None:
-        ends = end_offsets.groupBy(
-            F.col("topic").cast("string").alias("topic"),
-            F.col("partition").cast("int").alias("partition"),
-        ).agg(F.max(F.col("log_end_offset").cast("long")).alias("log_end_offset"))
-        base = base.join(ends, ["topic", "partition"], "left")
+        base = base.join(latest_end_offsets(end_offsets), ["topic", "partition"], "left")
 
     def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

@@ -1,9 +1,9 @@
 """Table rows from one audit task's results, in Arrow (pure; runs in the executors).
 
 The Arrow twin of the plain projections in pipeline.py (`projections.PROJECTIONS`), plus the
-lag rows (`lag.lag_rows`, the one lag rule) when no log-end offset is known: same columns, same
-values, same types as the Spark frames after `pipeline.conform`, so a task can write these
-tables' files itself.
+lag rows (`lag.lag_rows`, the one lag rule, with the run's log-end offsets when it has some):
+same columns, same values, same types as the Spark frames after `pipeline.conform`, so a task
+can write these tables' files itself.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.audit.lag import lag_rows
+from offsets_lib.audit.lag import lag_rows, with_end_offsets
 from offsets_lib.audit.projections import (
     MAX_TIMESTAMP_MS,
     MEMBERS_LIST,
@@ -64,14 +64,20 @@ def _members(groups: pa.Table) -> pa.Table:
 
 
 def table_rows(
-    name: str, results: Mapping[str, pa.Table], *, run_id: str, as_of_ms: int, schema: pa.Schema
+    name: str,
+    results: Mapping[str, pa.Table],
+    *,
+    run_id: str,
+    as_of_ms: int,
+    schema: pa.Schema,
+    end_offsets: pa.Table | None = None,
 ) -> pa.Table:
     """Rows of table `name` (one of DIRECT_TABLES) from a task's results, in `schema` (the
-    table's Arrow schema, run_id and as_of included)."""
+    table's Arrow schema, run_id and as_of included); `end_offsets` (topic, partition,
+    log_end_offset; one row per partition) for the lag table."""
     if name == "lag":
-        table = lag_rows(
-            _projected(results[PROJECTIONS["offsets"][0]], "offsets"), as_of_ms=as_of_ms
-        )
+        offsets = _projected(results[PROJECTIONS["offsets"][0]], "offsets")
+        table = lag_rows(with_end_offsets(offsets, end_offsets), as_of_ms=as_of_ms)
     elif name == "members":
         table = _members(results[PROJECTIONS["members"][0]])
     else:

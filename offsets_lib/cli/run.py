@@ -251,14 +251,11 @@ def _end_offsets_source(spark, options: RunOptions, path: str | None):
     from offsets_lib.io import watermarks
 
     if path:
-        return lambda _offsets: watermarks.end_offsets_from_file(spark, path)
+        return lambda: watermarks.end_offsets_from_file(spark, path)
     if options.source == "kafka":
-
-        def from_cluster(offsets):
-            topics = [r["topic"] for r in offsets.select("topic").distinct().collect()]
-            return watermarks.end_offsets_from_cluster(spark, options.kafka_options, topics)
-
-        return from_cluster
+        # every topic's: the run takes them before its audit tasks, which write the lag rows
+        # and are the first to know which topics the groups consumed
+        return lambda: watermarks.end_offsets_from_cluster(spark, options.kafka_options)
     return None
 
 

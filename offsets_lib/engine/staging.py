@@ -112,13 +112,16 @@ class Staging:
 class TableFiles:
     """Stages a task's results like `staging`, and also writes the files of `tables` (some of
     table_rows.DIRECT_TABLES) into the run's partition of those tables, for the driver to commit
-    (`written_files`). Needs the evaluation time before the audit runs (`--shuffle files`)."""
+    (`written_files`). Needs the evaluation time before the audit runs (`--shuffle files`), and
+    for the lag table the run's log-end offsets, staged as one Parquet file (`end_offsets_uri`,
+    written by `stage_end_offsets`; None: every end is unknown)."""
 
     staging: Staging
     output: str
     run_id: str
     as_of_ms: int
     tables: tuple[str, ...]
+    end_offsets_uri: str | None = None
 
     @property
     def schema(self) -> pa.Schema:
@@ -131,6 +134,10 @@ class TableFiles:
 
         yield from self.staging(tables)
         rows: list[dict[str, Any]] = []
+        end_offsets = None
+        if self.end_offsets_uri is not None and "lag" in self.tables:
+            fs, path = storage.filesystem(self.end_offsets_uri)
+            end_offsets = pq.read_table(path, filesystem=fs)
         for name in self.tables:
             spec = table_spec(name)
             table = table_rows(
@@ -139,6 +146,7 @@ class TableFiles:
                 run_id=self.run_id,
                 as_of_ms=self.as_of_ms,
                 schema=sink.arrow_schema(spec, with_comments=False),
+                end_offsets=end_offsets,
             )
             for written in sink.write_task_files(
                 table, spec, output=self.output, run_id=self.run_id
@@ -180,6 +188,19 @@ class KeptFiles:
         )
         rows = [{"kind": TABLE_FILE, "table": incremental.KEPT_TABLE, **w} for w in written]
         yield pa.RecordBatch.from_pylist(rows, schema=MANIFEST_ARROW)
+
+
+def stage_end_offsets(staging: Staging, end_offsets: DataFrame) -> str | None:
+    """The run's log-end offsets (lag.latest_end_offsets: one row per partition) as one Parquet
+    file under the staging folder, for the audit tasks' lag rows (`TableFiles`); its URI, None
+    when there is none."""
+    from offsets_lib.audit.lag import latest_end_offsets
+
+    where = f"{staging.uri}/end_offsets"
+    latest = latest_end_offsets(end_offsets).coalesce(1)
+    latest.write.parquet(where)
+    files = end_offsets.sparkSession.read.schema(latest.schema).parquet(where).inputFiles()
+    return files[0] if files else None
 
 
 def written_files(

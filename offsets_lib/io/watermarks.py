@@ -49,27 +49,29 @@ def end_offsets_from_file(spark: SparkSession, path: str) -> DataFrame:
 def end_offsets_from_cluster(
     spark: SparkSession,
     kafka_options: Mapping[str, Any],
-    topics: Iterable[str],
+    topics: Iterable[str] | None = None,
     *,
     timeout_s: float = 30.0,
 ) -> DataFrame:
     """High watermarks (log-end offsets, read_uncommitted as the consumer-groups tool) of
-    ``topics``. A topic that does not exist (any more) is left out: its lag stays null."""
+    ``topics`` (None: of every topic of the cluster). A topic that does not exist (any more) is
+    left out: its lag stays null."""
     rows = fetch_watermarks(kafka_options, topics, timeout_s=timeout_s)
     return spark.createDataFrame(rows, END_OFFSETS_SCHEMA)
 
 
 def fetch_watermarks(
-    kafka_options: Mapping[str, Any], topics: Iterable[str], *, timeout_s: float = 30.0
+    kafka_options: Mapping[str, Any], topics: Iterable[str] | None, *, timeout_s: float = 30.0
 ) -> list[tuple[str, int, int]]:
-    """[(topic, partition, log_end_offset)] for the existing ones of ``topics``."""
+    """[(topic, partition, log_end_offset)] for the existing ones of ``topics`` (None: every
+    topic the cluster lists)."""
     from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
 
     from offsets_lib.io.sources import kafka
 
-    wanted = sorted({t for t in topics if t})
-    if not wanted:
+    wanted = None if topics is None else sorted({t for t in topics if t})
+    if wanted == []:
         return []
     conf = kafka.client_config(kafka_options)
     conf["allow.auto.create.topics"] = False
@@ -86,7 +88,7 @@ def fetch_watermarks(
             f"{kafka.scrub(kafka._exc_text(exc), conf)}"
         ) from None
     request = {}
-    for topic in wanted:
+    for topic in sorted(metadata.topics) if wanted is None else wanted:
         described = metadata.topics.get(topic)
         if described is None or described.error is not None:
             continue

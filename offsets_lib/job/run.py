@@ -29,13 +29,24 @@ from offsets_lib.audit.rules import DAY_MS, Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import positioned
-from offsets_lib.engine.staging import KeptFiles, Staging, TableFiles, written_files
+from offsets_lib.engine.staging import (
+    KeptFiles,
+    Staging,
+    TableFiles,
+    stage_end_offsets,
+    written_files,
+)
 from offsets_lib.io import incremental, sink
 from offsets_lib.io.lock import output_lock
 
 log = logging.getLogger(__name__)
 
 _RETENTION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS}
+
+
+# The log-end offsets for the `lag` table (topic, partition, log_end_offset), taken once per
+# run before the audit tasks (which write the lag rows with them).
+EndOffsets = Callable[[], DataFrame]
 
 
 class UsageError(ValueError):
@@ -201,14 +212,14 @@ def execute(
     *,
     echo: Callable[[str], None] = log.info,
     increment: incremental.Increment | None = None,
-    end_offsets: Callable[[DataFrame], DataFrame | None] | None = None,
+    end_offsets: EndOffsets | None = None,
 ) -> RunReport:
     """Decode, audit and publish one run; `runs` is written last (failed or succeeded).
 
     `increment` (kafka): `raw` holds only the records after the stored checkpoint; they are
     audited together with the kept records, and those and the checkpoint advance after every
-    audit table has committed (just before the runs row). `end_offsets(offsets frame)` gives the
-    log-end offsets (topic, partition, log_end_offset) for the `lag` table, or None.
+    audit table has committed (just before the runs row). `end_offsets()` gives the log-end
+    offsets (topic, partition, log_end_offset) for the `lag` table, or None.
     """
     with output_lock(options.output, options.run_id):
         return _execute(spark, raw, options, echo, increment, end_offsets)
@@ -220,7 +231,7 @@ def _execute(
     options: RunOptions,
     echo: Callable[[str], None],
     increment: incremental.Increment | None = None,
-    end_offsets: Callable[[DataFrame], DataFrame | None] | None = None,
+    end_offsets: EndOffsets | None = None,
 ) -> RunReport:
     """source -> route -> audit tasks -> decide -> write -> (state) -> publish the runs row."""
     started_ms = _now_ms()
@@ -237,7 +248,7 @@ def _execute(
             spark, records, options, report, staging, tasks, units, increment, end_offsets
         )
         stages.done("read+audit", audited.summary(report, tasks))
-        tables = _frames(spark, audited, options, report, staging, end_offsets)
+        tables = _frames(spark, audited, options, report, staging)
         _write(spark, tables, options, report)
         _summarise(report, audited.stats)
         stages.done("decide+write", _written_summary(report))
@@ -279,6 +290,7 @@ class _Audited:
     written: dict[str, list[AddAction]]
     shuffle: str
     direct: tuple[str, ...]
+    end_offsets: DataFrame | None  # for a lag table built in Spark
 
     def summary(self, report: RunReport, tasks: int) -> str:
         return (
@@ -297,7 +309,7 @@ def _audit(
     tasks: int,
     units: list[list[exchange.Unit]] | None,
     increment: incremental.Increment | None,
-    end_offsets: Callable[[DataFrame], DataFrame | None] | None,
+    end_offsets: EndOffsets | None,
 ) -> _Audited:
     """Route every record to its audit task and audit there; the tasks stage their results as
     files and return a manifest (a few rows per task). Sets the report's counts and as_of."""
@@ -312,10 +324,18 @@ def _audit(
         # decide at (and write the tables with)
         pieces, split, oversized = _mapped(spark, units, staging, tasks, split)
         report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
-        direct = _direct_tables(options, end_offsets)
+        direct = _direct_tables(options)
+        ends = end_offsets() if end_offsets is not None else None
         emit: pipeline.TaskEmitter = staging
         if direct:
-            emit = TableFiles(staging, options.output, options.run_id, report.as_of_ms, direct)
+            emit = TableFiles(
+                staging,
+                options.output,
+                options.run_id,
+                report.as_of_ms,
+                direct,
+                end_offsets_uri=stage_end_offsets(staging, ends) if ends is not None else None,
+            )
         emit = kept_emit(emit)
         pieces, first_step, steps = _first_step(spark, pieces, split, oversized, staging, tasks)
         _report_task_sizes(report, steps)
@@ -326,6 +346,7 @@ def _audit(
     else:
         report.as_of_ms = _as_of(options, _latest_timestamp_ms(options, records), started_ms)
         params = _params(options, report)
+        ends = end_offsets() if end_offsets is not None else None
         if split or (split is None and _is_skewed(pipeline.task_sizes(records, tasks=tasks))):
             manifest = key_split.audit_split(
                 records, params=params, staging=staging, emit=kept_emit(staging), **decide_at
@@ -341,7 +362,7 @@ def _audit(
     report.records_decoded = report.records_read - report.records_rejected
     written = written_files(manifest, direct, options.run_id)
     shuffle = "files" if units is not None else "spark"
-    return _Audited(manifest, stats, written, shuffle, direct)
+    return _Audited(manifest, stats, written, shuffle, direct, ends)
 
 
 def _first_step(
@@ -389,7 +410,6 @@ def _frames(
     options: RunOptions,
     report: RunReport,
     staging: Staging,
-    end_offsets: Callable[[DataFrame], DataFrame | None] | None,
 ) -> dict[str, DataFrame | list[AddAction]]:
     """The tables to commit, in their usual order: files the tasks wrote, else frames over
     their staged results (the `lag` frame with the log-end offsets joined)."""
@@ -402,8 +422,9 @@ def _frames(
     _check_reject_ratio(spark, report, options, written, frames)
     built = dict(frames.frames)
     if "lag" not in written:
-        ends = end_offsets(built["offsets"]) if end_offsets is not None else None
-        built["lag"] = lag.lag_frame(built["offsets"], ends, as_of_ms=report.as_of_ms)
+        built["lag"] = lag.lag_frame(
+            built["offsets"], audited.end_offsets, as_of_ms=report.as_of_ms
+        )
     return {
         name: written[name] if name in written else built[name]
         for name in (*pipeline.DECIDED_TABLES, "lag")
@@ -537,14 +558,10 @@ def _as_of(options: RunOptions, latest_ms: int | None, started_ms: int) -> int:
     return int(latest_ms) if latest_ms is not None else started_ms
 
 
-def _direct_tables(
-    options: RunOptions, end_offsets: Callable[[DataFrame], DataFrame | None] | None
-) -> tuple[str, ...]:
-    """Tables the audit tasks write themselves (delta-rs commits; `lag` only without log-end
-    offsets, which are joined in Spark)."""
-    if options.delta_writer == "spark":
-        return ()
-    return tuple(t for t in DIRECT_TABLES if t != "lag" or end_offsets is None)
+def _direct_tables(options: RunOptions) -> tuple[str, ...]:
+    """Tables the audit tasks write themselves (delta-rs commits them; the Spark writer writes
+    every table itself)."""
+    return () if options.delta_writer == "spark" else DIRECT_TABLES
 
 
 def _frames_needed(written: Mapping[str, list[AddAction]]) -> list[str]:

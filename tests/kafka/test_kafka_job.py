@@ -218,3 +218,38 @@ def test_kafka_path_equals_parquet_path_on_golden_scenarios(spark, tansu_bootstr
         if r["deleted"]
     )
     assert deleted == Counter(g for spec in specs for g in spec["expected"]["group_deleted"])
+
+
+@pytest.mark.spark
+def test_kafka_run_lag_holds_the_clusters_log_end_offsets(spark, tansu_bootstrap, tmp_path):
+    """The lag table of a Kafka run: the log-end offsets of every topic, taken before the audit
+    tasks write the lag rows; a topic the cluster does not have keeps its lag unknown."""
+    from offsets_lib import wire
+
+    consumed, offsets_topic = f"orders-{uuid.uuid4().hex[:8]}", f"co-{uuid.uuid4().hex[:8]}"
+    create_topic(tansu_bootstrap, consumed, 2)
+    create_topic(tansu_bootstrap, offsets_topic, 1)
+    records = [{"key": b"k", "value": b"v", "partition": p} for p in (0, 0, 0, 0, 0, 1, 1)]
+    now = datetime.now(UTC)
+    produce_rows(tansu_bootstrap, consumed, [{**r, "timestamp": now} for r in records])
+
+    def commit(topic: str, partition: int, offset: int) -> dict:
+        key = wire.encode_key(1, {"group": "g", "topic": topic, "partition": partition})
+        fields = {"offset": offset, "leaderEpoch": -1, "metadata": "", "commitTimestamp": 1000}
+        value = wire.encode_value(1, 3, fields)
+        return {"key": key, "value": value, "partition": 0, "timestamp": now}
+
+    commits = [commit(consumed, 0, 2), commit(consumed, 1, 2), commit("gone", 0, 4)]
+    produce_rows(tansu_bootstrap, offsets_topic, commits)
+    out = str(tmp_path / "tables")
+    kafka_args = ["--source", "kafka", "--bootstrap-servers", tansu_bootstrap]
+    run_cli(*kafka_args, "--topic", offsets_topic, "--output", out, "--run-id", "lag")
+    lag = {
+        (r["topic"], r["partition"]): (r["committed_offset"], r["log_end_offset"], r["lag"])
+        for r in sink.read_table(out, "lag", run_id="lag").to_pylist()
+    }
+    assert lag == {
+        (consumed, 0): (2, 5, 3),
+        (consumed, 1): (2, 2, 0),
+        ("gone", 0): (4, None, None),
+    }

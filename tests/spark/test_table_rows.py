@@ -13,6 +13,7 @@ from offsets_lib.audit.tables import table_spec
 from offsets_lib.audit.task_audit import GROUP, KIND_ARROW, OFFSET, REJECT
 from offsets_lib.engine import pipeline
 from offsets_lib.io import sink
+from offsets_lib.io.watermarks import END_OFFSETS_SCHEMA
 
 pytestmark = pytest.mark.spark
 
@@ -33,22 +34,30 @@ def _results() -> dict[str, pa.Table]:
     offsets = [
         {"log_partition": 1, "group_id": "g", "topic": "a", "partition": 0, "log_offset": 5,
          "committed_offset": 10, "commit_timestamp_ms": 1_699_999_000_001,
-         "expire_timestamp_ms": None, "has_pending_transaction": False, "value_version": 3},
+         "expire_timestamp_ms": None, "has_pending_transaction": False, "value_version": 3,
+         "rule": "EXP-SUBSCRIBED", "expires_at_ms": None, "expired": False,
+         "delete_error": "GROUP_SUBSCRIBED_TO_TOPIC", "delete_rule": "ODEL-SUBSCRIBED"},
         {"log_partition": 1, "group_id": "g", "topic": "b", "partition": 1, "log_offset": 6,
          "committed_offset": 0, "commit_timestamp_ms": -1_234,
-         "expire_timestamp_ms": MAX_TIMESTAMP_MS + 1, "has_pending_transaction": True},
+         "expire_timestamp_ms": MAX_TIMESTAMP_MS + 1, "has_pending_transaction": True,
+         "rule": "EXP-EXPLICIT", "expires_at_ms": MAX_TIMESTAMP_MS + 1, "expired": False,
+         "delete_rule": "ODEL-OK"},
         {"log_partition": 2, "group_id": "h", "topic": "a", "partition": 2, "log_offset": 7,
          "committed_offset": 1, "commit_timestamp_ms": None,
-         "expire_timestamp_ms": -MAX_TIMESTAMP_MS},
+         "expire_timestamp_ms": -MAX_TIMESTAMP_MS, "rule": "EXP-MODERN-COMMIT-TS",
+         "expires_at_ms": -1_234, "expired": True, "delete_rule": "ODEL-OK"},
     ]  # fmt: skip
     groups = [
         {"log_partition": 1, "group_id": "g", "group_type": "classic", "state": "Stable",
          "members": [MEMBER, {**MEMBER, "member_id": "m-2", "subscribed_topics": None}],
-         "current_state_timestamp_ms": 1_699_999_999_999, "offset_count": 2},
+         "current_state_timestamp_ms": 1_699_999_999_999, "offset_count": 2,
+         "deleted": False, "deletion_rule": "DEL-NEW", "blocked_by": "NOT_EMPTY"},
         {"log_partition": 2, "group_id": "h", "group_type": "consumer", "state": "Empty",
-         "members": [], "current_state_timestamp_ms": None, "offset_count": 1},
+         "members": [], "current_state_timestamp_ms": None, "offset_count": 1,
+         "deleted": True, "deletes_at_ms": -1_234, "deletion_rule": "DEL-NEW"},
         {"log_partition": 3, "group_id": "k", "group_type": "classic", "state": "Dead",
-         "members": None, "offset_count": 0},
+         "members": None, "offset_count": 0, "deleted": False, "deletion_rule": "DEL-NEW",
+         "blocked_by": "DEAD"},
     ]  # fmt: skip
     rejects = [
         {"log_partition": 4, "log_offset": 9, "key": b"\x00", "value": None,
@@ -63,33 +72,39 @@ def _results() -> dict[str, pa.Table]:
     }
 
 
-def _spark_frames(spark, tmp_path, results: dict[str, pa.Table]):
+# log-end offsets: a-0 listed twice (the larger counts), b-1 below its commit, a-2 unknown
+END_OFFSETS = [("a", 0, 12), ("a", 0, 15), ("b", 1, 0), ("c", 0, 3)]
+
+
+def _spark_frames(spark, tmp_path, results: dict[str, pa.Table], ends):
     frames = {}
     for kind, table in results.items():
         pq.write_table(table, tmp_path / f"{kind}.parquet")
         frames[kind] = spark.read.parquet(str(tmp_path / f"{kind}.parquet"))
-    offsets = pipeline._offsets_frame(frames[OFFSET])
-    return {
-        "offsets": offsets,
-        "groups": pipeline._groups_frame(frames[GROUP]),
-        "members": pipeline._members_frame(frames[GROUP]),
-        "rejects": pipeline._rejects_frame(frames[REJECT]),
-        "lag": lag.lag_frame(offsets, None, as_of_ms=AS_OF_MS),
-    }
+    built = pipeline.table_frames(frames, orphaned_offsets=0, tables=DIRECT_TABLES).frames
+    built["lag"] = lag.lag_frame(built["offsets"], ends, as_of_ms=AS_OF_MS)
+    return built
 
 
-@pytest.mark.parametrize("table", DIRECT_TABLES)
-def test_task_rows_equal_the_spark_frames(spark, tmp_path, table: str) -> None:
+@pytest.mark.parametrize(
+    ("table", "has_end_offsets"), [*[(t, False) for t in DIRECT_TABLES], ("lag", True)]
+)
+def test_task_rows_equal_the_spark_frames(
+    spark, tmp_path, table: str, has_end_offsets: bool
+) -> None:
     results = _results()
+    ends = spark.createDataFrame(END_OFFSETS, END_OFFSETS_SCHEMA) if has_end_offsets else None
     schema = sink.arrow_schema(table_spec(table), with_comments=False)
+    frames = _spark_frames(spark, tmp_path, results, ends)
     expected = (
-        pipeline.conform(
-            _spark_frames(spark, tmp_path, results)[table], table, run_id=RUN_ID, as_of_ms=AS_OF_MS
-        )
+        pipeline.conform(frames[table], table, run_id=RUN_ID, as_of_ms=AS_OF_MS)
         .toArrow()
         .cast(pa.schema([f.with_nullable(True) for f in schema]))
     )
-    got = table_rows(table, results, run_id=RUN_ID, as_of_ms=AS_OF_MS, schema=schema)
+    latest = lag.latest_end_offsets(ends).toArrow() if ends is not None else None
+    got = table_rows(
+        table, results, run_id=RUN_ID, as_of_ms=AS_OF_MS, schema=schema, end_offsets=latest
+    )
     assert got.schema.names == expected.schema.names
     assert got.num_rows == expected.num_rows > 0
     key = [n for n in ("group_id", "topic", "member_id", "offsets_offset") if n in got.schema.names]

@@ -65,19 +65,16 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], message: str) -> Non
 
 
 def test_tables_the_audit_tasks_write_and_the_frames_left_to_build() -> None:
-    """delta-rs commits every direct table (the decisions included: the tasks decide); lag
-    only without log-end offsets (a Spark join); the offsets frame is still built when lag
-    is."""
+    """delta-rs commits every direct table (the decisions and lag included: the tasks decide
+    and join the log-end offsets); the Spark writer builds every frame itself, and the offsets
+    frame is built when lag is."""
     options = run.RunOptions(output="o", run_id="r")
-    assert run._direct_tables(options, end_offsets=None) == DIRECT_TABLES
-    with_ends = run._direct_tables(options, end_offsets=lambda _offsets: None)
-    assert with_ends == (
-        "offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects",
-    )  # fmt: skip
+    assert run._direct_tables(options) == DIRECT_TABLES
     spark_writer = run.RunOptions(output="o", run_id="r", delta_writer="spark")
-    assert run._direct_tables(spark_writer, end_offsets=None) == ()
+    assert run._direct_tables(spark_writer) == ()
     assert run._frames_needed({t: [] for t in DIRECT_TABLES}) == ["metrics"]
-    assert run._frames_needed({t: [] for t in with_ends}) == ["metrics", "offsets"]
+    without_lag = {t: [] for t in DIRECT_TABLES if t not in ("lag", "offsets")}
+    assert run._frames_needed(without_lag) == ["offsets", "metrics"]
     assert run._frames_needed({}) == list(DECIDED_TABLES)
 
 
