@@ -69,6 +69,18 @@ def test_local_sessions_use_every_core_and_load_delta_and_kafka() -> None:
     assert "-Doffsets.log.level=warn" in verbose
 
 
+def test_local_driver_jvms_map_the_class_archive_that_setup_built(monkeypatch, tmp_path) -> None:
+    """`make setup` built the archive for this Java and these jars; a session maps it (quietly:
+    a JVM of another build ignores it) and starts as before when there is none."""
+    archive = session.class_archive()
+    assert archive is not None and archive.exists(), "make setup builds the class archive"
+    options = session.local_conf()["spark.driver.extraJavaOptions"].split()
+    assert f"-XX:SharedArchiveFile={archive}" in options
+    assert {"-Xshare:auto", "-Xlog:cds=off"} <= set(options)
+    monkeypatch.setattr(session, "class_archive", lambda: tmp_path / "none.jsa")
+    assert "SharedArchiveFile" not in session.local_conf()["spark.driver.extraJavaOptions"]
+
+
 def test_catalog_conf_puts_the_metastore_in_the_warehouse(tmp_path: Path) -> None:
     conf = session.catalog_conf(tmp_path)
     assert conf["spark.sql.catalogImplementation"] == "hive"
