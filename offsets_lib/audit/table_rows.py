@@ -21,10 +21,18 @@ from offsets_lib.audit.projections import (
     PROJECTIONS,
     ProjectedColumn,
 )
+from offsets_lib.audit.task_audit import GROUP, OFFSET, REJECT
 
 DIRECT_TABLES = (
     "offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects", "lag",
 )  # fmt: skip
+# the tables built from each result kind: a kind whose tables a task writes all of itself
+# needs no staging (engine.staging.TableFiles)
+TABLES_OF_KIND: dict[str, tuple[str, ...]] = {
+    OFFSET: ("offsets", "offset_decisions", "lag"),
+    GROUP: ("groups", "members", "group_decisions"),
+    REJECT: ("rejects",),
+}
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 
 

@@ -7,8 +7,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from offsets_lib.audit import lag
-from offsets_lib.audit.projections import MAX_TIMESTAMP_MS
-from offsets_lib.audit.table_rows import DIRECT_TABLES, table_rows, timestamps
+from offsets_lib.audit.projections import MAX_TIMESTAMP_MS, PROJECTIONS
+from offsets_lib.audit.table_rows import DIRECT_TABLES, TABLES_OF_KIND, table_rows, timestamps
 from offsets_lib.audit.tables import table_spec
 from offsets_lib.audit.task_audit import GROUP, KIND_ARROW, OFFSET, REJECT
 from offsets_lib.engine import pipeline
@@ -123,3 +123,11 @@ def test_timestamps_null_beyond_what_spark_holds() -> None:
     ms = pa.array([0, -1, None, MAX_TIMESTAMP_MS, MAX_TIMESTAMP_MS + 1, -MAX_TIMESTAMP_MS - 1])
     micros = timestamps(ms).cast(pa.int64()).to_pylist()
     assert micros == [0, -1000, None, MAX_TIMESTAMP_MS * 1000, None, None]
+
+
+def test_each_direct_table_is_listed_under_the_result_kind_it_is_built_from() -> None:
+    """A kind whose tables a task writes all of is not staged (TableFiles.written_kinds)."""
+    listed = {t: kind for kind, names in TABLES_OF_KIND.items() for t in names}
+    assert sorted(listed) == sorted(DIRECT_TABLES)
+    assert all(listed[t] == kind for t, (kind, _) in PROJECTIONS.items())
+    assert listed["lag"] == OFFSET
