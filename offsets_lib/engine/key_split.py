@@ -52,7 +52,7 @@ def _reduce_task(
         table.to_batches(), needs_decoding=routing.decoded_by_key_split(table)
     )
     pieces = exchange.write_piece_file(
-        [reduced.forwarded], exchange.arrow_uri(f"{staging.uri}/forwarded"), tasks
+        exchange.cut([reduced.forwarded], tasks), exchange.arrow_uri(f"{staging.uri}/forwarded")
     )
     rows: list[dict[str, Any]] = [
         {
@@ -111,10 +111,12 @@ def oversized_pieces(
     *,
     staging: Staging,
     tasks: int,
-) -> list[dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The first step's pieces for the `oversized` audit tasks of a per-group map
-    (exchange.map_pieces) only: their pieces cut again by offset key, for `reduce_pieces`;
-    every other piece goes to the per-group audit as it is.
+    (exchange.map_pieces) only: their offset commits (and the records that resolve and
+    delimit them) cut again by offset key, for `reduce_pieces`; and their other records, in
+    pieces that go to the per-group audit directly (exchange.remap_pieces). Every other piece of
+    the map goes to the per-group audit as it is.
 
     The transaction markers reach the first step as context (copies in every task: they resolve
     there and are neither forwarded nor counted), since the per-group audit receives them from
@@ -124,7 +126,8 @@ def oversized_pieces(
     to_split = [p for p in pieces if p["bucket"] in oversized]
     remapped = exchange.remap_pieces(spark, to_split, staging_uri=staging.uri, tasks=tasks)
     context = [dict(p, is_context=True) for p in pieces if p["bucket"] == routing.MARKERS]
-    return remapped + context
+    first_step = [p for p in remapped if not p["is_direct"]]
+    return first_step + context, [p for p in remapped if p["is_direct"]]
 
 
 def forwarded_pieces(reduced: list[Mapping[str, Any]]) -> list[dict[str, Any]]:

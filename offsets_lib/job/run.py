@@ -378,10 +378,12 @@ def _first_step(
     manifest rows, and the task sizes of each step."""
     steps = [exchange.task_sizes(pieces, tasks)]
     if oversized:
-        first = key_split.oversized_pieces(spark, pieces, oversized, staging=staging, tasks=tasks)
+        first, direct = key_split.oversized_pieces(
+            spark, pieces, oversized, staging=staging, tasks=tasks
+        )
         reduced = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
         audited = [p for p in pieces if p["bucket"] not in oversized]
-        audited += key_split.forwarded_pieces(reduced)
+        audited += direct + key_split.forwarded_pieces(reduced)
         return (
             audited,
             reduced,

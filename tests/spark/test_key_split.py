@@ -113,10 +113,12 @@ def _oversized_only(spark, files, staging, tasks, params, oversized=None):
     sizes = exchange.task_sizes(by_group, tasks)
     if oversized is None:  # the largest task, as run._oversized picks it at scale
         oversized = {int(sizes.argmax())}
-    first = key_split.oversized_pieces(spark, by_group, oversized, staging=staging, tasks=tasks)
+    first, direct = key_split.oversized_pieces(
+        spark, by_group, oversized, staging=staging, tasks=tasks
+    )
     reduced = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
     pieces = [p for p in by_group if p["bucket"] not in oversized]
-    pieces += key_split.forwarded_pieces(reduced)
+    pieces += direct + key_split.forwarded_pieces(reduced)
     audited = exchange.audit_pieces(
         spark, pieces, coordinator=Coordinator.NEW, params=params, tasks=tasks, emit=staging
     )
