@@ -1,7 +1,7 @@
 """KIP-496 coordinator meters rebuilt from the log: the `metrics` table.
 
 `offsets run` counts them per task (`task_audit.kip496_meters`) and sums the partial counts
-(`engine.pipeline.decide`); `tests/reference/spark_audit.py` counts the same in Spark frames.
+(`engine.pipeline.table_frames`); `tests/reference/spark_audit.py` counts the same in Spark frames.
 
 One row per UTC hour of the records' log timestamps and per __consumer_offsets partition:
 

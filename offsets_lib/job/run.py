@@ -2,9 +2,10 @@
 
 Reads the clock only here (`--as-of now`, run timestamps); everything between reading and
 writing is the audit per task (`pipeline.audit_raw` after Spark's shuffle, or `exchange` after
-the file shuffle) and `pipeline.decide`. With the file shuffle the audit tasks also write the
-tables that are plain projections of their results (table_rows.DIRECT_TABLES); the driver
-commits every table.
+the file shuffle), decisions included, at the evaluation time fixed before the tasks run. With
+the file shuffle the audit tasks also write the tables that are projections of their results
+(table_rows.DIRECT_TABLES); `pipeline.table_frames` builds the rest; the driver commits every
+table.
 """
 
 from __future__ import annotations
