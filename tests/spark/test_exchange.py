@@ -206,6 +206,13 @@ def test_pieces_are_compressed_only_off_the_local_disk(tmp_path) -> None:
     )
 
 
+def test_map_batches_grow_with_the_audit_tasks_up_to_a_bound() -> None:
+    """Pieces keep ~8k records when a run has many audit tasks (100M records: 200 tasks)."""
+    assert exchange.batch_rows(20) == exchange.BATCH_ROWS == 262_144
+    assert exchange.batch_rows(200) == 200 * exchange.PIECE_ROWS == 1_638_400
+    assert exchange.batch_rows(10_000) == exchange.MAX_BATCH_ROWS
+
+
 def test_arrow_uri_names_hadoop_schemes_as_pyarrow_does() -> None:
     assert exchange.arrow_uri("s3a://bucket/dump/a.parquet") == "s3://bucket/dump/a.parquet"
     assert exchange.arrow_uri("file:/data/dump/a.parquet") == "file:///data/dump/a.parquet"
