@@ -21,17 +21,19 @@ from offsets_lib.audit.projections import (
     PROJECTIONS,
     ProjectedColumn,
 )
-from offsets_lib.audit.task_audit import GROUP, OFFSET, REJECT
 
 DIRECT_TABLES = (
     "offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects", "lag",
 )  # fmt: skip
-# the tables built from each result kind: a kind whose tables a task writes all of itself
-# needs no staging (engine.staging.TableFiles)
+# the result kind each table is built from (the projections', and lag's: the offsets); a kind
+# whose tables a task writes all of itself needs no staging (engine.staging.TableFiles)
+KIND_OF_TABLE: dict[str, str] = {
+    **{table: kind for table, (kind, _columns) in PROJECTIONS.items()},
+    "lag": PROJECTIONS["offsets"][0],
+}
 TABLES_OF_KIND: dict[str, tuple[str, ...]] = {
-    OFFSET: ("offsets", "offset_decisions", "lag"),
-    GROUP: ("groups", "members", "group_decisions"),
-    REJECT: ("rejects",),
+    kind: tuple(t for t, k in KIND_OF_TABLE.items() if k == kind)
+    for kind in dict.fromkeys(KIND_OF_TABLE.values())
 }
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 
