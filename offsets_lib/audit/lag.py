@@ -14,7 +14,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 LAG_COLUMNS = (
@@ -41,7 +40,7 @@ _LAG_SCHEMA = T.StructType(
 )
 
 
-_END_OFFSETS_ARROW = pa.schema(
+END_OFFSETS_ARROW = pa.schema(
     [("topic", pa.string()), ("partition", pa.int32()), ("log_end_offset", pa.int64())]
 )
 
@@ -79,14 +78,18 @@ def lag_rows(offsets: pa.Table, *, as_of_ms: int) -> pa.Table:
     )
 
 
-def latest_end_offsets(end_offsets: DataFrame) -> DataFrame:
+def latest_end_offsets(end_offsets: pa.Table) -> pa.Table:
     """One row per partition (topic, partition, log_end_offset). A partition listed several
     times (e.g. snapshots appended to one file) counts once, with its largest end: log-end
-    offsets only grow."""
-    return end_offsets.groupBy(
-        F.col("topic").cast("string").alias("topic"),
-        F.col("partition").cast("int").alias("partition"),
-    ).agg(F.max(F.col("log_end_offset").cast("long")).alias("log_end_offset"))
+    offsets only grow. (A few rows per partition of a cluster: the driver holds them.)"""
+    ends = end_offsets.select(["topic", "partition", "log_end_offset"]).cast(END_OFFSETS_ARROW)
+    latest = ends.group_by(["topic", "partition"], use_threads=False).aggregate(
+        [("log_end_offset", "max")]
+    )
+    return pa.table(
+        [latest.column("topic"), latest.column("partition"), latest.column("log_end_offset_max")],
+        schema=END_OFFSETS_ARROW,
+    )
 
 
 def with_end_offsets(offsets: pa.Table, end_offsets: pa.Table | None) -> pa.Table:
@@ -94,16 +97,17 @@ def with_end_offsets(offsets: pa.Table, end_offsets: pa.Table | None) -> pa.Tabl
     row per partition: `latest_end_offsets`); unchanged without them."""
     if end_offsets is None:
         return offsets
-    ends = end_offsets.select(["topic", "partition", "log_end_offset"]).cast(_END_OFFSETS_ARROW)
+    ends = end_offsets.select(["topic", "partition", "log_end_offset"]).cast(END_OFFSETS_ARROW)
     return offsets.join(ends, ["topic", "partition"], join_type="left outer", use_threads=False)
 
 
-def lag_frame(offsets: DataFrame, end_offsets: DataFrame | None, *, as_of_ms: int) -> DataFrame:
+def lag_frame(offsets: DataFrame, end_offsets: pa.Table | None, *, as_of_ms: int) -> DataFrame:
     """`lag_rows` over the rows of the ``offsets`` frame/table, with the log-end offsets joined
     (`latest_end_offsets`)."""
     base = offsets.select("group_id", "topic", "partition", "committed_offset", "commit_timestamp")
     if end_offsets is not None:
-        base = base.join(latest_end_offsets(end_offsets), ["topic", "partition"], "left")
+        latest = offsets.sparkSession.createDataFrame(latest_end_offsets(end_offsets))
+        base = base.join(latest, ["topic", "partition"], "left")
 
     def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:

@@ -141,7 +141,7 @@ def _lag_rows(output, run_id, end_offsets, bootstrap_servers, kafka_options, gro
                 raise click.UsageError(f"--kafka-option {key!r}: expected key=value")
             options[key.removeprefix("kafka.")] = value
         topics = sorted({t for t in offsets.column("topic").to_pylist() if t})
-        ends = watermarks.end_offsets_from_cluster(spark, options, topics)
+        ends = watermarks.end_offsets_from_cluster(options, topics)
     as_of_ms = int(as_of.timestamp() * 1000)
     result = lag.lag_frame(frame, ends, as_of_ms=as_of_ms).toArrow()
     return result.select(columns).to_pylist()

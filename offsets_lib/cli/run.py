@@ -255,7 +255,7 @@ def _end_offsets_source(spark, options: RunOptions, path: str | None):
     if options.source == "kafka":
         # every topic's: the run takes them before its audit tasks, which write the lag rows
         # and are the first to know which topics the groups consumed
-        return lambda: watermarks.end_offsets_from_cluster(spark, options.kafka_options)
+        return lambda: watermarks.end_offsets_from_cluster(options.kafka_options)
     return None
 
 

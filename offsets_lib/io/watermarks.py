@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+import pyarrow as pa
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
+from offsets_lib.audit.lag import END_OFFSETS_ARROW
 from offsets_lib.io.sources import InputNotReadable, SourceConfigError
 
 END_OFFSETS_SCHEMA = StructType(
@@ -26,8 +28,10 @@ END_OFFSETS_SCHEMA = StructType(
 END_OFFSETS_COLUMNS = tuple(f.name for f in END_OFFSETS_SCHEMA.fields)
 
 
-def end_offsets_from_file(spark: SparkSession, path: str) -> DataFrame:
-    """``topic, partition, log_end_offset`` from a .csv (header row) or .parquet file/folder."""
+def end_offsets_from_file(spark: SparkSession, path: str) -> pa.Table:
+    """``topic, partition, log_end_offset`` from a .csv (header row) or .parquet file/folder,
+    read by Spark (any file system the session reaches), held by the driver: a few rows per
+    partition of a cluster."""
     import os
 
     if "://" not in path and not os.path.exists(path):
@@ -43,21 +47,23 @@ def end_offsets_from_file(spark: SparkSession, path: str) -> DataFrame:
         F.col("topic").cast("string"),
         F.col("partition").cast("int"),
         F.col("log_end_offset").cast("long"),
-    )
+    ).toArrow()
 
 
 def end_offsets_from_cluster(
-    spark: SparkSession,
     kafka_options: Mapping[str, Any],
     topics: Iterable[str] | None = None,
     *,
     timeout_s: float = 30.0,
-) -> DataFrame:
+) -> pa.Table:
     """High watermarks (log-end offsets, read_uncommitted as the consumer-groups tool) of
     ``topics`` (None: of every topic of the cluster). A topic that does not exist (any more) is
     left out: its lag stays null."""
     rows = fetch_watermarks(kafka_options, topics, timeout_s=timeout_s)
-    return spark.createDataFrame(rows, END_OFFSETS_SCHEMA)
+    return pa.Table.from_pylist(
+        [dict(zip(END_OFFSETS_COLUMNS, row, strict=True)) for row in rows],
+        schema=END_OFFSETS_ARROW,
+    )
 
 
 def fetch_watermarks(

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from offsets_lib.audit import lag
 from offsets_lib.cli import lag as cli_lag
 from offsets_lib.cli import main
-from offsets_lib.io import sink, watermarks
+from offsets_lib.io import sink
 from tests.reference import scenario
 from tests.spec_data import scenario_dir
 
@@ -37,9 +37,12 @@ def test_lag_frame_joins_clamps_and_measures_time(spark):
         "group_id string, topic string, partition int, committed_offset long, "
         "commit_timestamp timestamp",
     )
-    ends = spark.createDataFrame(
-        [("t", 0, 25), ("t", 1, 40), ("other", 0, 9), ("t", 0, 20)],  # t-0 twice: the max
-        watermarks.END_OFFSETS_SCHEMA,
+    ends = pa.Table.from_pylist(
+        [
+            {"topic": t, "partition": p, "log_end_offset": end}
+            for t, p, end in [("t", 0, 25), ("t", 1, 40), ("other", 0, 9), ("t", 0, 20)]
+        ],  # t-0 twice: the max
+        schema=lag.END_OFFSETS_ARROW,
     )
     rows = sorted(
         lag.lag_frame(offsets, ends, as_of_ms=11_500).collect(),

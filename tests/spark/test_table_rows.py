@@ -13,7 +13,7 @@ from offsets_lib.audit.tables import table_spec
 from offsets_lib.audit.task_audit import GROUP, KIND_ARROW, OFFSET, REJECT
 from offsets_lib.engine import pipeline
 from offsets_lib.io import sink
-from offsets_lib.io.watermarks import END_OFFSETS_SCHEMA
+from offsets_lib.io.watermarks import END_OFFSETS_COLUMNS
 
 pytestmark = pytest.mark.spark
 
@@ -93,7 +93,14 @@ def test_task_rows_equal_the_spark_frames(
     spark, tmp_path, table: str, has_end_offsets: bool
 ) -> None:
     results = _results()
-    ends = spark.createDataFrame(END_OFFSETS, END_OFFSETS_SCHEMA) if has_end_offsets else None
+    ends = (
+        pa.Table.from_pylist(
+            [dict(zip(END_OFFSETS_COLUMNS, row, strict=True)) for row in END_OFFSETS],
+            schema=lag.END_OFFSETS_ARROW,
+        )
+        if has_end_offsets
+        else None
+    )
     schema = sink.arrow_schema(table_spec(table), with_comments=False)
     frames = _spark_frames(spark, tmp_path, results, ends)
     expected = (
@@ -101,7 +108,7 @@ def test_task_rows_equal_the_spark_frames(
         .toArrow()
         .cast(pa.schema([f.with_nullable(True) for f in schema]))
     )
-    latest = lag.latest_end_offsets(ends).toArrow() if ends is not None else None
+    latest = lag.latest_end_offsets(ends) if ends is not None else None
     got = table_rows(
         table, results, run_id=RUN_ID, as_of_ms=AS_OF_MS, schema=schema, end_offsets=latest
     )
