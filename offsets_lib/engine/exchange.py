@@ -18,10 +18,11 @@ uses the Spark shuffle (I/O module: shell side).
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,6 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from offsets_lib.audit import task_audit
 from offsets_lib.audit.coordinator import Coordinator
@@ -82,9 +82,6 @@ MAP_ARROW = pa.schema(
 _REMOTE_PIECE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _LOCAL_PIECE_OPTIONS = pa.ipc.IpcWriteOptions()
 MAX_FOOTERS = 256  # dump files whose footers the driver reads to count the records
-_UNIT_SCHEMA = (
-    "map_task int, path string, row_groups array<int>, is_positioned boolean, is_history boolean"
-)
 
 
 @dataclass(frozen=True)
@@ -224,38 +221,69 @@ def map_pieces(
     """The map stage (one Spark job): the dump files `assigned` to map tasks, cut into pieces
     per audit task (routing.task_buckets, `by_offset_key` for the split audit's first step);
     returns the pieces' manifest (MAP_ARROW rows, one per audit task per `batch_rows` records)."""
-    from offsets_lib.engine.spark_hash import bucket_labels
 
     pieces_uri = arrow_uri(f"{staging_uri}/pieces")
-    rows = [
-        (
-            m,
-            unit.path,
-            list(unit.row_groups) if unit.row_groups is not None else None,
-            unit.is_positioned,
-            unit.is_history,
-        )
-        for m, units in enumerate(assigned)
-        for unit in units
-    ]
-    map_labels = bucket_labels(len(assigned))
-    units = spark.createDataFrame(rows, _UNIT_SCHEMA)
-    units = units.repartition(
-        len(assigned), F.element_at(F.array(*[F.lit(v) for v in map_labels]), F.col("map_task") + 1)
-    )
 
-    def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def write_pieces(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tables = (
             table
-            for batch in batches
-            for unit in batch.select(
-                ["path", "row_groups", "is_positioned", "is_history"]
-            ).to_pylist()
-            for table in _read_unit(**unit, rows=batch_rows(tasks))
+            for batch in ids
+            for map_task in batch.column("id").to_pylist()
+            for unit in assigned[map_task]
+            for table in _read_unit(
+                unit.path,
+                list(unit.row_groups) if unit.row_groups is not None else None,
+                unit.is_positioned,
+                unit.is_history,
+                rows=batch_rows(tasks),
+            )
         )
         yield write_piece_file(cut(tables, tasks, by_offset_key=by_offset_key), pieces_uri)
 
-    return [r.asDict() for r in units.mapInArrow(write_pieces, spark_schema(MAP_ARROW)).collect()]
+    mapped = task_ids(spark, len(assigned)).mapInArrow(write_pieces, spark_schema(MAP_ARROW))
+    return [r.asDict() for r in mapped.collect()]
+
+
+def map_records(
+    records: DataFrame, *, staging_uri: str, tasks: int, by_offset_key: bool = False
+) -> list[dict[str, Any]]:
+    """`map_pieces` over records Spark reads (a Kafka run's: positioned columns, e.g.
+    decode.positioned of Spark's Kafka source): each Spark task cuts what it reads into pieces
+    per audit task, `batch_rows` records at a time, in one job. Measured (issue 19, 2 cores):
+    writing a Kafka run's 10k new records as Parquet first and mapping that took two jobs and
+    4-5 s of a 23 s hourly run."""
+    pieces_uri = arrow_uri(f"{staging_uri}/pieces")
+    rows = batch_rows(tasks)
+
+    def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tables = (_raw_records(table, is_history=False) for table in _rebatched(batches, rows))
+        yield write_piece_file(cut(tables, tasks, by_offset_key=by_offset_key), pieces_uri)
+
+    mapped = records.select(*POSITIONED_ARROW.names).mapInArrow(
+        write_pieces, spark_schema(MAP_ARROW)
+    )
+    return [r.asDict() for r in mapped.collect()]
+
+
+def _rebatched(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
+    """Spark's Arrow batches (10k records by default) gathered into tables of about `rows`."""
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        pending.append(batch)
+        held += batch.num_rows
+        if held >= rows:
+            yield pa.Table.from_batches(pending)
+            pending, held = [], 0
+    if held:
+        yield pa.Table.from_batches(pending)
+
+
+def _raw_records(positioned: pa.Table, *, is_history: bool) -> pa.Table:
+    """Records with the positioned columns as RAW_ARROW rows, history or not."""
+    history = pa.array(np.full(positioned.num_rows, is_history))
+    columns = positioned.select(POSITIONED_ARROW.names).cast(POSITIONED_ARROW)
+    return columns.append_column("is_history", history).cast(task_audit.RAW_ARROW)
 
 
 def task_sizes(pieces: list[dict[str, Any]], tasks: int) -> np.ndarray:
@@ -289,35 +317,44 @@ def audit_pieces(
     """The audit stage over `map_pieces`' manifest, decided at `params` -> `emit`'s rows (with
     `keep`, the tasks' kept records too: task_audit.task_tables)."""
 
-    def audit(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for records in task_pieces(batches, copies_as_history=True):
+    routes = routed_pieces(pieces, tasks=tasks)
+
+    def audit(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for records in task_pieces(ids, routes, copies_as_history=True):
             yield from emit(
                 task_audit.task_tables(
                     iter(records), coordinator=coordinator, params=params, keep=keep
                 )
             )
 
-    return routed_pieces(spark, pieces, tasks=tasks).mapInArrow(audit, spark_schema(emit.schema))
+    return task_ids(spark, tasks).mapInArrow(audit, spark_schema(emit.schema))
 
 
-def routed_pieces(spark: SparkSession, pieces: list[dict[str, Any]], *, tasks: int) -> DataFrame:
-    """The pieces' (path, batch, copy, label) rows, each in its task's partition: a piece to
-    its task, a marker piece to every task (copies 1.. flagged). A piece marked `is_context`
-    reaches its tasks as copies only (copy 0 included): records that resolve and delimit in
-    the split audit's first step, which another step audits and counts."""
-    listed = spark.createDataFrame(
-        [(p["path"], p["batch"], p["bucket"], int(bool(p.get("is_context")))) for p in pieces],
-        "path string, batch int, bucket int, context int",
-    )
-    routed = listed.select(
-        "path",
-        "batch",
-        "context",
-        routing.copies_to_tasks(F.col("bucket"), tasks).alias("copy", "label"),
-    )
-    return routed.select(
-        "path", "batch", (F.col("copy") + F.col("context")).alias("copy"), "label"
-    ).repartition(tasks, "label")
+Route = tuple[str, int, int]  # a piece (path, batch) of a task's records, and its copy number
+
+
+def routed_pieces(pieces: list[dict[str, Any]], *, tasks: int) -> list[list[Route]]:
+    """Each task's pieces: a piece goes to its task, a marker piece to every task (copy t to
+    task t; copies 1.. flagged). A piece marked `is_context` reaches its tasks as copies only
+    (copy 0 included): records that resolve and delimit in the split audit's first step, which
+    another step audits and counts."""
+    routes: list[list[Route]] = [[] for _ in range(tasks)]
+    for piece in pieces:
+        context = int(bool(piece.get("is_context")))
+        if piece["bucket"] == routing.MARKERS:
+            for task, routed in enumerate(routes):
+                routed.append((piece["path"], piece["batch"], task + context))
+        else:
+            routes[piece["bucket"]].append((piece["path"], piece["batch"], context))
+    return routes
+
+
+def task_ids(spark: SparkSession, tasks: int) -> DataFrame:
+    """One row per task (`id` 0..tasks-1), each in a partition of its own: a stage whose tasks
+    find their work by id in a list the function holds (`routed_pieces`, the map's units).
+    Measured (issue 19, 2 cores): the shuffle that sent listed work to its task cost a job of
+    ~1 s in a fresh JVM (a command-line run), twice per run."""
+    return spark.range(0, tasks, 1, tasks)
 
 
 def remap_pieces(
@@ -363,11 +400,14 @@ def remap_pieces(
 
 def _read_pieces(rows: list[tuple[str, int]]) -> Iterator[pa.RecordBatch]:
     """The RAW_ARROW records of pieces (path, batch), one batch per piece, each file opened
-    once."""
+    once (a STORED_FILE piece: all of a Parquet file of kept records, as history)."""
     readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
     handles = []
     try:
         for path, batch in rows:
+            if batch == STORED_FILE:
+                yield _stored_batch(path)
+                continue
             if path not in readers:
                 fs, local = storage.filesystem(path)
                 handles.append(fs.open_input_file(local))
@@ -376,6 +416,80 @@ def _read_pieces(rows: list[tuple[str, int]]) -> Iterator[pa.RecordBatch]:
     finally:
         for handle in handles:
             handle.close()
+
+
+# An incremental run's kept records (staging.KeptFiles) are written by the audit task that chose
+# them; a file holding one task's records says so in its footer (KEPT_TASK_METADATA), and a next
+# run with as many audit tasks hands it to that task whole, as a piece of its own (STORED_FILE),
+# instead of reading and cutting it again in the map stage (routing is stable across runs:
+# routing.task_buckets). Measured (issue 19, 2 cores): the map of the 1.7M kept records of a
+# 10M-record state took 3.3 s of a 23 s hourly run that read 10k new records.
+STORED_FILE = -1  # the `batch` of a piece that is a whole Parquet file of kept records
+KEPT_TASK_METADATA = b"kafka-offsets-audit.kept-task"
+
+
+@dataclass(frozen=True)
+class StoredCut:
+    """A file of kept records that belongs to one audit task of `tasks` (footer metadata)."""
+
+    path: str
+    task: int
+    tasks: int
+    rows: int
+    max_timestamp_ms: int | None
+
+
+def kept_task_metadata(kept: pa.Table, tasks: int) -> dict[bytes, bytes]:
+    """Footer metadata for a file of the kept records `kept`: the audit task of `tasks` that
+    their records go to, when that is one task (transaction markers aside, which every task
+    keeps for its own records), with the routing's version and their newest time; else none."""
+    buckets = routing.task_buckets(kept, tasks)
+    owned = np.unique(buckets[buckets != routing.MARKERS])
+    if len(owned) != 1:
+        return {}
+    newest = pc.max(kept.column("log_timestamp_ms")).as_py()
+    cut = {"task": int(owned[0]), "tasks": tasks, "routing": routing.ROUTING_VERSION}
+    return {KEPT_TASK_METADATA: json.dumps({**cut, "max_timestamp_ms": newest}).encode()}
+
+
+def stored_cuts(files: Sequence[str]) -> list[StoredCut | None]:
+    """The audit task of each file of kept records (None: written without one, or by another
+    routing), from the files' footers."""
+    footers = _footers([storage.filesystem(uri) for uri in files])
+    cuts: list[StoredCut | None] = []
+    for uri, footer in zip(files, footers, strict=True):
+        tagged = (footer.metadata or {}).get(KEPT_TASK_METADATA) if footer is not None else None
+        cut = json.loads(tagged) if tagged else None
+        if cut is None or cut.get("routing") != routing.ROUTING_VERSION:
+            cuts.append(None)
+            continue
+        cuts.append(
+            StoredCut(uri, cut["task"], cut["tasks"], footer.num_rows, cut["max_timestamp_ms"])
+        )
+    return cuts
+
+
+def stored_pieces(cuts: Iterable[StoredCut]) -> list[dict[str, Any]]:
+    """MAP_ARROW rows of whole files of kept records, each to its audit task."""
+    return [
+        {
+            "path": cut.path,
+            "batch": STORED_FILE,
+            "bucket": cut.task,
+            "num_rows": cut.rows,
+            "max_timestamp_ms": cut.max_timestamp_ms,
+            "is_direct": False,
+        }
+        for cut in cuts
+    ]
+
+
+def _stored_batch(uri: str) -> pa.RecordBatch:
+    """A file of kept records as one RAW_ARROW batch of history records."""
+    tables = _read_unit(uri, None, is_positioned=True, is_history=True, rows=MAX_BATCH_ROWS)
+    table = pa.concat_tables([task_audit.RAW_ARROW.empty_table(), *tables]).combine_chunks()
+    batches = table.to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
 def cut(
@@ -436,16 +550,11 @@ def _read_unit(
         for batch in parquet.iter_batches(
             batch_size=rows, row_groups=list(groups), columns=present
         ):
+            table = pa.Table.from_batches([batch])
             if not is_positioned:
-                yield routing.positioned_table(pa.Table.from_batches([batch]))
-                continue
-            history = pa.array(np.full(batch.num_rows, is_history))
-            positioned = batch.select(POSITIONED_ARROW.names).cast(POSITIONED_ARROW)
-            yield (
-                pa.Table.from_batches([positioned])
-                .append_column("is_history", history)
-                .cast(task_audit.RAW_ARROW)
-            )
+                yield routing.positioned_table(table)
+            else:
+                yield _raw_records(table, is_history=is_history)
 
 
 def _pieces(
@@ -466,24 +575,17 @@ def _pieces(
 
 
 def task_pieces(
-    pieces: Iterator[pa.RecordBatch], *, copies_as_history: bool
+    ids: Iterator[pa.RecordBatch], routes: list[list[Route]], *, copies_as_history: bool
 ) -> Iterator[list[pa.RecordBatch]]:
-    """A task's records (RAW_ARROW batches) read from its `routed_pieces` rows, per task label
-    (one label per task, unless Spark was told otherwise). The copies of a marker piece are
-    history (audited, not counted), or with `copies_as_history` False are flagged in an added
-    `is_copy` column instead (the split audit's first step)."""
-    batches = list(pieces)
-    if not batches:  # a task no piece went to (fewer groups than tasks)
-        return
-    listed = pa.Table.from_batches(batches)
-    by_label: dict[int, list[tuple[str, int, int]]] = {}
-    for path, batch, copy, label in zip(
-        *(listed.column(c).to_pylist() for c in ("path", "batch", "copy", "label")), strict=True
-    ):
-        by_label.setdefault(label, []).append((path, batch, copy))
-    for label in sorted(by_label):
+    """The records (RAW_ARROW batches) of each task of `task_ids` (one per Spark task), read
+    from its `routed_pieces`; none for a task no piece went to (fewer groups than tasks). The
+    copies of a marker piece are history (audited, not counted), or with `copies_as_history`
+    False are flagged in an added `is_copy` column instead (the split audit's first step)."""
+    for task in (t for batch in ids for t in batch.column("id").to_pylist()):
+        entries = routes[task]
+        if not entries:
+            continue
         records = []
-        entries = by_label[label]
         read = _read_pieces([(path, batch) for path, batch, _copy in entries])
         for (_path, _batch, copy), piece in zip(entries, read, strict=True):
             flags = pa.array(np.full(piece.num_rows, bool(copy)))

@@ -81,12 +81,14 @@ def reduce_pieces(
     """First step over the pieces of exchange.map_pieces(by_offset_key=True) -> REDUCED_ARROW
     rows (one Spark job)."""
 
-    def reduce(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for records in exchange.task_pieces(batches, copies_as_history=False):
+    routes = exchange.routed_pieces(pieces, tasks=tasks)
+
+    def reduce(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for records in exchange.task_pieces(ids, routes, copies_as_history=False):
             yield from _reduce_task(records, staging=staging, tasks=tasks)
 
-    routed = exchange.routed_pieces(spark, pieces, tasks=tasks)
-    return [r.asDict() for r in routed.mapInArrow(reduce, spark_schema(REDUCED_ARROW)).collect()]
+    reduced = exchange.task_ids(spark, tasks).mapInArrow(reduce, spark_schema(REDUCED_ARROW))
+    return [r.asDict() for r in reduced.collect()]
 
 
 def reduce_records(records: DataFrame, *, staging: Staging, tasks: int) -> list[dict[str, Any]]:

@@ -301,12 +301,20 @@ def _prepare_batch(
 
 
 def write_task_files(
-    table: pa.Table, spec: TableSpec, *, output: str, run_id: str
+    table: pa.Table,
+    spec: TableSpec,
+    *,
+    output: str,
+    run_id: str,
+    metadata: Mapping[bytes, bytes] | None = None,
 ) -> list[dict[str, Any]]:
     """Executor side: a table's rows as Parquet files in the run's partition folder (no
-    commit), checked like every write (run_id, NOT NULL columns). Returns what the driver's add
-    actions need (`add_action`), the Delta stats read from each file's own footer."""
+    commit), checked like every write (run_id, NOT NULL columns), with `metadata` in each
+    footer. Returns what the driver's add actions need (`add_action`), the Delta stats read
+    from each file's own footer."""
     schema = _file_schema(spec)
+    if metadata:
+        schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
     not_null = [f.name for f in spec.schema.fields if not f.nullable and f.name != RUN_ID]
     checked = _prepare_batch(table, run_id=run_id, not_null=not_null, schema=schema)
     fs, root = _partition_folder(output, spec, run_id)

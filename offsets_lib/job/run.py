@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from deltalake.transaction import AddAction
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -47,7 +48,7 @@ _RETENTION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS
 
 # The log-end offsets for the `lag` table (topic, partition, log_end_offset), taken once per
 # run before the audit tasks (which write the lag rows with them).
-EndOffsets = Callable[[], DataFrame]
+EndOffsets = Callable[[], pa.Table]
 
 
 class UsageError(ValueError):
@@ -175,23 +176,6 @@ def _expected_records(
     return raw.count()
 
 
-class _Persisted:
-    """Frames cached for the duration of one run, released at its end (sessions are shared)."""
-
-    def __init__(self) -> None:
-        self.frames: list[DataFrame] = []
-
-    def keep(
-        self, frame: DataFrame, level: StorageLevel = StorageLevel.MEMORY_AND_DISK
-    ) -> DataFrame:
-        self.frames.append(frame.persist(level))
-        return frame
-
-    def release(self) -> None:
-        for frame in self.frames:
-            frame.unpersist()
-
-
 class _Stages:
     """Logs one line per stage with its duration (and counts when known)."""
 
@@ -238,17 +222,12 @@ def _execute(
     started_ms = _now_ms()
     report = RunReport(run_id=options.run_id, status="running")
     stages = _Stages(report, echo)
-    persisted = _Persisted()
     staging: Staging | None = None
     try:
-        records = _records(raw, increment, persisted)
         staging = Staging.fresh(options.output, options.run_id)
-        units = _dump_units(spark, raw, options, increment, staging)
-        tasks = _audit_tasks(spark, _expected_records(raw, increment, units))
-        audited = _audit(
-            spark, records, options, report, staging, tasks, units, increment, end_offsets
-        )
-        stages.done("read+audit", audited.summary(report, tasks))
+        inputs = _inputs(spark, raw, options, increment, staging)
+        audited = _audit(spark, raw, options, report, staging, inputs, increment, end_offsets)
+        stages.done("read+audit", audited.summary(report, inputs.tasks))
         tables = _frames(spark, audited, options, report, staging)
         _write(spark, tables, options, report)
         _summarise(report, audited.stats)
@@ -262,15 +241,12 @@ def _execute(
         raise
     finally:
         _publish(spark, report, options, started_ms)
-        persisted.release()
         if staging is not None:
             staging.remove()
     return report
 
 
-def _records(
-    raw: DataFrame, increment: incremental.Increment | None, persisted: _Persisted
-) -> DataFrame:
+def _records(raw: DataFrame, increment: incremental.Increment | None) -> DataFrame:
     """The positioned records to audit through Spark's shuffle: an incremental run's kept
     records (audited again, not counted) followed by the records read."""
     records = positioned(raw).withColumn("is_history", F.lit(False))
@@ -278,7 +254,8 @@ def _records(
         return records
     if increment.kept is not None:
         records = incremental.kept_as_records(increment.kept).unionByName(records)
-    return persisted.keep(records)  # read once: the kept records are chosen from the same records
+    # read once: the kept records are chosen from the same records
+    return records.persist(StorageLevel.MEMORY_AND_DISK)
 
 
 @dataclass(frozen=True)
@@ -291,7 +268,7 @@ class _Audited:
     written: dict[str, list[AddAction]]
     shuffle: str
     direct: tuple[str, ...]
-    end_offsets: DataFrame | None  # for a lag table built in Spark
+    end_offsets: pa.Table | None  # for a lag table built in Spark
 
     def summary(self, report: RunReport, tasks: int) -> str:
         return (
@@ -303,12 +280,11 @@ class _Audited:
 
 def _audit(
     spark: SparkSession,
-    records: DataFrame,
+    raw: DataFrame,
     options: RunOptions,
     report: RunReport,
     staging: Staging,
-    tasks: int,
-    units: list[list[exchange.Unit]] | None,
+    inputs: _Inputs,
     increment: incremental.Increment | None,
     end_offsets: EndOffsets | None,
 ) -> _Audited:
@@ -316,14 +292,15 @@ def _audit(
     files and return a manifest (a few rows per task). Sets the report's counts and as_of."""
     started_ms = _now_ms()
     keep = increment is not None  # the tasks choose and write the kept records while they audit
-    kept_emit = _kept_emitter(options, increment)
+    tasks = inputs.tasks
+    kept_emit = _kept_emitter(options, increment, tasks)
     direct: tuple[str, ...] = ()
     split = options.split_commits
     decide_at = {"coordinator": options.coordinator, "tasks": tasks, "keep": keep}
-    if units is not None:
+    if inputs.units is not None:
         # the map stage first: its pieces tell the evaluation time, which the audit tasks
         # decide at (and write the tables with)
-        pieces, split, oversized = _mapped(spark, units, staging, tasks, split)
+        pieces, split, oversized = _mapped(spark, inputs, staging, split)
         report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
         direct = _direct_tables(options)
         ends = end_offsets() if end_offsets is not None else None
@@ -345,6 +322,7 @@ def _audit(
         )
         manifest = key_split.staged_rows(first_step) + audited.collect()
     else:
+        records = _records(raw, increment)
         report.as_of_ms = _as_of(options, _latest_timestamp_ms(options, records), started_ms)
         params = _params(options, report)
         ends = end_offsets() if end_offsets is not None else None
@@ -357,12 +335,13 @@ def _audit(
                 records, params=params, emit=kept_emit(staging), **decide_at
             )
             manifest = audited.collect()
+        records.unpersist()
     stats = pipeline.run_stats(manifest)
     report.records_read = stats.records_read
     report.records_rejected = stats.records_rejected
     report.records_decoded = report.records_read - report.records_rejected
     written = written_files(manifest, direct, options.run_id)
-    shuffle = "files" if units is not None else "spark"
+    shuffle = "files" if inputs.units is not None else "spark"
     return _Audited(manifest, stats, written, shuffle, direct, ends)
 
 
@@ -398,13 +377,13 @@ def _first_step(
 
 
 def _kept_emitter(
-    options: RunOptions, increment: incremental.Increment | None
+    options: RunOptions, increment: incremental.Increment | None, tasks: int
 ) -> Callable[[pipeline.TaskEmitter], pipeline.TaskEmitter]:
     """What wraps the tasks' emitter: an incremental run's tasks also write the kept records."""
     if increment is None:
         return lambda emit: emit
     kept_id = incremental.next_kept_id(increment, options.run_id)
-    return lambda emit: KeptFiles(emit, options.output, kept_id)
+    return lambda emit: KeptFiles(emit, options.output, kept_id, tasks)
 
 
 def _frames(
@@ -512,14 +491,22 @@ def _is_skewed(sizes: np.ndarray) -> bool:
 
 
 def _mapped(
-    spark: SparkSession, units: Any, staging: Staging, tasks: int, split: bool | None
+    spark: SparkSession, inputs: _Inputs, staging: Staging, split: bool | None
 ) -> tuple[list[dict[str, Any]], bool, set[int]]:
-    """The file shuffle's map stage: its pieces, whether the split audit runs on all of them
-    (`split`), and with the automatic split (`split` None) the oversized audit tasks, whose
-    records alone go through the split audit's first step (key_split.reduce_oversized)."""
-    pieces = exchange.map_pieces(
-        spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=bool(split)
-    )
+    """The file shuffle's map stage (none when every record is in a stored piece): its pieces
+    and the stored ones, whether the split audit runs on all of them (`split`), and with the
+    automatic split (`split` None) the oversized audit tasks, whose records alone go through
+    the split audit's first step (key_split.reduce_oversized)."""
+    tasks, by_offset_key = inputs.tasks, bool(split)
+    pieces = list(inputs.stored)
+    if inputs.units:
+        pieces += exchange.map_pieces(
+            spark, inputs.units, staging_uri=staging.uri, tasks=tasks, by_offset_key=by_offset_key
+        )
+    if inputs.records is not None:
+        pieces += exchange.map_records(
+            inputs.records, staging_uri=staging.uri, tasks=tasks, by_offset_key=by_offset_key
+        )
     if split is not None:
         return pieces, split, set()
     oversized = _oversized(exchange.task_sizes(pieces, tasks))
@@ -575,59 +562,104 @@ def _frames_needed(written: Mapping[str, list[AddAction]]) -> list[str]:
     return needed
 
 
-def _dump_units(
+@dataclass(frozen=True)
+class _Inputs:
+    """How the records reach the audit tasks: the map stage's input files by map task (None:
+    the Spark shuffle), pieces already cut by audit task (MAP_ARROW rows: an incremental run's
+    stored kept records, exchange.stored_pieces), and the number of audit tasks."""
+
+    units: list[list[exchange.Unit]] | None
+    stored: list[dict[str, Any]]
+    tasks: int
+    records: DataFrame | None = None  # positioned records Spark reads, mapped from Spark
+
+
+def _inputs(
     spark: SparkSession,
     raw: DataFrame,
     options: RunOptions,
     increment: incremental.Increment | None,
     staging: Staging,
-) -> list[list[exchange.Unit]] | None:
+) -> _Inputs:
     """The input files by map task for `--shuffle files` (also `auto` when pyarrow can read
     the input and write the staging folder), or None for the Spark shuffle. A Kafka run's
-    records are first written to the staging folder as Parquet (`_staged_records`) and mapped
-    with its kept records."""
-    if options.shuffle == "spark":
-        return None
-    minimum = spark.conf.get("spark.sql.files.minPartitionNum", None)
-    map_tasks = int(minimum) if minimum else spark.sparkContext.defaultParallelism
+    records are mapped as Spark reads them (`_kafka_records`), its kept records from their
+    files, except those stored cut by audit task already."""
     units = None
-    if increment is None:
-        units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=map_tasks)
+    stored: list[exchange.StoredCut] = []
+    tasks = None
+    records = None
+    if options.shuffle == "spark":
+        pass
+    elif increment is None:
+        units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=_map_tasks(spark))
     elif exchange.can_stage(staging.uri):
-        staged = _staged_records(raw, staging, _new_records(increment))
+        new = _new_records(increment)
         kept = increment.kept_files
-        units = exchange.plan(
-            [*kept, *staged],
-            staging.uri,
-            map_tasks=map_tasks,
-            positioned=(*kept, *staged),
-            history=kept,
-        )
+        # --split-commits always: every piece is cut by offset key, none by group
+        cuts = exchange.stored_cuts(kept) if kept and options.split_commits is not True else []
+        tasks = _incremental_tasks(spark, new + increment.kept_rows, cuts)
+        stored = [cut for cut in cuts if cut is not None and cut.tasks == tasks]
+        to_map = [uri for uri in kept if uri not in {cut.path for cut in stored}]
+        records = _kafka_records(spark, raw, increment) if new else None
+        units = []
+        if to_map:
+            units = exchange.plan(
+                to_map,
+                staging.uri,
+                map_tasks=_map_tasks(spark),
+                positioned=tuple(to_map),
+                history=tuple(to_map),
+            )
     if units is None and options.shuffle == "files":
         raise UsageError(
             "--shuffle files needs input that pyarrow can read and an --output that"
             " pyarrow can write (local paths, file://, s3://, gs://, hdfs://);"
             " use --shuffle spark or auto"
         )
-    return units
+    if tasks is None:
+        tasks = _audit_tasks(spark, _expected_records(raw, increment, units))
+    return _Inputs(units, exchange.stored_pieces(stored), tasks, records)
 
 
-def _staged_records(raw: DataFrame, staging: Staging, records: int) -> list[str]:
-    """A Kafka run's records written once as positioned Parquet files under the staging folder
-    (one Spark job); their files. Measured on 2 cores (issue 19): the Kafka runs' Spark
-    shuffle of the records into the Python audit tasks, and the second pass that chose the kept
-    records, took 68 of the 99 s of an incremental run over a 10M-record state.
+def _map_tasks(spark: SparkSession) -> int:
+    minimum = spark.conf.get("spark.sql.files.minPartitionNum", None)
+    return int(minimum) if minimum else spark.sparkContext.defaultParallelism
 
-    The connector reads each topic partition in a task of its own; a few records per partition
-    (an hourly run) are read by fewer tasks, about RECORDS_PER_TASK records each, so that the
-    run does not start and write a file per partition (50 tasks: 4 s for 10k records)."""
-    where = f"{staging.uri}/records"
+
+# An incremental run keeps the audit tasks its stored kept records were cut for while they
+# hold at most RECORDS_PER_TASK records each and number at most this many times the tasks the
+# run needs: then none of those records is mapped again (exchange.stored_pieces).
+STORED_TASKS_FACTOR = 4
+
+
+def _incremental_tasks(
+    spark: SparkSession, records: int, cuts: list[exchange.StoredCut | None]
+) -> int:
+    """The audit tasks of an incremental run: `_audit_tasks`, or the number the stored kept
+    records were cut for (STORED_TASKS_FACTOR)."""
+    needed = _audit_tasks(spark, records)
+    counts = {cut.tasks if cut is not None else None for cut in cuts}
+    if len(counts) == 1 and None not in counts:
+        stored = counts.pop()
+        if needed <= stored <= STORED_TASKS_FACTOR * needed:
+            return stored
+    return needed
+
+
+def _kafka_records(
+    spark: SparkSession, raw: DataFrame, increment: incremental.Increment
+) -> DataFrame:
+    """A Kafka run's records (positioned columns) as the map stage reads them from Spark's
+    Kafka source (exchange.map_records). The connector reads each topic partition in a task of
+    its own; a few records per partition (an hourly run) are read by fewer tasks, about
+    RECORDS_PER_TASK records each but at least one per core, so that the run does not start a
+    task per partition (50 tasks: 4 s for 10k records, 2 cores). The number of partitions is
+    the range's (asking Spark plans the Kafka scan once more: ~0.5 s)."""
+    partitions = len(increment.end_offsets)
+    tasks = max(_map_tasks(spark), -(-_new_records(increment) // RECORDS_PER_TASK))
     frame = positioned(raw)
-    tasks = max(1, -(-records // RECORDS_PER_TASK))
-    if tasks < frame.rdd.getNumPartitions():
-        frame = frame.coalesce(tasks)
-    frame.write.parquet(where)
-    return raw.sparkSession.read.schema(frame.schema).parquet(where).inputFiles()
+    return frame.coalesce(tasks) if tasks < partitions else frame
 
 
 def _summarise(report: RunReport, stats: pipeline.RunStats) -> None:

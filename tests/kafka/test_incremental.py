@@ -110,6 +110,21 @@ def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
 # ---- the pure compaction, with batch metadata (transactions) -----------------------------------
 
 
+def _transactional_rows() -> list[dict]:
+    """Scenarios with producer ids and markers (pending, committed, aborted transactions),
+    group deletions and consumer groups, each on partitions of its own."""
+    rows = []
+    for i, spec in enumerate(scenario_specs([20, 21, 22, 23, 18, 24, 5])):
+        for row in scenario.scenario_rows(spec):
+            row["partition"] += 3 * i
+            row.setdefault("producer_id", -1)
+            row.setdefault("producer_epoch", -1)
+            row.setdefault("is_transactional", False)
+            row.setdefault("is_control", False)
+            rows.append(row)
+    return rows
+
+
 @pytest.mark.spark
 def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
     """Scenarios with producer ids and markers (pending, committed, aborted transactions) plus
@@ -124,16 +139,7 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
     from offsets_lib.engine.decode import decode_positioned, decode_records, positioned
     from offsets_lib.engine.staging import KeptFiles, Staging
 
-    rows = []
-    for i, spec in enumerate(scenario_specs([20, 21, 22, 23, 18, 24, 5])):
-        for row in scenario.scenario_rows(spec):
-            row["partition"] += 3 * i
-            row.setdefault("producer_id", -1)
-            row.setdefault("producer_epoch", -1)
-            row.setdefault("is_transactional", False)
-            row.setdefault("is_control", False)
-            rows.append(row)
-    raw = spark.createDataFrame(rows).cache()
+    raw = spark.createDataFrame(_transactional_rows()).cache()
     positioned_schema = spark_schema(incremental.POSITIONED_ARROW)
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=int(AS_OF))
 
@@ -158,7 +164,7 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
             )
         # the audit tasks write the kept records as a run does (a marker kept by several
         # tasks is stored by each; the next audit reads it once)
-        emit = KeptFiles(Staging(str(tmp_path / f"staging-{cut}")), str(tmp_path), f"k{cut}")
+        emit = KeptFiles(Staging(str(tmp_path / f"staging-{cut}")), str(tmp_path), f"k{cut}", 3)
         pipeline.audit_raw(
             part, coordinator=Coordinator.NEW, params=params, tasks=3, emit=emit, keep=True
         ).collect()
@@ -169,6 +175,73 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
     rest = decode_records(raw.filter(raw["offset"] >= low))
     once = state.dropDuplicates(["log_partition", "log_offset"])  # the reference audit's input
     assert tables(once.unionByName(rest.select(*state.columns))) == whole
+
+
+@pytest.mark.spark
+def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_path):
+    """The file shuffle's incremental path: each audit task stores its kept records in a file
+    that names the task (exchange.kept_task_metadata), and the next audit hands the file whole
+    to that task (exchange.stored_pieces) while only the new records are mapped (here as a
+    Kafka run maps them, from Spark: exchange.map_records). Over transactional scenarios (a
+    marker is kept by each task whose records it resolved, in that task's file), a chain of such
+    audits and then the rest of the log gives the reference audit's tables of the whole log."""
+    from offsets_lib.audit.coordinator import Coordinator
+    from offsets_lib.audit.rules import Params
+    from offsets_lib.engine import exchange, pipeline
+    from offsets_lib.engine.decode import decode_records, positioned
+    from offsets_lib.engine.staging import KeptFiles, Staging
+
+    raw = spark.createDataFrame(_transactional_rows()).cache()
+    params = Params(retention_ms=7 * 86_400_000, as_of_ms=int(AS_OF))
+    tasks, names = 3, ("offsets", "groups", "members", "offset_decisions", "group_decisions")
+
+    def conformed(frames) -> dict[str, list[str]]:
+        return {
+            name: sorted(
+                map(repr, pipeline.conform(frames[name], name, run_id="r", as_of_ms=0).collect())
+            )
+            for name in names
+        }
+
+    stored: list[dict] = []
+    has_stored_marker = False
+    low = 0
+    for i, cut in enumerate((4, 5, 7, None)):
+        part = raw.filter(raw["offset"] >= low)
+        if cut is not None:
+            part = part.filter(raw["offset"] < cut)
+        staging = Staging(str(tmp_path / f"staging-{i}"))
+        new = exchange.map_records(positioned(part), staging_uri=staging.uri, tasks=tasks)
+        emit = staging if cut is None else KeptFiles(staging, str(tmp_path), f"k{i}", tasks)
+        manifest = exchange.audit_pieces(
+            spark,
+            stored + new,
+            coordinator=Coordinator.NEW,
+            params=params,
+            tasks=tasks,
+            emit=emit,
+            keep=cut is not None,
+        ).collect()
+        if cut is None:
+            break
+        kept = sorted((tmp_path / incremental.KEPT_TABLE / f"run_id=k{i}").glob("*.parquet"))
+        cuts = exchange.stored_cuts([str(path) for path in kept])
+        assert cuts and None not in cuts and {c.tasks for c in cuts} == {tasks}
+        assert len({c.task for c in cuts}) == len(cuts)  # one file per task
+        stored = exchange.stored_pieces(cuts)
+        has_stored_marker |= any(
+            exchange._stored_batch(c.path).column("is_control").to_pylist().count(True)
+            for c in cuts
+        )
+        low = cut
+    assert has_stored_marker  # the chain carried transaction markers in the stored files
+    stats = pipeline.run_stats(manifest)
+    assert stats.records_read == raw.filter(raw["offset"] >= low).count()
+    audited = pipeline.table_frames(
+        staging.read(spark, manifest), orphaned_offsets=stats.orphaned_offsets
+    )
+    whole = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
+    assert conformed(audited.frames) == conformed(whole.frames)
 
 
 @pytest.mark.kafka

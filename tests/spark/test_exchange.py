@@ -225,6 +225,6 @@ def test_shuffle_files_without_a_dump_is_a_usage_error(spark, tmp_path) -> None:
     staging = Staging(str(tmp_path / "staging"))
     not_files = spark.range(3).toDF("offset")
     with pytest.raises(run.UsageError, match="--shuffle files needs input that pyarrow can read"):
-        run._dump_units(spark, not_files, options, None, staging)
+        run._inputs(spark, not_files, options, None, staging)
     auto = run.RunOptions(output=str(tmp_path / "out"), run_id="r")
-    assert run._dump_units(spark, not_files, auto, None, staging) is None
+    assert run._inputs(spark, not_files, auto, None, staging).units is None
