@@ -420,10 +420,12 @@ def _read_pieces(rows: list[tuple[str, int]]) -> Iterator[pa.RecordBatch]:
 
 # An incremental run's kept records (staging.KeptFiles) are written by the audit task that chose
 # them; a file holding one task's records says so in its footer (KEPT_TASK_METADATA), and a next
-# run with as many audit tasks hands it to that task whole, as a piece of its own (STORED_FILE),
-# instead of reading and cutting it again in the map stage (routing is stable across runs:
-# routing.task_buckets). Measured (issue 19, 2 cores): the map of the 1.7M kept records of a
-# 10M-record state took 3.3 s of a 23 s hourly run that read 10k new records.
+# run with as many audit tasks, or a divisor of that number, hands it whole to the task its
+# records go to, as a piece of its own (STORED_FILE), instead of reading and cutting it again in
+# the map stage (routing.task_buckets is stable across runs, and a record of task t of n is a
+# record of task t % m of m for every m that divides n). Measured (issue 19, 2 cores): the map
+# of the 1.7M kept records of a 10M-record state took 3.3 s of a 23 s hourly run that read 10k
+# new records.
 STORED_FILE = -1  # the `batch` of a piece that is a whole Parquet file of kept records
 KEPT_TASK_METADATA = b"kafka-offsets-audit.kept-task"
 
@@ -469,13 +471,14 @@ def stored_cuts(files: Sequence[str]) -> list[StoredCut | None]:
     return cuts
 
 
-def stored_pieces(cuts: Iterable[StoredCut]) -> list[dict[str, Any]]:
-    """MAP_ARROW rows of whole files of kept records, each to its audit task."""
+def stored_pieces(cuts: Iterable[StoredCut], tasks: int) -> list[dict[str, Any]]:
+    """MAP_ARROW rows of whole files of kept records, each to its audit task of `tasks` (which
+    divides the number each file was cut for)."""
     return [
         {
             "path": cut.path,
             "batch": STORED_FILE,
-            "bucket": cut.task,
+            "bucket": cut.task % tasks,
             "num_rows": cut.rows,
             "max_timestamp_ms": cut.max_timestamp_ms,
             "is_direct": False,

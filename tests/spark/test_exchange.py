@@ -228,3 +228,30 @@ def test_shuffle_files_without_a_dump_is_a_usage_error(spark, tmp_path) -> None:
         run._inputs(spark, not_files, options, None, staging)
     auto = run.RunOptions(output=str(tmp_path / "out"), run_id="r")
     assert run._inputs(spark, not_files, auto, None, staging).units is None
+
+
+def _prime_above(n: int) -> int:
+    return next(p for p in range(n + 1, 2 * n + 2) if all(p % d for d in range(2, p)))
+
+
+def test_incremental_runs_keep_the_audit_tasks_their_kept_records_were_cut_for(spark) -> None:
+    """As many tasks as stored, or the fewest that divide that number, while each holds at most
+    RECORDS_PER_TASK records and they are not too many; else the usual count."""
+    needed = run._audit_tasks(spark, 10)
+    factor = run.STORED_TASKS_FACTOR
+
+    def tasks(*cut_for: int | None, records: int = 10) -> int:
+        cuts = [exchange.StoredCut("k.parquet", 0, n, 1, None) if n else None for n in cut_for]
+        return run._incremental_tasks(spark, records, cuts)
+
+    assert tasks(needed, needed) == needed
+    assert tasks(2 * needed) == needed  # a divisor
+    assert tasks(3 * needed) == needed
+    prime = _prime_above(needed)  # no divisor but itself, fewer than `factor` times
+    assert prime <= factor * needed and tasks(prime) == prime
+    assert tasks(_prime_above(factor * needed)) == needed  # too many
+    assert tasks(needed, None) == needed  # a file not cut by task
+    assert tasks(needed, 2 * needed) == needed  # cut for two numbers
+    assert tasks() == needed
+    over = run.RECORDS_PER_TASK * (needed + 1)  # needs needed + 1 tasks: fewer would overfill
+    assert tasks(needed, records=over) == needed + 1
