@@ -46,8 +46,10 @@ Stored under the output root as Delta tables (names start with ``_``, not contra
 * ``_kept`` (``KEPT_TABLE``): the kept records as positioned raw records (POSITIONED_ARROW: log
   position, timestamp, key and value bytes, batch metadata; the next run audits them again with
   the new records), partitioned by ``run_id`` = the kept id ``<run_id>@<sequence>``. The audit
-  tasks write them while they audit (engine.staging.KeptFiles). Earlier versions stored them
-  decoded in ``_state`` (``LEGACY_KEPT_TABLE``), which is still read once;
+  tasks write them while they audit (engine.staging.KeptFiles), one file per task, whose
+  footer names the task (the next run hands the file whole to its task: exchange.stored_cuts;
+  files without it are mapped like new records). Earlier versions stored them decoded in
+  ``_state`` (``LEGACY_KEPT_TABLE``), which is still read once;
 * ``_checkpoint``: (topic, partition, next_offset, sequence, state_id = the kept id, committed_at,
   run_id).
 
