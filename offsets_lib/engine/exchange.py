@@ -9,7 +9,9 @@ each piece) comes back to the driver, so the evaluation time is known before the
 the manifest rows go to the audit tasks, which read their pieces and run the same audit as the
 Spark path (task_audit.task_tables). Spark still schedules and retries both stages: a
 retried or speculative map attempt writes new files, and only the manifest rows of the attempt
-Spark kept are read.
+Spark kept are read. A Kafka run's records are cut the same way as Spark's connector reads them
+(`map_records`), and an incremental run's kept records, stored one file per audit task, reach
+their task whole (`stored_pieces`).
 
 It needs the input files and the output folder reachable by pyarrow from every executor (local
 paths, file://, s3://, gs://, hdfs:// with libhdfs); `plan` returns None otherwise and the run
@@ -221,7 +223,6 @@ def map_pieces(
     """The map stage (one Spark job): the dump files `assigned` to map tasks, cut into pieces
     per audit task (routing.task_buckets, `by_offset_key` for the split audit's first step);
     returns the pieces' manifest (MAP_ARROW rows, one per audit task per `batch_rows` records)."""
-
     pieces_uri = arrow_uri(f"{staging_uri}/pieces")
 
     def write_pieces(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
