@@ -253,7 +253,7 @@ def _records(raw: DataFrame, increment: incremental.Increment | None) -> DataFra
     if increment is None:
         return records
     if increment.kept is not None:
-        records = incremental.kept_as_records(increment.kept).unionByName(records)
+        records = incremental.kept_as_records(increment.kept()).unionByName(records)
     # read once: the kept records are chosen from the same records
     return records.persist(StorageLevel.MEMORY_AND_DISK)
 

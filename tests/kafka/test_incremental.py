@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from offsets_lib.cli import main
+from offsets_lib.engine import exchange
 from offsets_lib.io import incremental, sink
 from tests.kafka.test_kafka_job import (
     create_topic,
@@ -54,12 +55,14 @@ def _batch_rows(batch: list[tuple[int, int]]) -> list[dict]:
 
 @pytest.mark.kafka
 @pytest.mark.spark
-def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
+@pytest.mark.parametrize("shuffle", ["auto", "spark"])
+def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path, shuffle):
+    """With the file shuffle (auto: kept records stored by audit task) and Spark's."""
     topic = f"incremental-{uuid.uuid4().hex[:8]}"
     create_topic(tansu_bootstrap, topic, PARTITIONS)
     out = str(tmp_path / "tables")
     common = ["--source", "kafka", "--bootstrap-servers", tansu_bootstrap, "--topic", topic]
-    common += ["--output", out, "--as-of", AS_OF]
+    common += ["--output", out, "--as-of", AS_OF, "--shuffle", shuffle]
     produced = []
     for i, batch in enumerate(BATCHES):
         rows = _batch_rows(batch)
@@ -90,7 +93,11 @@ def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
     run_cli(*common, "--run-id", "after")
     after = {r["run_id"]: r for r in sink.read_table(out, "runs").to_pylist()}["after"]
     assert after["records_read"] == more
-    assert incremental.read_checkpoint(out, topic).kept_id == "after@6"
+    checkpoint = incremental.read_checkpoint(out, topic)
+    assert checkpoint.kept_id == "after@6"
+    # every kept file names its audit task: the next run hands it to that task whole
+    cuts = exchange.stored_cuts(incremental.kept_files(out, checkpoint).files)
+    assert cuts and None not in cuts
 
     # A broker that is down: exit 3 quickly, and the checkpoint does not move.
     versions = {
@@ -188,7 +195,7 @@ def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_p
     also when a later audit has fewer tasks (a divisor: file t of 6 goes to task t % 3)."""
     from offsets_lib.audit.coordinator import Coordinator
     from offsets_lib.audit.rules import Params
-    from offsets_lib.engine import exchange, pipeline
+    from offsets_lib.engine import pipeline
     from offsets_lib.engine.decode import decode_records, positioned
     from offsets_lib.engine.staging import KeptFiles, Staging
 
