@@ -352,7 +352,8 @@ def routed_pieces(pieces: list[dict[str, Any]], *, tasks: int) -> list[list[Rout
 
 def task_ids(spark: SparkSession, tasks: int) -> DataFrame:
     """One row per task (`id` 0..tasks-1), each in a partition of its own: a stage whose tasks
-    find their work by id in a list the function holds (`routed_pieces`, the map's units).
+    find their work by id in a list the function holds (`routed_pieces`, the map's units, the
+    re-map's shares).
     Measured (issue 19, 2 cores): the shuffle that sent listed work to its task cost a job of
     ~1 s in a fresh JVM (a command-line run), twice per run."""
     return spark.range(0, tasks, 1, tasks)
@@ -371,14 +372,17 @@ def remap_pieces(
     if not pieces:
         return []
     pieces_uri = arrow_uri(f"{staging_uri}/remapped")
-    listed = spark.createDataFrame(
-        [(p["path"], p["batch"], p["bucket"]) for p in pieces], "path string, batch int, bucket int"
-    ).repartition(min(len(pieces), tasks))
+    remap_tasks = min(len(pieces), tasks)
+    shares = [
+        [(p["path"], p["batch"], p["bucket"]) for p in pieces[i::remap_tasks]]
+        for i in range(remap_tasks)
+    ]
 
-    def remap(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows = [(r["path"], r["batch"], r["bucket"]) for b in batches for r in b.to_pylist()]
-        if not rows:
-            return
+    def remap(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for task in (t for batch in ids for t in batch.column("id").to_pylist()):
+            yield from cut_again(shares[task])
+
+    def cut_again(rows: list[tuple[str, int, int]]) -> Iterator[pa.RecordBatch]:
         direct: list[tuple[int, pa.RecordBatch]] = []
 
         def first_step_records() -> Iterator[pa.Table]:
@@ -395,7 +399,7 @@ def remap_pieces(
         if direct:
             yield write_piece_file(direct, pieces_uri, is_direct=True)
 
-    remapped = listed.mapInArrow(remap, spark_schema(MAP_ARROW)).collect()
+    remapped = task_ids(spark, remap_tasks).mapInArrow(remap, spark_schema(MAP_ARROW)).collect()
     return [r.asDict() for r in remapped]
 
 
