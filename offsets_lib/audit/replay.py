@@ -334,6 +334,88 @@ def _apply_modern(group: _Modern, event: Event) -> None:
         group.topology_topics = [] if event.is_tombstone else _topology_topics(value)
 
 
+# What each record of a modern group's own family writes and reads of the replayed state
+# (`_apply_modern`), for `needed_records`: cells are ("epoch",), ("target",), ("member", id),
+# ("assignment", id), ("regex", expression), ("topology",). The types not listed change nothing
+# once the group exists (target-assignment member records, partition-metadata tombstones, ...),
+# except partition-metadata values (4, 9), whose topic names accumulate: always needed.
+_EPOCH, _TARGET, _TOPOLOGY = ("epoch",), ("target",), ("topology",)
+_ALWAYS_NEEDED_TYPES = frozenset({4, 9})
+
+
+def _cells(event: Event) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:
+    """(written, read) cells of `event`, a record of the group's current family."""
+    kind = event.record_type
+    member, assignment = ("member", event.member_id or ""), ("assignment", event.member_id or "")
+    if kind in (3, 11, 17):  # a value: metadata tombstones are handled before
+        return ((_EPOCH, ("validated",)) if kind == 17 else (_EPOCH,)), ()
+    if kind in (6, 12, 20):
+        return (_TARGET,), ()
+    if kind in (5, 10, 19):
+        return ((member, assignment) if event.is_tombstone else (member,)), ()
+    if kind in (8, 14, 22):  # G-M4: a tombstone reads the member and its assignment
+        return (assignment,), ((member, assignment) if event.is_tombstone else ())
+    if kind == 16:
+        return (("regex", event.regular_expression or ""),), ()
+    if kind == 23:
+        return (_TOPOLOGY,), ()
+    return (), ()
+
+
+def needed_records(events: list[Event]) -> list[bool]:
+    """Which of one group's records (in log order) a replay of them followed by any later
+    records needs: dropping the others leaves `replay_group`'s state (and so its row, and what
+    any later record does to it) as it was. What an incremental run keeps of a modern group,
+    whose records would otherwise all be kept, run after run (every rebalance writes epochs and
+    assignments again).
+
+    A record is needed when it creates or removes a group, replaces one family by another,
+    changes a classic group or leaves a note (the structure is replayed exactly), or when it
+    writes a cell of the group's state (`_cells`) that a later needed record reads or that
+    survives to the end. A share group's records are all needed (whether one takes over an id
+    depends on offset commits, which are not among these records)."""
+    if any(_FAMILY_OF.get(e.record_type) == SHARE for e in events):
+        return [True] * len(events)
+    # forward: which records change the group's existence (family), as the replay does
+    modern: str | None = None
+    needed = [False] * len(events)
+    resets = [False] * len(events)
+    regular: list[bool] = [False] * len(events)
+    for i, event in enumerate(events):
+        kind = event.record_type
+        family = _FAMILY_OF.get(kind)
+        if kind == 2:  # a value replaces a modern group (G-U2); a tombstone leaves it
+            needed[i] = True
+            if not event.is_tombstone:
+                resets[i], modern = True, None
+        elif family is None or (kind in _ALWAYS_NEEDED_TYPES and not event.is_tombstone):
+            needed[i] = True  # offsets' summary, unknown types; accumulating topic names
+            if family is not None and modern != family:
+                resets[i], modern = True, family
+        elif event.is_tombstone and (kind == _MODERN_TYPES[family][0] or modern != family):
+            if modern == family:  # the group is removed; else nothing happens
+                needed[i] = resets[i] = True
+                modern = None
+        elif modern != family:  # creates the group (or replaces another family's)
+            needed[i] = resets[i] = True
+            modern = family
+        else:
+            regular[i] = True
+    # backward: a regular record is needed when it writes a cell still live after it
+    dead: set[tuple[str, ...]] = set()
+    all_dead = False
+    for i in range(len(events) - 1, -1, -1):
+        if resets[i]:
+            all_dead, dead = True, set()
+        elif regular[i] and not all_dead:
+            written, read = _cells(events[i])
+            if any(cell not in dead for cell in written):
+                needed[i] = True
+                dead.update(written)
+                dead.difference_update(read)
+    return needed
+
+
 def _left(group: _Modern, assignment: dict[str, Any] | None) -> dict[str, Any]:
     """G-M4: a current-assignment tombstone sets member epoch and previous epoch to -1 and
     clears the partitions; the member's state stays what it was."""

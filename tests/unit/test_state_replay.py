@@ -22,6 +22,7 @@ from offsets_lib.audit.replay import (
     GROUP_STATE_ARROW,
     OFFSET_SUMMARY,
     Event,
+    needed_records,
     replay_group,
 )
 from tests.reference.spark_audit import replay_batches
@@ -291,12 +292,13 @@ _TYPES = (2, 3, 4, 5, 6, 7, 8, 16, 9, 10, 11, 17, 19, 23)
 
 
 @st.composite
-def group_event(draw) -> Event:
-    record_type = draw(st.sampled_from((*_TYPES, OFFSET_SUMMARY)))
+def group_event(draw, types: tuple[int, ...] = _TYPES, members: int = 3) -> Event:
+    record_type = draw(st.sampled_from((*types, OFFSET_SUMMARY)))
     if record_type == OFFSET_SUMMARY:
         return offsets_at(0)
     rt = wire.RECORD_TYPES[record_type]
-    key = {f.name: f"m{draw(st.integers(0, 2))}" for f in rt.key.fields if f.name == "MemberId"}
+    member_ids = st.integers(0, members - 1)
+    key = {f.name: f"m{draw(member_ids)}" for f in rt.key.fields if f.name == "MemberId"}
     if any(f.name == "RegularExpression" for f in rt.key.fields):
         key["RegularExpression"] = draw(st.sampled_from(["a.*", "b.*"]))
     for f in rt.key.fields:  # other key fields of share/streams records
@@ -509,3 +511,104 @@ def test_share_group_never_replaces_another_group():
     assert "share" in row["state_notes"]
     row = replay(ev(1, 3, {"Epoch": 1}), member(2, "m1"), ev(3, 11, {"Epoch": 2}))
     assert (row["group_type"], row["member_count"]) == ("consumer", 1)
+
+
+# ---- what an incremental run keeps of a group: `needed_records` -----------------------------
+
+# consumer and streams groups (a share group keeps every record), the classic records that
+# replace them, and types the replay reads nothing of (7: target-assignment member)
+_KEPT_TYPES = (2, 3, 4, 5, 6, 7, 8, 16, 17, 19, 20, 22, 23)
+
+
+def _replays_like_the_whole_history(history: list[Event], later: list[Event], scala: bool):
+    events = [*history, *later]
+    for offset, event in enumerate(events):
+        event.log_offset = offset
+    needed = needed_records(history)
+    kept = [event for event, is_needed in zip(history, needed, strict=True) if is_needed]
+    assert replay(*kept, *later, scala=scala) == replay(*events, scala=scala)
+    return kept
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    history=st.lists(group_event(_KEPT_TYPES), max_size=18),
+    later=st.lists(group_event(_KEPT_TYPES), max_size=6),
+    scala=st.booleans(),
+)
+def test_the_needed_records_and_any_later_ones_replay_like_the_whole_history(history, later, scala):
+    """An incremental run keeps only the needed records of a modern group; whatever records
+    follow, the group replays as from its whole history (state, members, notes)."""
+    _replays_like_the_whole_history(history, later, scala)
+
+
+@st.composite
+def member_level_event(draw) -> Event:
+    """A consumer group's record of the kinds that read and write members and assignments
+    (G-M4), of one of two members, or a group epoch or classic record; values built directly
+    (not through the codec), so that many sequences are tried."""
+    record_type = draw(st.sampled_from((2, 3, 6, 5, 5, 5, 8, 8, 8)))
+    member_id = draw(st.sampled_from(("a", "a", "b")))
+    n = draw(st.integers(1, 3))
+    values = {
+        2: {"protocolType": "consumer", "generation": n, "members": []},
+        3: {"Epoch": n},
+        5: {"ClientId": f"c{n}", "SubscribedTopicNames": ["t"]},
+        6: {"AssignmentEpoch": n},
+        8: {"MemberEpoch": n, "PreviousMemberEpoch": n - 1, "State": n % 2,
+            "AssignedPartitions": []},
+    }  # fmt: skip
+    is_tombstone = draw(st.booleans())
+    return Event(
+        log_offset=0,
+        record_type=record_type,
+        is_tombstone=is_tombstone,
+        member_id=member_id if record_type in (5, 8) else None,
+        value=None if is_tombstone else values[record_type],
+    )
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    history=st.lists(member_level_event(), min_size=3, max_size=10),
+    later=st.lists(member_level_event(), max_size=4),
+)
+def test_the_needed_member_records_replay_like_the_whole_history(history, later):
+    _replays_like_the_whole_history(history, later, scala=False)
+
+
+def test_a_member_left_by_its_assignment_tombstone_is_replayed_as_left():
+    """G-M4 reads whether the member exists: the member record before the tombstone is needed
+    although a newer one replaces it."""
+    history = [ev(0, 3, {"Epoch": 1}), member(1, "a"), ev(2, 8, None, MemberId="a"), member(3, "a")]
+    kept = _replays_like_the_whole_history(history, [], scala=False)
+    assert [e.log_offset for e in kept] == [0, 1, 2, 3]
+    assert members_of(replay(*kept))["a"]["member_epoch"] == -1
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    history=st.lists(group_event(), max_size=14),
+    later=st.lists(group_event(), max_size=5),
+)
+def test_the_needed_records_of_any_group_family_replay_like_the_whole_history(history, later):
+    _replays_like_the_whole_history(history, later, scala=False)
+
+
+def test_a_group_that_rebalanced_many_times_keeps_what_its_state_needs():
+    """Every rebalance writes the group's epoch, the target epoch, the members' target and
+    current assignments again: of 20 rebalances of two members, the records of the last
+    one (and each member's metadata) are kept, however many came before."""
+    history = [ev(0, 3, {"Epoch": 1}), member(1, "a"), member(2, "b")]
+    for epoch in range(1, 21):
+        history += [
+            ev(0, 3, {"Epoch": epoch}),
+            ev(0, 6, {"AssignmentEpoch": epoch}),
+            ev(0, 7, {"TopicPartitions": []}, MemberId="a"),
+            assignment(0, "a", epoch),
+            assignment(0, "b", epoch, partitions=(1,)),
+        ]
+    history.append(ev(0, 8, None, MemberId="b"))  # b leaves: G-M4 reads its last assignment
+    kept = _replays_like_the_whole_history(history, [], scala=False)
+    by_offset = {e.log_offset: e.record_type for e in kept}
+    assert by_offset == {0: 3, 1: 5, 2: 5, 98: 3, 99: 6, 101: 8, 102: 8, 103: 8}
