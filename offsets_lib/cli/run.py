@@ -144,6 +144,7 @@ def _run(kw: dict, options: RunOptions) -> RunReport:
         warehouse=kw.get("warehouse"),
         verbose=bool(kw.get("verbose")),
     )
+    session.start_python_workers(spark)
     try:
         if options.database is not None:
             options = _with_database(spark, options)
