@@ -90,3 +90,42 @@ def test_catalog_conf_puts_the_metastore_in_the_warehouse(tmp_path: Path) -> Non
         in (conf["spark.hadoop.javax.jdo.option.ConnectionURL"])
     )
     assert session.catalog_conf(None) == {}
+
+
+class _Session:
+    """What `session.remember_resolved_jars` reads of a session: its resolved conf."""
+
+    def __init__(self, conf: dict[str, str]) -> None:
+        self._conf = conf
+
+    @property
+    def sparkContext(self) -> _Session:
+        return self
+
+    def getConf(self) -> _Session:
+        return self
+
+    def get(self, key: str, default: str | None = None) -> str | None:
+        return self._conf.get(key, default)
+
+
+def test_the_jars_manifest_lists_only_the_resolution_of_our_packages(monkeypatch, tmp_path):
+    """A session that resolved S3A's packages with ours (the first session of `make setup`)
+    does not write the manifest every later session loads: its AWS SDK bundle alone is
+    ~690 MB, copied at each local session's start."""
+    monkeypatch.setattr(session, "ivy_jars_folder", lambda: tmp_path / "jars")
+    jars = [tmp_path / name for name in ("delta.jar", "kafka.jar", "aws-bundle.jar")]
+    for jar in jars:
+        jar.write_bytes(b"")
+    uris = [f"file://{jar}" for jar in jars]
+    ours = ",".join(session.jvm_packages())
+    with_s3a = f"{ours},{session.s3a_packages()[0]}"
+    session.remember_resolved_jars(
+        _Session({"spark.jars.packages": with_s3a, "spark.jars": ",".join(uris)})
+    )
+    assert session.resolved_jars() == []
+    session.remember_resolved_jars(
+        _Session({"spark.jars.packages": ours, "spark.jars": ",".join(uris[:2])})
+    )
+    assert session.resolved_jars() == uris[:2]
+    assert f"offsets-lib-{session.MANIFEST_VERSION}-" in session._manifest().name
