@@ -1,7 +1,8 @@
 """KIP-496 coordinator meters rebuilt from the log: the `metrics` table.
 
 `offsets run` counts them per task (`task_audit.kip496_meters`) and sums the partial counts
-(`engine.pipeline.table_frames`); `tests/reference/spark_audit.py` counts the same in Spark frames.
+(`hourly_sums`, on the driver: a few rows per hour and partition per task);
+`tests/reference/spark_audit.py` counts the same in Spark frames.
 
 One row per UTC hour of the records' log timestamps and per __consumer_offsets partition:
 
@@ -24,6 +25,10 @@ without a log timestamp fall into the hour null. ``run_id``/``as_of`` are added 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+import pyarrow as pa
+
 HOUR_MS = 3_600_000
 GROUP_TOMBSTONE_TYPES = (2, 3, 11, 17)  # GroupMetadata and the modern groups' metadata records
 METRIC_COUNTS = (
@@ -34,3 +39,29 @@ METRIC_COUNTS = (
     "groups_deleted",
 )
 METRIC_COLUMNS = ("hour", "offsets_partition", *METRIC_COUNTS)
+
+
+def hourly_sums(partials: Iterable[pa.Table]) -> pa.Table:
+    """The `metrics` counts: the tasks' partial counts (task_audit.kip496_meters: hour_ms,
+    log_partition and METRIC_COUNTS) summed per hour and partition, in that order. Folded table by
+    table, so memory holds the result and one partial table, however many tasks there were."""
+    keys = ["hour_ms", "log_partition"]
+    total: pa.Table | None = None
+    for partial in partials:
+        table = partial.select([*keys, *METRIC_COUNTS])
+        if total is not None:
+            table = pa.concat_tables([total, table.cast(total.schema)])
+        summed = table.group_by(keys, use_threads=False).aggregate(
+            [(name, "sum") for name in METRIC_COUNTS]
+        )
+        names = [name.removesuffix("_sum") for name in summed.column_names]
+        total = summed.rename_columns(names).select([*keys, *METRIC_COUNTS])
+    if total is None:
+        return pa.table(
+            {
+                "hour_ms": pa.array([], pa.int64()),
+                "log_partition": pa.array([], pa.int32()),
+                **{name: pa.array([], pa.int64()) for name in METRIC_COUNTS},
+            }
+        )
+    return total.sort_by([(key, "ascending") for key in keys])

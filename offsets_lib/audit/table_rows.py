@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib.audit.lag import lag_rows, with_end_offsets
+from offsets_lib.audit.metrics import METRIC_COUNTS
 from offsets_lib.audit.projections import (
     MAX_TIMESTAMP_MS,
     MEMBERS_LIST,
@@ -73,6 +74,18 @@ def _members(groups: pa.Table) -> pa.Table:
     return pa.table(columns)
 
 
+def metric_rows(sums: pa.Table) -> pa.Table:
+    """The `metrics` table's columns (before run_id and as_of) from the summed counts
+    (metrics.hourly_sums)."""
+    return pa.table(
+        {
+            "hour": timestamps(sums.column("hour_ms")),
+            "offsets_partition": sums.column("log_partition"),
+            **{name: sums.column(name) for name in METRIC_COUNTS},
+        }
+    )
+
+
 def table_rows(
     name: str,
     results: Mapping[str, pa.Table],
@@ -85,7 +98,9 @@ def table_rows(
     """Rows of table `name` (one of DIRECT_TABLES) from a task's results, in `schema` (the
     table's Arrow schema, run_id and as_of included); `end_offsets` (topic, partition,
     log_end_offset; one row per partition) for the lag table."""
-    if name == "lag":
+    if name == "metrics":  # results["metric"]: the run's summed counts, not a task's partials
+        table = metric_rows(results["metric"])
+    elif name == "lag":
         offsets = _projected(results[PROJECTIONS["offsets"][0]], "offsets")
         table = lag_rows(with_end_offsets(offsets, end_offsets), as_of_ms=as_of_ms)
     elif name == "members":

@@ -19,8 +19,9 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from offsets_lib.audit import table_rows
 from offsets_lib.audit.coordinator import Coordinator
-from offsets_lib.audit.metrics import METRIC_COUNTS
+from offsets_lib.audit.metrics import hourly_sums
 from offsets_lib.audit.projections import MAX_TIMESTAMP_MS, MEMBERS_LIST, PROJECTIONS
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
@@ -228,20 +229,19 @@ def table_frames(
     *,
     orphaned_offsets: int,
     tables: Collection[str] = DECIDED_TABLES,
+    metric_sums: pa.Table | None = None,
 ) -> AuditFrames:
     """Task results by kind (task_audit.KIND_ARROW, decided by the tasks) -> the frames of
     `tables` (each frame is built only when asked for: building Spark plans costs driver
-    time)."""
+    time). `metric_sums`: the run's `metrics` counts (metrics.hourly_sums, e.g.
+    staging.Staging.metric_sums); without them the partial counts are collected and summed."""
 
     def metrics() -> DataFrame:
-        return (
-            results["metric"]
-            .groupBy("hour_ms", F.col("log_partition").alias("offsets_partition"))
-            .agg(*[F.sum(c).alias(c) for c in METRIC_COUNTS])
-            .select(
-                F.timestamp_millis("hour_ms").alias("hour"), "offsets_partition", *METRIC_COUNTS
-            )
-        )
+        sums = metric_sums
+        if sums is None:
+            sums = hourly_sums([results["metric"].toArrow()])
+        rows = table_rows.metric_rows(sums)
+        return results["metric"].sparkSession.createDataFrame(rows)
 
     builders: dict[str, Callable[[], DataFrame]] = {
         name: (lambda name=name: projected_frame(results, name)) for name in PROJECTIONS

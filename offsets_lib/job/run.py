@@ -4,7 +4,8 @@ Reads the clock only here (`--as-of now`, run timestamps); everything between re
 writing is the audit per task (`pipeline.audit_raw` after Spark's shuffle, or `exchange` after
 the file shuffle), decisions included, at the evaluation time fixed before the tasks run. With
 the file shuffle the audit tasks also write the tables that are projections of their results
-(table_rows.DIRECT_TABLES); `pipeline.table_frames` builds the rest; the driver commits every
+(table_rows.DIRECT_TABLES); the driver sums the tasks' partial meters and writes `metrics`
+(with delta-rs; `pipeline.table_frames` builds the frames of the rest); the driver commits every
 table.
 """
 
@@ -25,10 +26,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from offsets_lib.audit import lag
+from offsets_lib.audit import lag, table_rows, task_audit
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import DAY_MS, Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
+from offsets_lib.audit.tables import table_spec
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import positioned
 from offsets_lib.engine.staging import (
@@ -393,14 +395,19 @@ def _frames(
     report: RunReport,
     staging: Staging,
 ) -> dict[str, DataFrame | list[AddAction]]:
-    """The tables to commit, in their usual order: files the tasks wrote, else frames over
-    their staged results (the `lag` frame with the log-end offsets joined)."""
+    """The tables to commit, in their usual order: files the tasks wrote (and the driver, for
+    `metrics`), else frames over their staged results (the `lag` frame with the log-end offsets
+    joined)."""
+    sums = staging.metric_sums(audited.manifest)
+    written = dict(audited.written)
+    if options.delta_writer != "spark":
+        written["metrics"] = _metric_files(sums, options, report)
     frames = pipeline.table_frames(
         staging.read(spark, audited.manifest),
         orphaned_offsets=audited.stats.orphaned_offsets,
-        tables=_frames_needed(audited.written),
+        tables=_frames_needed(written),
+        metric_sums=sums,
     )
-    written = audited.written
     _check_reject_ratio(spark, report, options, written, frames)
     built = dict(frames.frames)
     if "lag" not in written:
@@ -411,6 +418,22 @@ def _frames(
         name: written[name] if name in written else built[name]
         for name in (*pipeline.DECIDED_TABLES, "lag")
     }
+
+
+def _metric_files(sums: pa.Table, options: RunOptions, report: RunReport) -> list[AddAction]:
+    """The `metrics` table's file of the run, written by the driver (a few rows per hour and
+    partition), for delta-rs to commit with the others."""
+    spec = table_spec("metrics")
+    assert report.as_of_ms is not None
+    rows = table_rows.table_rows(
+        "metrics",
+        {task_audit.METRIC: sums},
+        run_id=options.run_id,
+        as_of_ms=report.as_of_ms,
+        schema=sink.arrow_schema(spec, with_comments=False),
+    )
+    written = sink.write_task_files(rows, spec, output=options.output, run_id=options.run_id)
+    return [sink.add_action(file, options.run_id) for file in written]
 
 
 def _check_reject_ratio(

@@ -48,6 +48,11 @@ def test_only_files_of_the_manifest_are_read_and_empty_kinds_are_empty(spark, tm
     frames = staging.read(spark, manifest)
     rows = sorted(tuple(r) for r in frames["metric"].select("hour_ms", "offset_commits").collect())
     assert rows == [(0, 2), (3_600_000, 1)]
+    sums = staging.metric_sums(manifest)  # the driver's sums read the same files, no others
+    assert sums.select(["hour_ms", "offset_commits"]).to_pylist() == [
+        {"hour_ms": 0, "offset_commits": 2},
+        {"hour_ms": 3_600_000, "offset_commits": 1},
+    ]
     assert frames["offset"].count() == 0
     assert frames["group"].columns == KIND_ARROW["group"].names
     staging.remove()

@@ -1,0 +1,55 @@
+"""The `metrics` counts: the tasks' partial meters summed per hour and partition
+(metrics.hourly_sums, on the driver) and the table's columns (table_rows.metric_rows)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from offsets_lib.audit.metrics import METRIC_COUNTS, hourly_sums
+from offsets_lib.audit.table_rows import metric_rows
+from offsets_lib.audit.task_audit import KIND_ARROW, METRIC
+
+HOUR = 3_600_000
+
+
+def _partial(*rows: tuple[int | None, int, int]) -> pa.Table:
+    """A task's partial counts: (hour_ms, log_partition, n), every count n."""
+    return pa.Table.from_pylist(
+        [
+            {"hour_ms": hour, "log_partition": partition, **dict.fromkeys(METRIC_COUNTS, n)}
+            for hour, partition, n in rows
+        ],
+        schema=KIND_ARROW[METRIC],
+    )
+
+
+def test_partial_counts_of_every_task_are_summed_per_hour_and_partition():
+    tasks = [
+        _partial((HOUR, 1, 2), (None, 1, 1), (0, 2, 5)),
+        _partial((HOUR, 1, 3), (2 * HOUR, 1, 1)),
+        _partial(),  # a task without counted records
+        _partial((None, 1, 4), (0, 2, 1)),
+    ]
+    sums = hourly_sums(tasks)
+    assert [(r["hour_ms"], r["log_partition"], r["offset_commits"]) for r in sums.to_pylist()] == [
+        (0, 2, 6),
+        (HOUR, 1, 5),
+        (2 * HOUR, 1, 1),
+        (None, 1, 5),  # records without a log timestamp: the hour null
+    ]
+    assert all(sums.column(name).to_pylist() == [6, 5, 1, 5] for name in METRIC_COUNTS)
+    assert hourly_sums(iter(tasks)) == hourly_sums([pa.concat_tables(tasks)])
+
+
+def test_no_partial_counts_give_no_rows():
+    assert hourly_sums([]).num_rows == 0
+    assert hourly_sums([_partial()]).num_rows == 0
+
+
+def test_metric_rows_are_the_table_columns():
+    rows = metric_rows(hourly_sums([_partial((HOUR, 7, 2), (None, 7, 1))]))
+    assert rows.column_names == ["hour", "offsets_partition", *METRIC_COUNTS]
+    assert rows.column("hour").to_pylist() == [datetime(1970, 1, 1, 1, tzinfo=UTC), None]
+    assert rows.column("offsets_partition").to_pylist() == [7, 7]
