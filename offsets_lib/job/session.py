@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -150,7 +151,13 @@ def class_archive() -> Path | None:
         return None
     java = java.resolve()
     key = "|".join(
-        [str(java), str(java.stat().st_mtime_ns), metadata.version("pyspark"), *jvm_packages()]
+        [
+            str(java),
+            str(java.stat().st_mtime_ns),
+            metadata.version("pyspark"),
+            *jvm_packages(),
+            "driver-class-path",  # the archive covers the jars on the driver's class path
+        ]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return Path.home() / ".cache" / "kafka-offsets-audit" / f"spark-classes-{digest}.jsa"
@@ -166,11 +173,13 @@ def local_conf(
     warehouse: str | os.PathLike[str] | None = None,
     show_progress: bool = False,
     verbose: bool = False,
+    master: str = LOCAL_MASTER,
 ) -> dict[str, str]:
-    """Every setting of a local session (see the module docstring for the layers)."""
+    """Every setting of a session this module starts (see the module docstring for the layers);
+    `master` another than local (tests' standalone clusters) ships the jars to its executors."""
     return {
         **LOCAL_DEFAULTS,
-        **jvm_package_conf(),
+        **jvm_package_conf(master),
         **DELTA_CONF,
         **catalog_conf(warehouse),
         JAVA_OPTIONS: driver_java_options(warehouse=warehouse, verbose=verbose),
@@ -178,16 +187,43 @@ def local_conf(
     }
 
 
-def jvm_package_conf() -> dict[str, str]:
+def jvm_package_conf(master: str = LOCAL_MASTER) -> dict[str, str]:
     """``spark.jars.packages`` for Spark's own resolution (Ivy, Maven Central), or, once it
-    resolved them on this machine, ``spark.jars`` with the jars it resolved (the manifest
-    :func:`remember_resolved_jars` wrote). Why: a resolution with a warm cache still took
+    resolved them on this machine, the jars it resolved (the manifest
+    :func:`remember_resolved_jars` wrote): on the driver JVM's class path for a local master
+    (`driver_class_path`), else ``spark.jars``. Why: a resolution with a warm cache still took
     ~5-25 s per session start here (Ivy asks every repository for parent POMs again) and
-    prints its report on the terminal; the listed jars are the same files."""
+    prints its report on the terminal; the listed jars are the same files. And the local
+    executor copies every ``spark.jars`` jar at its start and deletes the copies at its end,
+    and the driver's class archive covers only classes of the class path: local session start
+    3.4-3.6 -> 2.8-3.3 s (2 cores)."""
     jars = resolved_jars()
-    if jars:
-        return {"spark.jars": ",".join(jars)}
-    return {"spark.jars.packages": ",".join(jvm_packages())}
+    if not jars:
+        return {"spark.jars.packages": ",".join(jvm_packages())}
+    if master.startswith("local"):
+        return {"spark.driver.extraClassPath": os.pathsep.join(driver_class_path(jars))}
+    return {"spark.jars": ",".join(jars)}
+
+
+def driver_class_path(jars: Iterable[str]) -> list[str]:
+    """The resolved jars (file: URIs) as class path entries, without the artifacts Spark ships
+    itself (Hadoop's client, Parquet, Jackson, log4j... in other versions): the class path
+    lists ours before Spark's, and Spark's own must win, as they do over ``spark.jars``
+    (loaded by a child class loader, parent first)."""
+    import pyspark
+
+    def artifact(name: str) -> str:
+        found = _VERSIONED_JAR.match(name)
+        return found.group("artifact") if found else name
+
+    home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
+    spark_own = {artifact(jar.name) for jar in (home / "jars").glob("*.jar")}
+    paths = [Path(jar.removeprefix("file://").removeprefix("file:")) for jar in jars]
+    # Ivy names its jars group_artifact-version.jar
+    return [str(p) for p in paths if artifact(p.name.split("_", 1)[-1]) not in spark_own]
+
+
+_VERSIONED_JAR = re.compile(r"^(?P<artifact>.+?)-\d[^/]*\.jar$")
 
 
 def _manifest() -> Path:
@@ -315,7 +351,12 @@ def get_or_create(
         if show_progress is None:
             show_progress = sys.stderr.isatty()
         builder = builder.master(master or LOCAL_MASTER)
-        conf = local_conf(warehouse=warehouse, show_progress=show_progress, verbose=verbose)
+        conf = local_conf(
+            warehouse=warehouse,
+            show_progress=show_progress,
+            verbose=verbose,
+            master=master or LOCAL_MASTER,
+        )
         extra = dict(extra_conf or {})
         if JAVA_OPTIONS in extra:  # added to ours, not instead of them
             extra[JAVA_OPTIONS] = f"{conf[JAVA_OPTIONS]} {extra[JAVA_OPTIONS]}"

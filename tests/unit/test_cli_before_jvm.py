@@ -63,7 +63,8 @@ def test_local_sessions_use_every_core_and_load_delta_and_kafka() -> None:
     packages = session.jvm_packages()
     assert packages[0].startswith("io.delta:delta-spark_4.2_2.13:")
     assert packages[1] == "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
-    assert ("spark.jars" in conf) or conf["spark.jars.packages"] == ",".join(packages)
+    on_class_path = conf.get("spark.driver.extraClassPath", "")
+    assert "delta-spark" in on_class_path or conf["spark.jars.packages"] == ",".join(packages)
     assert "-Doffsets.log.level=error" in conf["spark.driver.extraJavaOptions"]
     verbose = session.local_conf(verbose=True)["spark.driver.extraJavaOptions"]
     assert "-Doffsets.log.level=warn" in verbose
@@ -129,3 +130,23 @@ def test_the_jars_manifest_lists_only_the_resolution_of_our_packages(monkeypatch
     )
     assert session.resolved_jars() == uris[:2]
     assert f"offsets-lib-{session.MANIFEST_VERSION}-" in session._manifest().name
+
+
+def test_a_local_driver_has_the_resolved_jars_on_its_class_path_but_not_spark_own(tmp_path):
+    """A local session puts the resolved jars on the driver's class path (the local executor
+    copies spark.jars at every start), without the artifacts Spark ships in its own version; a
+    cluster master gets them as spark.jars, to ship to its executors."""
+    ivy = "file:///ivy/jars/"
+    jars = [
+        f"{ivy}io.delta_delta-spark_4.2_2.13-4.4.0.jar",
+        f"{ivy}org.apache.kafka_kafka-clients-3.9.2.jar",
+        f"{ivy}com.fasterxml.jackson.core_jackson-databind-2.13.5.jar",  # Spark has 2.21
+        f"{ivy}org.apache.hadoop_hadoop-client-api-3.5.0.jar",  # Spark has the same
+    ]
+    assert session.driver_class_path(jars) == [
+        "/ivy/jars/io.delta_delta-spark_4.2_2.13-4.4.0.jar",
+        "/ivy/jars/org.apache.kafka_kafka-clients-3.9.2.jar",
+    ]
+    if session.resolved_jars():  # make setup resolved them
+        assert set(session.jvm_package_conf("spark://127.0.0.1:7077")) == {"spark.jars"}
+        assert set(session.jvm_package_conf("local[2]")) == {"spark.driver.extraClassPath"}
