@@ -571,9 +571,9 @@ def kept_records(
     markers that resolved the kept committed or aborted ones, and the group-level records: of a
     group that has a modern (KIP-848, streams, share) record the records its replay needs
     (replay.needed_records), and of a classic-only group its newest GroupMetadata record and its
-    newest GroupMetadata tombstone. Undecodable
-    records are not kept. A marker may be kept by several tasks (each task gets every marker of
-    its partitions); the audit that reads them again takes each once (`task_tables`).
+    newest GroupMetadata tombstone. Undecodable records are not kept. A marker may be kept by
+    several tasks (each task gets every marker of its partitions); the audit that reads them
+    again takes each once (`task_tables`).
     `resolved`: the same records already decoded (`audit_decoded`).
     """
     collected = [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
