@@ -299,11 +299,7 @@ def _replay(
         [as_bools(pc.is_valid(records.column("log_offset"))), as_bools(pc.is_valid(position))]
     )
     n_records = len(rows)
-    codes = group_codes(partitions, groups)
-    order = np.lexsort((offsets, codes))
-    starts = (
-        np.flatnonzero(np.r_[True, codes[order][1:] != codes[order][:-1]]) if len(order) else []
-    )
+    order, spans = _group_spans(group_codes(partitions, groups), offsets)
     types = record_type[rows].tolist()
     tombstones = as_bools(records.column("is_tombstone")).tolist()
     members = records.column("member_id").to_pylist()
@@ -314,11 +310,10 @@ def _replay(
     partition_list = partitions.to_pylist()
     group_list = groups.to_pylist()
     order_list = order.tolist()
-    bounds = [*np.asarray(starts).tolist(), len(order_list)]
     out: list[dict[str, Any]] = []
-    for b in range(len(bounds) - 1):
+    for start, end in spans:
         events = []
-        for i in order_list[bounds[b] : bounds[b + 1]]:
+        for i in order_list[start:end]:
             at = offset_list[i] if present[i] else None
             if i >= n_records:
                 events.append(replay.Event(log_offset=at, record_type=replay.OFFSET_SUMMARY))
@@ -333,7 +328,7 @@ def _replay(
                         value=event_values[i],
                     )
                 )
-        first = order_list[bounds[b]]
+        first = order_list[start]
         out.append(
             replay.replay_group(
                 partition_list[first],
@@ -354,6 +349,17 @@ def _replay(
         "has_pending_transactions",
         pc.fill_null(summary.column("has_pending_transactions").take(at), False),
     )
+
+
+def _group_spans(
+    codes: np.ndarray, offsets: np.ndarray
+) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Rows in log order within each group (`order`), and each group's (start, end) in it: how
+    the replay and the choice of a modern group's kept records walk the group-level records."""
+    order = np.lexsort((offsets, codes))
+    ordered = codes[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist() if len(order) else []
+    return order, list(zip(starts, [*starts[1:], len(order)], strict=True))
 
 
 def _live_offsets(keys: pa.Table, groups: pa.Table) -> tuple[pa.Table, int]:
@@ -686,7 +692,7 @@ def _needed_modern_records(
     replay needs (replay.needed_records), as a mask over `rows`. Measured on the bench's
     10M-record state (issue 19): a modern group kept all its records, 403k of the 1.72M kept
     records, growing with every rebalance."""
-    order = np.lexsort((as_ints(_take(decoded.column("log_offset"), rows), -1), codes))
+    order, spans = _group_spans(codes, as_ints(_take(decoded.column("log_offset"), rows), -1))
     ordered = rows[order]
     members = _take(decoded.column("member_id"), ordered).to_pylist()
     expressions = _take(decoded.column("regular_expression"), ordered).to_pylist()
@@ -697,10 +703,8 @@ def _needed_modern_records(
             kinds, tombstones, members, expressions, strict=True
         )
     ]
-    sorted_codes = codes[order]
-    starts = np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]).tolist()
     needed: list[bool] = []
-    for start, end in zip(starts, [*starts[1:], len(events)], strict=True):
+    for start, end in spans:
         needed += replay.needed_records(events[start:end])
     mask = np.zeros(len(rows), dtype=bool)
     mask[order[np.asarray(needed, dtype=bool)]] = True
