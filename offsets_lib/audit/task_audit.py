@@ -357,8 +357,10 @@ def _group_spans(
     """Rows in log order within each group (`order`), and each group's (start, end) in it: how
     the replay and the choice of a modern group's kept records walk the group-level records."""
     order = np.lexsort((offsets, codes))
+    if not len(order):
+        return order, []
     ordered = codes[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist() if len(order) else []
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
     return order, list(zip(starts, [*starts[1:], len(order)], strict=True))
 
 

@@ -39,6 +39,13 @@ def _audited(records: pa.Table, params: Params, *, keep: bool) -> dict[str, pa.T
     )
 
 
+def _without_modern_groups(log: pa.Table) -> pa.Table:
+    """The log without KIP-848, streams and share records (record types 3 and up)."""
+    keys = log.column("key").to_pylist()
+    is_modern = [k is not None and int.from_bytes(k[:2], "big") >= 3 for k in keys]
+    return log.filter(pa.array([not m for m in is_modern]))
+
+
 def _rows(table: pa.Table) -> list[str]:
     return sorted(map(repr, table.to_pylist()))
 
@@ -78,3 +85,17 @@ def test_a_chain_of_kept_states_audits_like_the_whole_log(tmp_path):
     record_type = np.array([int.from_bytes(k[:2], "big") for k in log.column("key").to_pylist()])
     kept_type = np.array([int.from_bytes(k[:2], "big") for k in kept.column("key").to_pylist()])
     assert 0 < (kept_type >= 3).sum() < (record_type >= 3).sum() / 2
+
+
+def test_a_chain_of_kept_states_of_classic_groups_only_audits_like_the_whole_log(tmp_path):
+    """No modern group in any task: nothing of the modern groups' choice to make."""
+    log = _without_modern_groups(_log(tmp_path))
+    params = Params(retention_ms=7 * 86_400_000, as_of_ms=pc.max(log["log_timestamp_ms"]).as_py())
+    whole = _audited(_with_history(log, False), params, keep=False)
+    half = log.num_rows // 2
+    first = _audited(_with_history(log.slice(0, half), False), params, keep=True)
+    kept = _with_history(first[task_audit.KEPT], True)
+    rest = _with_history(log.slice(half), False)
+    out = _audited(pa.concat_tables([kept, rest]), params, keep=True)
+    for kind in (task_audit.OFFSET, task_audit.GROUP):
+        assert _rows(out[kind]) == _rows(whole[kind]), kind
