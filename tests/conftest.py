@@ -2,9 +2,30 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
+
+# What a whole run may hold on disk at once (the cluster tests' jar copies, brokers' logs,
+# tables); a full disk does not fail loud: a broker whose log directory fills keeps its
+# clients retrying.
+SUITE_DISK_GB = 8
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Say up front when the temporary folder's disk is short of what the suite writes."""
+    free_gb = shutil.disk_usage(tempfile.gettempdir()).free / 1e9
+    if free_gb < SUITE_DISK_GB:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = (
+            f"only {free_gb:.1f} GB free under {tempfile.gettempdir()}: the suite needs about "
+            f"{SUITE_DISK_GB} GB; tests may stall or fail when the disk fills"
+        )
+        if reporter is not None:
+            reporter.write_line(message, yellow=True, bold=True)
+
 
 # Test-only settings on top of the job's own local session (offsets_lib/job/session.py builds
 # it, with the Delta and Kafka connector jars): two cores, few partitions, no AQE, a small heap.

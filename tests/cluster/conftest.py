@@ -176,6 +176,8 @@ class SparkCluster:
             "--conf", "spark.ui.enabled=false",
             "--conf", "spark.executor.memory=1g",
             "--conf", "spark.sql.shuffle.partitions=4",
+            # test-only: no executor-side cache of the jars (a 660 MB copy per application)
+            "--conf", "spark.files.useFetchCache=false",
             str(REPO / "jobs" / "offsets_job.py"),
             *args,
         ]  # fmt: skip
@@ -195,7 +197,21 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[
     port, ui_port, *worker_ports = free_ports(6)
     # the workers' executors inherit this environment: the object store's settings reach the
     # executors the way an instance profile or a cluster's spark-env.sh would provide them
-    env = clean_env(s3.env | {"SPARK_WORKER_DIR": str(root / "work")})
+    # Disk: every application copies its jars (~660 MB with the S3A ones) into each worker's
+    # folder. The workers delete a finished application's folder within seconds (a session of
+    # tests submits seven), and the executors' scratch space stays under `root`
+    # (SPARK_LOCAL_DIRS) instead of /tmp/spark-*, which executors the worker kills never delete.
+    cleanup = {"enabled": "true", "interval": "5", "appDataTtl": "5"}
+    env = clean_env(
+        s3.env
+        | {
+            "SPARK_WORKER_DIR": str(root / "work"),
+            "SPARK_LOCAL_DIRS": str(root / "local"),
+            "SPARK_WORKER_OPTS": " ".join(
+                f"-Dspark.worker.cleanup.{k}={v}" for k, v in cleanup.items()
+            ),
+        }
+    )
     spark_class = str(BIN / "spark-class")
     master = [
         spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
@@ -225,3 +241,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[
     finally:
         for process in reversed(processes):
             _stop(process)
+        # the applications' copies of every jar (GBs over a session); their logs stay
+        shutil.rmtree(root / "local", ignore_errors=True)
+        for jar in root.glob("work-*/**/*.jar"):
+            jar.unlink(missing_ok=True)
