@@ -104,11 +104,10 @@ def decode_task_records(
         walked_rows = walked_rows[~keep]
     slow = _columns(decoded)
     order = np.concatenate([fast_rows, walked_rows, codec_rows])
-    take = pa.array(order)
     arrays = []
     for field in DECODED_ARROW:
         if field.name in _PASS_THROUGH:
-            arrays.append(source.column(field.name).take(take).combine_chunks().cast(field.type))
+            arrays.append(fastpath.take_rows(source.column(field.name), order).cast(field.type))
             continue
         parts = [f.columns[field.name].cast(field.type) for f in fasts]
         if walked is not None:
@@ -133,12 +132,11 @@ def decode_task_records(
 
 def _walk(source: pa.Table, slow_rows: np.ndarray) -> tuple[layout_scan.Scanned, np.ndarray]:
     """The layout walk over the non-control slow rows: (its result, their input positions)."""
-    control = source.column("is_control").take(pa.array(slow_rows)).combine_chunks()
+    control = fastpath.take_rows(source.column("is_control"), slow_rows)
     candidates = slow_rows[~np.asarray(control.fill_null(False), dtype=bool)]
-    picked = pa.array(candidates)
     walked = layout_scan.scan_records(
-        source.column("key").take(picked).combine_chunks(),
-        source.column("value").take(picked).combine_chunks(),
+        fastpath.take_rows(source.column("key"), candidates),
+        fastpath.take_rows(source.column("value"), candidates),
     )
     return walked, candidates[walked.rows]
 
@@ -157,12 +155,14 @@ def _values_needed(
     for a type in `newest_value_of`, the newest value of their key."""
     codec_ok = np.array([_is_group_row(row) for row in decoded], dtype=bool)
     rows = np.concatenate([walked_rows, codec_rows[codec_ok] if len(codec_rows) else codec_rows])
-    picked = pa.array(rows)
-    keys = source.column("key").take(picked).combine_chunks()
+    keys = fastpath.take_rows(source.column("key"), rows)
     key_codes = np.asarray(pc.dictionary_encode(keys).indices, dtype=np.int64)
-    partition = np.asarray(source.column("log_partition").take(picked).fill_null(-1), np.int64)
+    partition = np.asarray(
+        fastpath.take_rows(source.column("log_partition"), rows).fill_null(-1), np.int64
+    )
     offset = np.asarray(
-        source.column("log_offset").take(picked).fill_null(-(2**63)), dtype=np.int64
+        fastpath.take_rows(source.column("log_offset"), rows).fill_null(-(2**63)),
+        dtype=np.int64,
     )
     order = np.lexsort((offset, key_codes, partition))
     same = (key_codes[order][1:] == key_codes[order][:-1]) & (
@@ -205,10 +205,9 @@ def _decode_rows(
     source: pa.RecordBatch | pa.Table, rows: np.ndarray, *, as_json: bool
 ) -> tuple[list[dict[str, Any]], dict[int, Any]]:
     """The codec's rows for `rows` of the source, and (not as_json) their values by position."""
-    picked = pa.array(rows, type=pa.int64())
-    keys = source.column("key").take(picked).to_pylist()
-    raw_values = source.column("value").take(picked).to_pylist()
-    controls = source.column("is_control").take(picked).to_pylist()
+    keys = fastpath.take_rows(source.column("key"), rows).to_pylist()
+    raw_values = fastpath.take_rows(source.column("value"), rows).to_pylist()
+    controls = fastpath.take_rows(source.column("is_control"), rows).to_pylist()
     decoded = [
         _decode_row(*row, as_json=as_json) for row in zip(keys, raw_values, controls, strict=True)
     ]

@@ -54,6 +54,33 @@ def buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return data, starts, lengths
 
 
+def take_rows(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """``column[rows]`` as one array, taken chunk by chunk. Why: pyarrow's ChunkedArray.take of
+    a binary column is slow with many chunks (26.0, a task's 60 batches holding 266 MB of
+    group metadata: 0.69 s against 0.01 s chunk by chunk)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if isinstance(column, pa.Array):
+        return column.take(pa.array(rows))
+    if column.num_chunks == 1:
+        return column.chunk(0).take(pa.array(rows))
+    unsorted = len(rows) > 1 and bool(np.any(rows[1:] < rows[:-1]))
+    order = np.argsort(rows, kind="stable") if unsorted else None
+    ascending = rows[order] if order is not None else rows
+    bounds = np.cumsum([0, *(len(chunk) for chunk in column.chunks)])
+    cuts = np.searchsorted(ascending, bounds)
+    parts = [
+        column.chunk(k).take(pa.array(ascending[cuts[k] : cuts[k + 1]] - bounds[k]))
+        for k in range(column.num_chunks)
+        if cuts[k + 1] > cuts[k]
+    ]
+    taken = pa.concat_arrays(parts) if parts else pa.array([], type=column.type)
+    if order is None:
+        return taken
+    back = np.empty(len(order), dtype=np.int64)
+    back[order] = np.arange(len(order))
+    return taken.take(pa.array(back))
+
+
 def be_ints(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """Signed big-endian integers of `width` bytes starting at each position (vectorized)."""
     view = np.ndarray((len(data) - width + 1,), dtype=f">i{width}", buffer=data, strides=(1,))

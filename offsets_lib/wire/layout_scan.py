@@ -36,6 +36,20 @@ _KEY_STRINGS = {
 }
 
 
+_BLOCK = 1 << 22
+
+
+def _high_bytes(data: np.ndarray, block: int = _BLOCK) -> np.ndarray:
+    """Sorted positions of the bytes >= 0x80, found block by block. Why: one comparison over a
+    task's whole buffer made a temporary as large as it, fresh memory each time (266 MB of group
+    metadata: 0.63 s; in 4 MB blocks 0.05 s)."""
+    found = [
+        np.flatnonzero(data[start : start + block] >= 0x80) + start
+        for start in range(0, len(data), block)
+    ]
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
 class _Walker:
     """Cursors over one padded byte buffer."""
 
@@ -47,7 +61,7 @@ class _Walker:
         """Whether each byte range [start, stop) holds no byte >= 0x80 (sorted positions of
         those bytes, found once: a prefix count over the buffer cost 4x more)."""
         if self._high is None:
-            self._high = np.flatnonzero(self.data >= 0x80)
+            self._high = _high_bytes(self.data)
         return np.searchsorted(self._high, start) == np.searchsorted(self._high, stop)
 
     def fixed(self, width: int, pos: np.ndarray, end: np.ndarray, ok: np.ndarray):

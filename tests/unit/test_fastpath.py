@@ -147,3 +147,20 @@ def test_invalid_utf8_falls_back_with_the_codecs_reason() -> None:
     (row,) = decode_batch(_batch([(key, value)])).to_pylist()
     assert row["error"] == wire.decode_record(key, value).error
     assert row["key"] == key
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    chunks=st.lists(
+        st.lists(st.one_of(st.none(), st.binary(max_size=12)), max_size=6), min_size=1, max_size=5
+    ),
+    data=st.data(),
+)
+def test_take_rows_equals_arrows_take_in_any_order(chunks: list, data) -> None:
+    """Rows taken chunk by chunk, in any order, with repeats: what Arrow's own take gives."""
+    column = pa.chunked_array([pa.array(c, pa.binary()) for c in chunks], pa.binary())
+    rows = data.draw(st.lists(st.integers(0, max(len(column) - 1, 0)), max_size=20))
+    rows = rows if len(column) else []
+    expected = column.take(pa.array(rows, pa.int64())).combine_chunks()
+    assert fastpath.take_rows(column, rows).equals(expected)
+    assert fastpath.take_rows(column.combine_chunks(), rows).equals(expected)
