@@ -136,7 +136,7 @@ def _walk(source: pa.Table, slow_rows: np.ndarray) -> tuple[layout_scan.Scanned,
     candidates = slow_rows[~np.asarray(control.fill_null(False), dtype=bool)]
     walked = layout_scan.scan_records(
         fastpath.take_rows(source.column("key"), candidates),
-        fastpath.take_rows(source.column("value"), candidates),
+        fastpath.rows_buffers(source.column("value"), candidates),
     )
     return walked, candidates[walked.rows]
 

@@ -40,18 +40,59 @@ class FastResult:
 
 def buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (padded data bytes, start, length) of a binary array, rebased to its own bytes."""
+    raw, starts, lengths = _unpadded(array)
+    data = np.zeros(len(raw) + PAD, dtype=np.uint8)
+    data[: len(raw)] = raw
+    return data, starts, lengths
+
+
+def rows_buffers(
+    column: pa.Array | pa.ChunkedArray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """`buffers` of ``column[rows]``, and which of those rows are not null, copied chunk by chunk
+    into the one padded buffer. Why: taking the rows, merging the chunks and padding copied a
+    task's 266 MB of group metadata three times (1.8 s; once: see the skew bench)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    order = np.argsort(rows, kind="stable")
+    ascending = rows[order]
+    bounds = np.cumsum([0, *(len(chunk) for chunk in chunks)])
+    cuts = np.searchsorted(ascending, bounds)
+    parts = []  # (first position in `order`, the rows taken from one chunk)
+    for k, chunk in enumerate(chunks):
+        if cuts[k + 1] > cuts[k]:
+            picked = pa.array(ascending[cuts[k] : cuts[k + 1]] - bounds[k])
+            parts.append((int(cuts[k]), chunk.take(picked)))
+    unpadded = [(first, _unpadded(taken), taken) for first, taken in parts]
+    data = np.zeros(sum(len(raw) for _, (raw, _, _), _ in unpadded) + PAD, dtype=np.uint8)
+    starts = np.empty(len(rows), dtype=np.int64)
+    lengths = np.empty(len(rows), dtype=np.int64)
+    is_valid = np.empty(len(rows), dtype=bool)
+    base = 0
+    for first, (raw, part_starts, part_lengths), taken in unpadded:
+        data[base : base + len(raw)] = raw
+        at = order[first : first + len(taken)]
+        starts[at] = part_starts + base
+        lengths[at] = part_lengths
+        is_valid[at] = np.asarray(taken.is_valid()) if taken.null_count else True
+        base += len(raw)
+    return data, starts, lengths, is_valid
+
+
+def _unpadded(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(data bytes, start, length) of a binary array: a view of its own bytes, no copy."""
     array = array.cast(pa.binary()) if array.type != pa.binary() else array
     offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[
         array.offset : array.offset + len(array) + 1
     ]
     base, end = int(offsets[0]), int(offsets[-1])
     raw = array.buffers()[2]
-    data = np.zeros(end - base + PAD, dtype=np.uint8)
-    if raw is not None and end > base:
-        data[: end - base] = np.frombuffer(raw, dtype=np.uint8)[base:end]
-    starts = offsets[:-1].astype(np.int64) - base
-    lengths = np.diff(offsets).astype(np.int64)
-    return data, starts, lengths
+    data = (
+        np.frombuffer(raw, dtype=np.uint8)[base:end]
+        if raw is not None and end > base
+        else np.zeros(0, dtype=np.uint8)
+    )
+    return data, offsets[:-1].astype(np.int64) - base, np.diff(offsets).astype(np.int64)
 
 
 def take_rows(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:

@@ -238,8 +238,12 @@ class Scanned:
     counts: dict[str, np.ndarray]
 
 
-def scan_records(keys: pa.Array, values: pa.Array) -> Scanned:
-    """Walk keys and values of group-level records (types 2 and up, no control records).
+def scan_records(
+    keys: pa.Array,
+    values: pa.Array | tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> Scanned:
+    """Walk keys and values of group-level records (types 2 and up, no control records). The
+    values come as an array or as their bytes already gathered (`fastpath.rows_buffers`).
 
     A row is vouched for when its key has a known type >= 2 and fits its layout exactly, and its
     value is a tombstone or fits the current layout of its version exactly.
@@ -269,8 +273,11 @@ def scan_records(keys: pa.Array, values: pa.Array) -> Scanned:
                 lengths[rows] = pos - at - 2
         accepted[rows] = ok & (pos == end)
 
-    value_data, value_start, value_len = fastpath.buffers(values)
-    has_value = np.asarray(values.is_valid()) if values.null_count else np.ones(n, dtype=bool)
+    if isinstance(values, pa.Array):
+        value_data, value_start, value_len = fastpath.buffers(values)
+        has_value = np.asarray(values.is_valid()) if values.null_count else np.ones(n, dtype=bool)
+    else:
+        value_data, value_start, value_len, has_value = values
     version = fastpath.be_ints(value_data, value_start, 2)
     value_ok = ~has_value
     labels = ["current"]  # the codec's label of the layout that decoded the value

@@ -164,3 +164,24 @@ def test_take_rows_equals_arrows_take_in_any_order(chunks: list, data) -> None:
     expected = column.take(pa.array(rows, pa.int64())).combine_chunks()
     assert fastpath.take_rows(column, rows).equals(expected)
     assert fastpath.take_rows(column.combine_chunks(), rows).equals(expected)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    chunks=st.lists(
+        st.lists(st.one_of(st.none(), st.binary(max_size=12)), max_size=6), min_size=1, max_size=5
+    ),
+    data=st.data(),
+)
+def test_rows_buffers_hold_each_taken_rows_bytes(chunks: list, data) -> None:
+    """The gathered buffer gives every taken row its own bytes, null rows flagged, in the
+    order asked, with the zero padding after the last byte."""
+    column = pa.chunked_array([pa.array(c, pa.binary()) for c in chunks], pa.binary())
+    rows = data.draw(st.lists(st.integers(0, max(len(column) - 1, 0)), max_size=20))
+    rows = rows if len(column) else []
+    buffer, starts, lengths, is_valid = fastpath.rows_buffers(column, rows)
+    values = column.to_pylist()
+    assert is_valid.tolist() == [values[r] is not None for r in rows]
+    got = [bytes(buffer[s : s + n]) for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
+    assert got == [values[r] or b"" for r in rows]
+    assert not buffer[-fastpath.PAD :].any()
