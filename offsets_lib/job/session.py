@@ -150,11 +150,19 @@ def class_archive() -> Path | None:
     if java is None:
         return None
     java = java.resolve()
+    # The JVM refuses an archive whose class path entries moved or changed, silently with
+    # -Xshare:auto: the key names Spark's jars folder (each checkout's venv has its own) and
+    # its time, or a second venv (a clean clone's) wrote the archive the first then ignored.
+    import pyspark
+
+    spark_jars = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent) / "jars"
     key = "|".join(
         [
             str(java),
             str(java.stat().st_mtime_ns),
             metadata.version("pyspark"),
+            str(spark_jars.resolve()),
+            str(spark_jars.stat().st_mtime_ns) if spark_jars.exists() else "",
             *jvm_packages(),
             "driver-class-path",  # the archive covers the jars on the driver's class path
         ]

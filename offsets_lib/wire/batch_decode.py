@@ -104,10 +104,11 @@ def decode_task_records(
         walked_rows = walked_rows[~keep]
     slow = _columns(decoded)
     order = np.concatenate([fast_rows, walked_rows, codec_rows])
+    take = pa.array(order)  # fixed-width columns: Arrow's chunked take is fast for them
     arrays = []
     for field in DECODED_ARROW:
         if field.name in _PASS_THROUGH:
-            arrays.append(fastpath.take_rows(source.column(field.name), order).cast(field.type))
+            arrays.append(source.column(field.name).take(take).combine_chunks().cast(field.type))
             continue
         parts = [f.columns[field.name].cast(field.type) for f in fasts]
         if walked is not None:
