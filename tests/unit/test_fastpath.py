@@ -149,13 +149,14 @@ def test_invalid_utf8_falls_back_with_the_codecs_reason() -> None:
     assert row["key"] == key
 
 
-@settings(max_examples=200, deadline=None)
-@given(
-    chunks=st.lists(
-        st.lists(st.one_of(st.none(), st.binary(max_size=12)), max_size=6), min_size=1, max_size=5
-    ),
-    data=st.data(),
+# a binary column in up to five chunks, nulls among the values
+_CHUNKS = st.lists(
+    st.lists(st.one_of(st.none(), st.binary(max_size=12)), max_size=6), min_size=1, max_size=5
 )
+
+
+@settings(max_examples=200, deadline=None)
+@given(chunks=_CHUNKS, data=st.data())
 def test_take_rows_equals_arrows_take_in_any_order(chunks: list, data) -> None:
     """Rows taken chunk by chunk, in any order, with repeats: what Arrow's own take gives."""
     column = pa.chunked_array([pa.array(c, pa.binary()) for c in chunks], pa.binary())
@@ -167,12 +168,7 @@ def test_take_rows_equals_arrows_take_in_any_order(chunks: list, data) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(
-    chunks=st.lists(
-        st.lists(st.one_of(st.none(), st.binary(max_size=12)), max_size=6), min_size=1, max_size=5
-    ),
-    data=st.data(),
-)
+@given(chunks=_CHUNKS, data=st.data())
 def test_rows_buffers_hold_each_taken_rows_bytes(chunks: list, data) -> None:
     """The gathered buffer gives every taken row its own bytes, null rows flagged, in the
     order asked, with the zero padding after the last byte."""
