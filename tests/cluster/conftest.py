@@ -198,8 +198,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[
     # the workers' executors inherit this environment: the object store's settings reach the
     # executors the way an instance profile or a cluster's spark-env.sh would provide them
     # Disk: every application copies its jars (~660 MB with the S3A ones) into each worker's
-    # folder. The workers delete a finished application's folder within seconds (a session of
-    # tests submits seven), and the executors' scratch space stays under `root`
+    # folder. The workers delete a finished application's folder within seconds (every test
+    # here submits at least one), and the executors' scratch space stays under `root`
     # (SPARK_LOCAL_DIRS) instead of /tmp/spark-*, which executors the worker kills never delete.
     cleanup = {"enabled": "true", "interval": "5", "appDataTtl": "5"}
     env = clean_env(
