@@ -14,7 +14,7 @@ equivalence tests pin them to that table.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -46,12 +46,26 @@ def buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return data, starts, lengths
 
 
-def rows_buffers(
-    column: pa.Array | pa.ChunkedArray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """`buffers` of ``column[rows]``, and which of those rows are not null, copied chunk by chunk
-    into the one padded buffer. Why: taking the rows, merging the chunks and padding copied a
-    task's 266 MB of group metadata three times (1.8 s; once: see the skew bench)."""
+class RowBytes(NamedTuple):
+    """A binary column's rows for the vectorized walks: `buffers` and which rows are not null."""
+
+    data: np.ndarray
+    start: np.ndarray
+    length: np.ndarray
+    is_valid: np.ndarray
+
+
+def array_bytes(array: pa.Array) -> RowBytes:
+    """`RowBytes` of a whole binary array."""
+    data, start, length = buffers(array)
+    is_valid = np.asarray(array.is_valid()) if array.null_count else np.ones(len(array), bool)
+    return RowBytes(data, start, length, is_valid)
+
+
+def rows_buffers(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> RowBytes:
+    """`RowBytes` of ``column[rows]``, copied chunk by chunk into the one padded buffer. Why:
+    taking the rows, merging the chunks and padding copied a task's 266 MB of group metadata
+    three times (1.8 s; once: see the skew bench)."""
     order, parts = _taken_by_chunk(column, np.asarray(rows, dtype=np.int64))
     unpadded = [(first, _unpadded(taken), taken) for first, taken in parts]
     data = np.zeros(sum(len(raw) for _, (raw, _, _), _ in unpadded) + PAD, dtype=np.uint8)
@@ -67,7 +81,7 @@ def rows_buffers(
         lengths[at] = part_lengths
         is_valid[at] = np.asarray(taken.is_valid()) if taken.null_count else True
         base += len(raw)
-    return data, starts, lengths, is_valid
+    return RowBytes(data, starts, lengths, is_valid)
 
 
 def _unpadded(array: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

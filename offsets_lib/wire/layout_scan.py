@@ -218,8 +218,7 @@ class _Walker:
 def fits(fields: tuple[Field, ...], version: int, flexible: bool, raw: pa.Array, skip: int = 0):
     """Whether each binary value of `raw`, after `skip` bytes, is exactly one struct of the
     table (vouched as `scan_records` does). For tests of the walk on any table."""
-    data, start, length = fastpath.buffers(raw)
-    present = np.asarray(raw.is_valid()) if raw.null_count else np.ones(len(raw), dtype=bool)
+    data, start, length, present = fastpath.array_bytes(raw)
     end = start + length
     ok = present & (length >= skip)
     pos, ok = _Walker(data).struct(fields, version, flexible, start + skip, end, ok)
@@ -238,10 +237,7 @@ class Scanned:
     counts: dict[str, np.ndarray]
 
 
-def scan_records(
-    keys: pa.Array,
-    values: pa.Array | tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-) -> Scanned:
+def scan_records(keys: pa.Array, values: pa.Array | fastpath.RowBytes) -> Scanned:
     """Walk keys and values of group-level records (types 2 and up, no control records). The
     values come as an array or as their bytes already gathered (`fastpath.rows_buffers`).
 
@@ -274,10 +270,8 @@ def scan_records(
         accepted[rows] = ok & (pos == end)
 
     if isinstance(values, pa.Array):
-        value_data, value_start, value_len = fastpath.buffers(values)
-        has_value = np.asarray(values.is_valid()) if values.null_count else np.ones(n, dtype=bool)
-    else:
-        value_data, value_start, value_len, has_value = values
+        values = fastpath.array_bytes(values)
+    value_data, value_start, value_len, has_value = values
     version = fastpath.be_ints(value_data, value_start, 2)
     value_ok = ~has_value
     labels = ["current"]  # the codec's label of the layout that decoded the value

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -310,8 +311,6 @@ def test_a_current_assignment_tombstone_keeps_the_state_of_the_value_before_it(m
 @settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=64), st.integers(1, 9))
 def test_high_bytes_found_block_by_block_are_every_high_byte(raw: bytes, block: int) -> None:
-    import numpy as np
-
     data = np.frombuffer(raw, dtype=np.uint8)
     found = layout_scan._high_bytes(data, block)
     assert found.tolist() == np.flatnonzero(data >= 0x80).tolist()
