@@ -26,7 +26,8 @@ import math
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from itertools import pairwise
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -76,8 +77,20 @@ MAP_ARROW = pa.schema(
         # a remapped piece the split audit's first step has nothing to do with (group-level
         # records of an oversized task): it goes to the per-group audit task `bucket` directly
         ("is_direct", pa.bool_()),
+        # a piece of a task the map found large holds one section of its records for the
+        # split audit's first step (routing.first_step_sections); null: not cut so
+        ("section", pa.int32()),
     ]
 )
+# A task whose records in one map batch are more than this many times the batch's average task
+# has them cut by first-step section (`section`), a piece each, so that the split audit's first
+# step can read a dominant group's commits by offset key from the map's own pieces. Below the
+# run's SKEWED_TASK (2.0), so that a task the whole dump makes oversized is cut in (nearly)
+# every batch; the pieces that are not go through `remap_pieces`. Measured on a 10M-record
+# dump with one group holding 30 % of the commits (2 cores): one piece per task per batch,
+# read in parts by the first step, made each first-step task read every such piece whole
+# (7.7 s of first-step tasks instead of 4.3 s).
+LARGE_IN_BATCH = 1.5
 # Pieces on a remote file system are LZ4 frames: the pieces of 10M records are ~570 MB instead
 # of ~1.6 GB to send and fetch. On a local disk they stay uncompressed: compressing and
 # decompressing cost ~0.15 CPU-s per million records, which the page cache does not pay back.
@@ -219,9 +232,11 @@ def map_pieces(
     staging_uri: str,
     tasks: int,
     by_offset_key: bool = False,
+    by_section: bool = False,
 ) -> list[dict[str, Any]]:
     """The map stage (one Spark job): the dump files `assigned` to map tasks, cut into pieces
-    per audit task (routing.task_buckets, `by_offset_key` for the split audit's first step);
+    per audit task (routing.task_buckets, `by_offset_key` for the split audit's first step;
+    `by_section`: large tasks' records cut by first-step section too, LARGE_IN_BATCH);
     returns the pieces' manifest (MAP_ARROW rows, one per audit task per `batch_rows` records)."""
     pieces_uri = arrow_uri(f"{staging_uri}/pieces")
 
@@ -239,14 +254,22 @@ def map_pieces(
                 rows=batch_rows(tasks),
             )
         )
-        yield write_piece_file(cut(tables, tasks, by_offset_key=by_offset_key), pieces_uri)
+        yield write_piece_file(
+            cut(tables, tasks, by_offset_key=by_offset_key, by_section=by_section),
+            pieces_uri,
+        )
 
     mapped = task_ids(spark, len(assigned)).mapInArrow(write_pieces, spark_schema(MAP_ARROW))
     return [r.asDict() for r in mapped.collect()]
 
 
 def map_records(
-    records: DataFrame, *, staging_uri: str, tasks: int, by_offset_key: bool = False
+    records: DataFrame,
+    *,
+    staging_uri: str,
+    tasks: int,
+    by_offset_key: bool = False,
+    by_section: bool = False,
 ) -> list[dict[str, Any]]:
     """`map_pieces` over records Spark reads (a Kafka run's: positioned columns, e.g.
     decode.positioned of Spark's Kafka source): each Spark task cuts what it reads into pieces
@@ -258,7 +281,10 @@ def map_records(
 
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tables = (_raw_records(table, is_history=False) for table in _rebatched(batches, rows))
-        yield write_piece_file(cut(tables, tasks, by_offset_key=by_offset_key), pieces_uri)
+        yield write_piece_file(
+            cut(tables, tasks, by_offset_key=by_offset_key, by_section=by_section),
+            pieces_uri,
+        )
 
     mapped = records.select(*POSITIONED_ARROW.names).mapInArrow(
         write_pieces, spark_schema(MAP_ARROW)
@@ -331,7 +357,22 @@ def audit_pieces(
     return task_ids(spark, tasks).mapInArrow(audit, spark_schema(emit.schema))
 
 
-Route = tuple[str, int, int]  # a piece (path, batch) of a task's records, and its copy number
+class Piece(NamedTuple):
+    """Records a map or re-map task cut for one audit task (`bucket`), and their first-step
+    section (MAP_ARROW's `section`)."""
+
+    bucket: int
+    records: pa.RecordBatch
+    section: int | None = None
+
+
+class Route(NamedTuple):
+    """A piece a task reads: batch `batch` of the file `path`, and its copy number (copies 1..
+    of a marker piece are flagged)."""
+
+    path: str
+    batch: int
+    copy: int = 0
 
 
 def routed_pieces(pieces: list[dict[str, Any]], *, tasks: int) -> list[list[Route]]:
@@ -344,9 +385,9 @@ def routed_pieces(pieces: list[dict[str, Any]], *, tasks: int) -> list[list[Rout
         context = int(bool(piece.get("is_context")))
         if piece["bucket"] == routing.MARKERS:
             for task, routed in enumerate(routes):
-                routed.append((piece["path"], piece["batch"], task + context))
+                routed.append(Route(piece["path"], piece["batch"], task + context))
         else:
-            routes[piece["bucket"]].append((piece["path"], piece["batch"], context))
+            routes[piece["bucket"]].append(Route(piece["path"], piece["batch"], context))
     return routes
 
 
@@ -364,7 +405,8 @@ def remap_pieces(
 ) -> list[dict[str, Any]]:
     """Pieces cut again by offset key (routing.task_buckets with `by_offset_key`): the records
     of the audit tasks that the per-group routing left oversized, for the split audit's first
-    step, without reading the dump again (one Spark job) -> MAP_ARROW rows. The records that
+    step, without reading the dump again (one Spark job, routing.tasks_for: 325k records of 25
+    pieces took 0.9 s in 20 tasks, 0.3 s in 2; 2 cores) -> MAP_ARROW rows. The records that
     step only forwards (routing.decoded_by_key_split: group-level records) keep their audit
     task, in pieces marked `is_direct`. Measured on a 10M-record dump with one group holding
     30 % of the commits (2 cores): that group's metadata records, in one first-step task, made
@@ -372,9 +414,13 @@ def remap_pieces(
     if not pieces:
         return []
     pieces_uri = arrow_uri(f"{staging_uri}/remapped")
-    remap_tasks = min(len(pieces), tasks)
+    remap_tasks = routing.tasks_for(
+        sum(p["num_rows"] for p in pieces),
+        cores=spark.sparkContext.defaultParallelism,
+        at_most=min(len(pieces), tasks),
+    )
     shares = [
-        [(p["path"], p["batch"], p["bucket"]) for p in pieces[i::remap_tasks]]
+        [(Route(p["path"], p["batch"]), p["bucket"]) for p in pieces[i::remap_tasks]]
         for i in range(remap_tasks)
     ]
 
@@ -382,17 +428,17 @@ def remap_pieces(
         for task in (t for batch in ids for t in batch.column("id").to_pylist()):
             yield from cut_again(shares[task])
 
-    def cut_again(rows: list[tuple[str, int, int]]) -> Iterator[pa.RecordBatch]:
-        direct: list[tuple[int, pa.RecordBatch]] = []
+    def cut_again(share: list[tuple[Route, int]]) -> Iterator[pa.RecordBatch]:
+        direct: list[Piece] = []
 
         def first_step_records() -> Iterator[pa.Table]:
-            read = _read_pieces([(path, batch) for path, batch, _bucket in rows])
-            for (_path, _batch, bucket), piece in zip(rows, read, strict=True):
+            read = _read_pieces([route for route, _bucket in share])
+            for (_route, bucket), piece in zip(share, read, strict=True):
                 table = pa.Table.from_batches([piece])
                 is_first_step = routing.decoded_by_key_split(table)
                 if not is_first_step.all():
                     rest = table.filter(pa.array(~is_first_step)).combine_chunks()
-                    direct.extend((bucket, batch) for batch in rest.to_batches())
+                    direct.extend(Piece(bucket, batch) for batch in rest.to_batches())
                 yield table.filter(pa.array(is_first_step))
 
         yield write_piece_file(cut(first_step_records(), tasks, by_offset_key=True), pieces_uri)
@@ -403,21 +449,21 @@ def remap_pieces(
     return [r.asDict() for r in remapped]
 
 
-def _read_pieces(rows: list[tuple[str, int]]) -> Iterator[pa.RecordBatch]:
-    """The RAW_ARROW records of pieces (path, batch), one batch per piece, each file opened
-    once (a STORED_FILE piece: all of a Parquet file of kept records, as history)."""
+def _read_pieces(routes: list[Route]) -> Iterator[pa.RecordBatch]:
+    """The RAW_ARROW records of the routed pieces, one batch per piece, each file opened once
+    (a STORED_FILE piece: all of a Parquet file of kept records, as history)."""
     readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
     handles = []
     try:
-        for path, batch in rows:
-            if batch == STORED_FILE:
-                yield _stored_batch(path)
+        for route in routes:
+            if route.batch == STORED_FILE:
+                yield _stored_batch(route.path)
                 continue
-            if path not in readers:
-                fs, local = storage.filesystem(path)
+            if route.path not in readers:
+                fs, local = storage.filesystem(route.path)
                 handles.append(fs.open_input_file(local))
-                readers[path] = pa.ipc.open_file(handles[-1])
-            yield readers[path].get_batch(batch)
+                readers[route.path] = pa.ipc.open_file(handles[-1])
+            yield readers[route.path].get_batch(route.batch)
     finally:
         for handle in handles:
             handle.close()
@@ -487,6 +533,7 @@ def stored_pieces(cuts: Iterable[StoredCut], tasks: int) -> list[dict[str, Any]]
             "num_rows": cut.rows,
             "max_timestamp_ms": cut.max_timestamp_ms,
             "is_direct": False,
+            "section": None,
         }
         for cut in cuts
     ]
@@ -501,22 +548,26 @@ def _stored_batch(uri: str) -> pa.RecordBatch:
 
 
 def cut(
-    tables: Iterable[pa.Table], tasks: int, *, by_offset_key: bool = False
-) -> Iterator[tuple[int, pa.RecordBatch]]:
-    """RAW_ARROW tables, each cut by audit task (routing.task_buckets): (task, piece) pairs."""
+    tables: Iterable[pa.Table],
+    tasks: int,
+    *,
+    by_offset_key: bool = False,
+    by_section: bool = False,
+) -> Iterator[Piece]:
+    """RAW_ARROW tables, each cut by audit task (routing.task_buckets): a piece per task (with
+    `by_section`, a large task's a piece per first-step section: LARGE_IN_BATCH)."""
     for table in tables:
-        yield from _pieces(table, tasks, by_offset_key=by_offset_key)
+        yield from _pieces(table, tasks, by_offset_key=by_offset_key, by_section=by_section)
 
 
 def write_piece_file(
-    pieces: Iterable[tuple[int, pa.RecordBatch]],
+    pieces: Iterable[Piece],
     pieces_uri: str,
     *,
     is_direct: bool = False,
 ) -> pa.RecordBatch:
-    """Write (task, RAW_ARROW record batch) pieces (`cut`) into one new IPC file under
-    `pieces_uri`, a record batch each; returns the pieces' MAP_ARROW rows (after the file is
-    complete)."""
+    """Write the pieces (`cut`) into one new IPC file under `pieces_uri`, a record batch each;
+    returns their MAP_ARROW rows (after the file is complete)."""
     fs, root = storage.filesystem(pieces_uri)
     fs.create_dir(root, recursive=True)
     name = f"{uuid.uuid4().hex}.arrow"
@@ -525,14 +576,16 @@ def write_piece_file(
         fs.open_output_stream(f"{root}/{name}") as stream,
         pa.ipc.new_file(stream, task_audit.RAW_ARROW, options=piece_options(fs)) as writer,
     ):
-        for bucket, piece in pieces:
+        for piece in pieces:
             out["path"].append(f"{pieces_uri}/{name}")
             out["batch"].append(len(out["batch"]))
-            out["bucket"].append(bucket)
-            out["num_rows"].append(piece.num_rows)
-            out["max_timestamp_ms"].append(pc.max(piece.column("log_timestamp_ms")).as_py())
+            out["bucket"].append(piece.bucket)
+            out["num_rows"].append(piece.records.num_rows)
+            newest = pc.max(piece.records.column("log_timestamp_ms")).as_py()
+            out["max_timestamp_ms"].append(newest)
             out["is_direct"].append(is_direct)
-            writer.write_batch(piece)
+            out["section"].append(piece.section)
+            writer.write_batch(piece.records)
     return pa.RecordBatch.from_pydict(out, schema=MAP_ARROW)
 
 
@@ -566,20 +619,44 @@ def _read_unit(
 
 
 def _pieces(
-    records: pa.Table, tasks: int, *, by_offset_key: bool
-) -> Iterator[tuple[int, pa.RecordBatch]]:
-    """(task, its records) for every task with records in this table."""
+    records: pa.Table, tasks: int, *, by_offset_key: bool, by_section: bool
+) -> Iterator[Piece]:
+    """A piece for every task with records in this table (`cut`)."""
     if records.num_rows == 0:
         return
     buckets = routing.task_buckets(records, tasks, by_offset_key=by_offset_key)
-    order = np.argsort(buckets, kind="stable")
+    large = set(_large_tasks(buckets, tasks).tolist()) if by_section else set()
+    if large:
+        section = np.zeros(len(buckets), dtype=np.int32)
+        rows = np.flatnonzero(np.isin(buckets, list(large)))
+        routed = records.select(["key", "value", "log_partition", "is_control"])
+        section[rows] = routing.first_step_sections(routed.take(pa.array(rows)), tasks)
+        order = np.lexsort((section, buckets))
+        section = section[order]
+    else:
+        order = np.argsort(buckets, kind="stable")
     ordered = records.take(pa.array(order)).combine_chunks()
     buckets = buckets[order]
     starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]]) if len(buckets) else []
     ends = [*np.asarray(starts)[1:].tolist(), len(buckets)]
     for start, end in zip(np.asarray(starts).tolist(), ends, strict=True):
-        for piece in ordered.slice(start, end - start).to_batches():
-            yield int(buckets[start]), piece
+        bucket = int(buckets[start])
+        if bucket not in large:
+            yield from (Piece(bucket, p) for p in ordered.slice(start, end - start).to_batches())
+            continue
+        cuts = np.flatnonzero(np.r_[True, section[start + 1 : end] != section[start : end - 1]])
+        for first, stop in pairwise([*(start + cuts).tolist(), end]):
+            for piece in ordered.slice(first, stop - first).to_batches():
+                yield Piece(bucket, piece, int(section[first]))
+
+
+def _large_tasks(buckets: np.ndarray, tasks: int) -> np.ndarray:
+    """The tasks holding more than LARGE_IN_BATCH times the average task's records of a batch."""
+    owned = buckets[buckets != routing.MARKERS]
+    if tasks < 2 or not len(owned):
+        return np.zeros(0, np.int32)
+    sizes = np.bincount(owned, minlength=tasks)
+    return np.flatnonzero(sizes > LARGE_IN_BATCH * sizes.mean()).astype(np.int32)
 
 
 def task_pieces(
@@ -594,14 +671,13 @@ def task_pieces(
         if not entries:
             continue
         records = []
-        read = _read_pieces([(path, batch) for path, batch, _copy in entries])
-        for (_path, _batch, copy), piece in zip(entries, read, strict=True):
-            flags = pa.array(np.full(piece.num_rows, bool(copy)))
+        for route, piece in zip(entries, _read_pieces(entries), strict=True):
+            flags = pa.array(np.full(piece.num_rows, bool(route.copy)))
             if not copies_as_history:
                 piece = pa.RecordBatch.from_arrays(
                     [*piece.columns, flags], names=[*piece.schema.names, "is_copy"]
                 )
-            elif copy:
+            elif route.copy:
                 piece = piece.set_column(
                     piece.schema.get_field_index("is_history"), "is_history", flags
                 )

@@ -33,6 +33,7 @@ from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.audit.tables import table_spec
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import positioned
+from offsets_lib.engine.routing import RECORDS_PER_TASK
 from offsets_lib.engine.staging import (
     KeptFiles,
     Staging,
@@ -143,11 +144,6 @@ class RunReport:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-# An audit task holds its records in memory at once (~1.2 GB of Python per million records).
-# At 10M records on 2 cores, 20 tasks of 500k ran ~15 % faster than 10 of 1M; 40 was no faster.
-RECORDS_PER_TASK = 500_000
 
 
 def _audit_tasks(spark: SparkSession, records: int) -> int:
@@ -369,13 +365,20 @@ def _first_step(
         return (
             audited,
             reduced,
-            [exchange.task_sizes(first, tasks), exchange.task_sizes(audited, tasks)],
+            [_first_step_sizes(spark, first, tasks), exchange.task_sizes(audited, tasks)],
         )
     if split:
         reduced = key_split.reduce_pieces(spark, pieces, staging=staging, tasks=tasks)
         forwarded = key_split.forwarded_pieces(reduced)
-        return forwarded, reduced, [*steps, exchange.task_sizes(forwarded, tasks)]
+        first_step = _first_step_sizes(spark, pieces, tasks)
+        return forwarded, reduced, [first_step, exchange.task_sizes(forwarded, tasks)]
     return pieces, [], steps
+
+
+def _first_step_sizes(spark: SparkSession, pieces: list[dict[str, Any]], tasks: int) -> np.ndarray:
+    """Records of each task of the split audit's first step (key_split.gathered)."""
+    cores = spark.sparkContext.defaultParallelism
+    return exchange.task_sizes(*key_split.gathered(pieces, tasks=tasks, cores=cores))
 
 
 def _kept_emitter(
@@ -519,16 +522,18 @@ def _mapped(
     """The file shuffle's map stage (none when every record is in a stored piece): its pieces
     and the stored ones, whether the split audit runs on all of them (`split`), and with the
     automatic split (`split` None) the oversized audit tasks, whose records alone go through
-    the split audit's first step (key_split.reduce_oversized)."""
-    tasks, by_offset_key = inputs.tasks, bool(split)
+    the split audit's first step (key_split.oversized_pieces; the map orders the pieces of
+    tasks that look large by first-step section too, exchange.LARGE_IN_BATCH)."""
+    tasks = inputs.tasks
+    cutting = {"by_offset_key": bool(split), "by_section": split is None}
     pieces = list(inputs.stored)
     if inputs.units:
         pieces += exchange.map_pieces(
-            spark, inputs.units, staging_uri=staging.uri, tasks=tasks, by_offset_key=by_offset_key
+            spark, inputs.units, staging_uri=staging.uri, tasks=tasks, **cutting
         )
     if inputs.records is not None:
         pieces += exchange.map_records(
-            inputs.records, staging_uri=staging.uri, tasks=tasks, by_offset_key=by_offset_key
+            inputs.records, staging_uri=staging.uri, tasks=tasks, **cutting
         )
     if split is not None:
         return pieces, split, set()

@@ -105,11 +105,14 @@ def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp
     )
 
 
-def _oversized_only(spark, files, staging, tasks, params, oversized=None):
-    """The file shuffle's automatic split: a per-group map, then only the oversized tasks'
-    pieces through the first step; the manifest and the sizes of both steps' tasks."""
+def _oversized_only(spark, files, staging, tasks, params, oversized=None, by_section=True):
+    """The file shuffle's automatic split: a per-group map (with `by_section`, large tasks cut
+    by first-step section too, as the job maps), then only the oversized tasks' pieces through
+    the first step; the manifest, the sizes of both steps' tasks, and the first step's pieces."""
     units = exchange.plan(files, staging.uri, map_tasks=2)
-    by_group = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
+    by_group = exchange.map_pieces(
+        spark, units, staging_uri=staging.uri, tasks=tasks, by_section=by_section
+    )
     sizes = exchange.task_sizes(by_group, tasks)
     if oversized is None:  # the largest task, as run._oversized picks it at scale
         oversized = {int(sizes.argmax())}
@@ -123,17 +126,28 @@ def _oversized_only(spark, files, staging, tasks, params, oversized=None):
         spark, pieces, coordinator=Coordinator.NEW, params=params, tasks=tasks, emit=staging
     )
     manifest = key_split.staged_rows(reduced) + [r.asDict() for r in audited.collect()]
-    return manifest, sizes, exchange.task_sizes(first, tasks), exchange.task_sizes(pieces, tasks)
+    sizes_of_steps = (sizes, exchange.task_sizes(first, tasks), exchange.task_sizes(pieces, tasks))
+    return manifest, *sizes_of_steps, first
 
 
-def test_only_the_oversized_tasks_are_split_and_tables_match(spark, dominant, tmp_path) -> None:
+@pytest.mark.parametrize("by_section", [True, False], ids=["map-sections", "re-map"])
+def test_only_the_oversized_tasks_are_split_and_tables_match(
+    spark, dominant, tmp_path, by_section: bool
+) -> None:
+    """The first step reads the dominant task's commits from the map's sections, or cuts them
+    again when the map did not section them; the tables are the same."""
     files = sorted(str(p) for p in dominant.glob("*.parquet"))
     raw = read_parquet_dump(spark, [str(dominant)])
     staging = Staging(str(tmp_path / "staging"))
     params = _params(raw)
-    manifest, by_group, first, audit = _oversized_only(spark, files, staging, 8, params)
+    manifest, by_group, first, audit, first_pieces = _oversized_only(
+        spark, files, staging, 8, params, by_section=by_section
+    )
     assert by_group.max() > 2 * by_group.mean()
     assert first.max() <= 2 * by_group.mean() and audit.max() <= 2 * by_group.mean()
+    # both map tasks' batches hold enough of the dominant group to be sectioned
+    is_remapped = ["/remapped/" in p["path"] for p in first_pieces if not p.get("is_context")]
+    assert not any(is_remapped) if by_section else all(is_remapped)
     reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
     assert_staged_equals_reference(
         spark, raw, reference, staging, manifest, coordinator=Coordinator.NEW, params=params

@@ -1,4 +1,5 @@
-"""Raw Parquet rows as audit rows and the audit task of each record (task_split, no Spark)."""
+"""Raw Parquet rows as audit rows, the audit task of each record, and a large task's pieces by
+first-step section (routing, exchange.cut; no Spark)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offsets_lib.audit.task_audit import RAW_ARROW
-from offsets_lib.engine.routing import MARKERS, group_id_bytes, positioned_table, task_buckets
+from offsets_lib.engine import exchange
+from offsets_lib.engine.routing import (
+    COPIED_SECTION,
+    FIRST_STEP_TASK,
+    FORWARDED_SECTION,
+    MARKERS,
+    decoded_by_key_split,
+    group_id_bytes,
+    positioned_table,
+    task_buckets,
+)
 
 
 def _key(record_type: int, group: bytes, rest: bytes = b"") -> bytes:
@@ -132,3 +143,59 @@ def test_task_buckets_are_a_fixed_function_of_partition_and_group() -> None:
     buckets = task_buckets(_records([_key(1, b"payments"), None], [4, 0], [None, None]), 13)
     assert buckets.tolist() == [expected, ((zlib.crc32(b"") * 0x9E3779B1) & 0xFFFFFFFF) % 13]
     assert task_buckets(_records([], [], []), 13).dtype == np.int32
+
+
+def _offset_key(group: bytes, topic: bytes, partition: int) -> bytes:
+    return _key(1, group, struct.pack(">h", len(topic)) + topic + struct.pack(">i", partition))
+
+
+_RECORD_SHAPES = st.sampled_from(["commit", "commit tombstone", "metadata", "group tombstone"])
+
+
+@given(
+    st.lists(
+        st.tuples(
+            _RECORD_SHAPES,
+            st.sampled_from([b"big", b"big", b"big", b"a", b"b", b"c"]),  # one group dominates
+            st.integers(0, 5),  # offset key's partition
+            st.integers(0, 1),  # __consumer_offsets partition
+        ),
+        max_size=60,
+    ),
+    st.integers(2, 6),
+)
+def test_a_large_task_is_cut_by_first_step_section(records, tasks: int) -> None:
+    """With `by_section`, a task's pieces still hold exactly its records; a task that holds more
+    than LARGE_IN_BATCH times the average has a piece per section: group-level records to
+    forward, group tombstones for every first-step task, and each first-step task's commits."""
+    keys, values = [], []
+    for shape, group, partition, _log_partition in records:
+        keys.append(_offset_key(group, b"t", partition) if "commit" in shape else _key(2, group))
+        values.append(None if "tombstone" in shape else b"\x00\x03value")
+    table = positioned_table(
+        _raw(
+            key=pa.array(keys, pa.binary()),
+            value=pa.array(values, pa.binary()),
+            partition=pa.array([r[3] for r in records], pa.int32()),
+            offset=pa.array(range(len(records)), pa.int64()),
+        )
+    )
+    buckets = task_buckets(table, tasks)
+    large = set(exchange._large_tasks(buckets, tasks).tolist())
+    by_offset_key = task_buckets(table, tasks, by_offset_key=True)
+    is_forwarded = ~decoded_by_key_split(table)
+    seen: dict[int, list[int]] = {}
+    for piece in exchange.cut([table], tasks, by_section=True):
+        offsets = piece.records.column("log_offset").to_pylist()
+        seen.setdefault(piece.bucket, []).extend(offsets)
+        assert (piece.section is not None) == (piece.bucket in large)
+        if piece.section == FORWARDED_SECTION:
+            assert is_forwarded[offsets].all()
+        elif piece.section == COPIED_SECTION:
+            assert (~is_forwarded[offsets] & (by_offset_key[offsets] == MARKERS)).all()
+        elif piece.section is not None:
+            assert (by_offset_key[offsets] == piece.section - FIRST_STEP_TASK).all()
+            assert not is_forwarded[offsets].any()
+    assert {b: sorted(o) for b, o in seen.items()} == {
+        int(b): np.flatnonzero(buckets == b).tolist() for b in np.unique(buckets)
+    }
