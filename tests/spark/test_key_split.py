@@ -13,6 +13,7 @@ from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import decode_records, positioned
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io.sources.parquet import read_parquet_dump
+from offsets_lib.job import run
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit
 from tests.staged_audit import assert_staged_equals_reference
@@ -106,9 +107,9 @@ def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp
 
 
 def _oversized_only(spark, files, staging, tasks, params, oversized=None, by_section=True):
-    """The file shuffle's automatic split: a per-group map (with `by_section`, large tasks cut
-    by first-step section too, as the job maps), then only the oversized tasks' pieces through
-    the first step; the manifest, the sizes of both steps' tasks, and the first step's pieces."""
+    """The file shuffle's automatic split as the job runs it (run._first_step): a per-group map
+    (with `by_section`, large tasks cut by first-step section too), then only the oversized
+    tasks' pieces through the first step; the manifest and the sizes of each step's tasks."""
     units = exchange.plan(files, staging.uri, map_tasks=2)
     by_group = exchange.map_pieces(
         spark, units, staging_uri=staging.uri, tasks=tasks, by_section=by_section
@@ -116,38 +117,32 @@ def _oversized_only(spark, files, staging, tasks, params, oversized=None, by_sec
     sizes = exchange.task_sizes(by_group, tasks)
     if oversized is None:  # the largest task, as run._oversized picks it at scale
         oversized = {int(sizes.argmax())}
-    first, direct = key_split.oversized_pieces(
-        spark, by_group, oversized, staging=staging, tasks=tasks
-    )
-    reduced = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
-    pieces = [p for p in by_group if p["bucket"] not in oversized]
-    pieces += direct + key_split.forwarded_pieces(reduced)
+    pieces, reduced, steps = run._first_step(spark, by_group, False, oversized, staging, tasks)
     audited = exchange.audit_pieces(
         spark, pieces, coordinator=Coordinator.NEW, params=params, tasks=tasks, emit=staging
     )
     manifest = key_split.staged_rows(reduced) + [r.asDict() for r in audited.collect()]
-    sizes_of_steps = (sizes, exchange.task_sizes(first, tasks), exchange.task_sizes(pieces, tasks))
-    return manifest, *sizes_of_steps, first
+    return manifest, sizes, *steps
 
 
 @pytest.mark.parametrize("by_section", [True, False], ids=["map-sections", "re-map"])
 def test_only_the_oversized_tasks_are_split_and_tables_match(
     spark, dominant, tmp_path, by_section: bool
 ) -> None:
-    """The first step reads the dominant task's commits from the map's sections, or cuts them
-    again when the map did not section them; the tables are the same."""
+    """The first step reads the dominant task's commits from the map's sections (both map
+    tasks' batches hold enough of the dominant group), or cuts them again when the map did not
+    section them; the tables are the same."""
     files = sorted(str(p) for p in dominant.glob("*.parquet"))
     raw = read_parquet_dump(spark, [str(dominant)])
-    staging = Staging(str(tmp_path / "staging"))
+    staging_dir = tmp_path / "staging"
+    staging = Staging(str(staging_dir))
     params = _params(raw)
-    manifest, by_group, first, audit, first_pieces = _oversized_only(
+    manifest, by_group, first, audit = _oversized_only(
         spark, files, staging, 8, params, by_section=by_section
     )
     assert by_group.max() > 2 * by_group.mean()
     assert first.max() <= 2 * by_group.mean() and audit.max() <= 2 * by_group.mean()
-    # both map tasks' batches hold enough of the dominant group to be sectioned
-    is_remapped = ["/remapped/" in p["path"] for p in first_pieces if not p.get("is_context")]
-    assert not any(is_remapped) if by_section else all(is_remapped)
+    assert (staging_dir / "remapped").exists() is not by_section
     reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
     assert_staged_equals_reference(
         spark, raw, reference, staging, manifest, coordinator=Coordinator.NEW, params=params
