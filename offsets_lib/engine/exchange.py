@@ -461,7 +461,8 @@ def _read_pieces(routes: list[Route]) -> Iterator[pa.RecordBatch]:
                 continue
             if route.path not in readers:
                 fs, local = storage.filesystem(route.path)
-                handles.append(fs.open_input_file(local))
+                is_local = isinstance(fs, pafs.LocalFileSystem)
+                handles.append(pa.memory_map(local) if is_local else fs.open_input_file(local))
                 readers[route.path] = pa.ipc.open_file(handles[-1])
             yield readers[route.path].get_batch(route.batch)
     finally:
