@@ -49,7 +49,7 @@ test: setup ## run the whole test suite
 
 bench: setup ## the job against Spark's read-and-dedupe at 1M and 10M, a skewed 10M, an incremental Kafka run
 	$(BIN)/python -m offsets_lib.tools.bench
-	$(BIN)/python -m offsets_lib.tools.bench --sizes 10000000 --reps 1 --dominant-group-share 0.3
+	$(BIN)/python -m offsets_lib.tools.bench --sizes 10000000 --reps 3 --dominant-group-share 0.3
 	PYTHONPATH=. $(BIN)/python bench/incremental.py
 
 bench-large: setup ## 100M records, one rep, judged against the latest 10M result (long; not part of test)

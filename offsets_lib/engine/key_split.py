@@ -8,7 +8,9 @@ the kept commits and the group-level records then reach the per-group audit as s
 (exchange.audit_pieces). The per-group task of a dominant group then holds a few records per
 offset key instead of every commit of the group.
 
-Both shuffles use it: `--shuffle files` maps the dump by offset key (exchange.map_pieces) and
+Both shuffles use it: `--shuffle files` reduces the oversized tasks' commits only
+(`oversized_pieces`: from the map's sections, or cut again by offset key) or, with
+`--split-commits always`, maps the whole dump by offset key (exchange.map_pieces), and
 `reduce_pieces` runs the first step over those pieces; the Spark shuffle routes the records by
 offset key in Spark (`reduce_records`). Either way the first step writes the forwarded records
 as pieces under the run's staging folder, and its counts as staged metric and stats rows that
