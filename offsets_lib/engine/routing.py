@@ -174,12 +174,18 @@ def task_buckets(table: pa.Table, tasks: int, *, by_offset_key: bool = False) ->
             group_hash[rows] = _crc32_codes(keys.take(pa.array(rows)), skip=2)
         value_missing = np.asarray(pc.is_null(table.column("value")), dtype=bool)
         is_marker |= value_missing & np.isin(record_type, GROUP_TOMBSTONE_TYPES)
-    partition = np.asarray(pc.fill_null(table.column("log_partition"), 0), dtype=np.int64)
-    mixed = (group_hash * np.uint64(0x9E3779B1) + partition.astype(np.uint64)) & np.uint64(
-        0xFFFFFFFF
-    )
-    buckets = (mixed % np.uint64(tasks)).astype(np.int32)
+    buckets = _bucket_of(group_hash, _partitions(table), tasks)
     return np.where(is_marker, MARKERS, buckets).astype(np.int32)
+
+
+def _partitions(table: pa.Table) -> np.ndarray:
+    return np.asarray(pc.fill_null(table.column("log_partition"), 0), dtype=np.int64)
+
+
+def _bucket_of(hashes: np.ndarray, partition: np.ndarray, tasks: int) -> np.ndarray:
+    """The task of each hash in its offsets partition (`task_buckets`)."""
+    mixed = (hashes * np.uint64(0x9E3779B1) + partition.astype(np.uint64)) & np.uint64(0xFFFFFFFF)
+    return (mixed % np.uint64(tasks)).astype(np.int32)
 
 
 def decoded_by_key_split(table: pa.Table) -> np.ndarray:
@@ -201,19 +207,28 @@ def decoded_by_key_split(table: pa.Table) -> np.ndarray:
 FORWARDED_SECTION, COPIED_SECTION, FIRST_STEP_TASK = 0, 1, 2
 
 
-def first_step_sections(table: pa.Table, tasks: int) -> np.ndarray:
-    """The section of every RAW_ARROW row of one per-group audit task, should the split audit's
-    first step take that task's records (engine/key_split.py): FORWARDED_SECTION for group-level
-    records, which go to the per-group audit directly; COPIED_SECTION for group tombstones,
-    which every first-step task receives; FIRST_STEP_TASK + k for an offset commit of first-step
-    task k (`task_buckets` with `by_offset_key`). A map that orders a large task's records by
-    section lets the first step read them without cutting them again."""
-    key_task = task_buckets(table, tasks, by_offset_key=True)
-    return np.where(
-        ~decoded_by_key_split(table),
-        FORWARDED_SECTION,
-        np.where(key_task == MARKERS, COPIED_SECTION, FIRST_STEP_TASK + key_task),
-    ).astype(np.int32)
+def first_step_sections(table: pa.Table, tasks: int, rows: np.ndarray) -> np.ndarray:
+    """The section of each of the RAW_ARROW `rows` of `table`, should the split audit's first
+    step take their audit task's records (engine/key_split.py): FORWARDED_SECTION for
+    group-level records, which go to the per-group audit directly; COPIED_SECTION for markers
+    and group tombstones, which every first-step task receives; FIRST_STEP_TASK + k for an
+    offset commit of first-step task k (`task_buckets` with `by_offset_key`). A map that cuts a
+    large task's records by section lets the first step read them as they are. Only the
+    commits' keys are hashed, and no value is copied (the map's cost, issue 19)."""
+    keys = table.column("key").take(pa.array(rows)).combine_chunks()
+    record_type = key_types(keys)
+    is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)[rows]
+    value_missing = np.asarray(pc.is_null(table.column("value")), dtype=bool)[rows]
+    sections = np.full(len(rows), FORWARDED_SECTION, dtype=np.int32)
+    sections[is_marker | (value_missing & np.isin(record_type, GROUP_TOMBSTONE_TYPES))] = (
+        COPIED_SECTION
+    )
+    commits = np.flatnonzero(np.isin(record_type, OFFSET_COMMIT_TYPES) & ~is_marker)
+    if len(commits):
+        hashes = _crc32_codes(keys.take(pa.array(commits)), skip=2)
+        partition = _partitions(table)[rows[commits]]
+        sections[commits] = FIRST_STEP_TASK + _bucket_of(hashes, partition, tasks)
+    return sections
 
 
 def copies_to_tasks(bucket: Column, tasks: int) -> Column:
