@@ -522,7 +522,7 @@ def _mapped(
     """The file shuffle's map stage (none when every record is in a stored piece): its pieces
     and the stored ones, whether the split audit runs on all of them (`split`), and with the
     automatic split (`split` None) the oversized audit tasks, whose records alone go through
-    the split audit's first step (key_split.oversized_pieces; the map orders the pieces of
+    the split audit's first step (key_split.oversized_pieces; the map cuts the records of
     tasks that look large by first-step section too, exchange.LARGE_IN_BATCH)."""
     tasks = inputs.tasks
     cutting = {"by_offset_key": bool(split), "by_section": split is None}
