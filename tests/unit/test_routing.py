@@ -1,5 +1,6 @@
 """Raw Parquet rows as audit rows, the audit task of each record, and a large task's pieces by
-first-step section (routing, exchange.cut; no Spark)."""
+first-step section, and how many tasks a stage needs (routing, exchange.cut, key_split.gathered;
+no Spark)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offsets_lib.audit.task_audit import RAW_ARROW
-from offsets_lib.engine import exchange
+from offsets_lib.engine import exchange, key_split
 from offsets_lib.engine.routing import (
     COPIED_SECTION,
     FIRST_STEP_TASK,
@@ -24,6 +25,7 @@ from offsets_lib.engine.routing import (
     group_id_bytes,
     positioned_table,
     task_buckets,
+    tasks_for,
 )
 
 
@@ -199,3 +201,36 @@ def test_a_large_task_is_cut_by_first_step_section(records, tasks: int) -> None:
     assert {b: sorted(o) for b, o in seen.items()} == {
         int(b): np.flatnonzero(buckets == b).tolist() for b in np.unique(buckets)
     }
+
+
+@pytest.mark.parametrize(
+    ("records", "cores", "at_most", "tasks"),
+    [
+        (0, 2, 20, 2),  # at least one per core
+        (3_300_000, 2, 20, 7),  # about RECORDS_PER_TASK each
+        (20_000_000, 2, 20, 20),  # at most at_most
+        (100, 4, 3, 3),
+        (100, 2, 0, 1),  # never none
+    ],
+)
+def test_tasks_for_records(records: int, cores: int, at_most: int, tasks: int) -> None:
+    assert tasks_for(records, cores=cores, at_most=at_most) == tasks
+
+
+def test_the_first_step_gathers_offset_key_tasks_whole() -> None:
+    """Offset-key task k goes to first-step task k % n: a key's commits still meet in one task;
+    the pieces every task receives stay so."""
+    pieces = [
+        {"path": "p", "batch": i, "bucket": bucket, "num_rows": 400_000}
+        for i, bucket in enumerate([0, 1, 2, 3, 4, 5, 6, 7, 3, MARKERS])
+    ]
+    gathered, reducers = key_split.gathered(pieces, tasks=8, cores=2)
+    assert reducers == 8  # 3.6M records of commits: 8 tasks of 500k at most
+    gathered, reducers = key_split.gathered(pieces[:4] + pieces[-1:], tasks=8, cores=2)
+    assert reducers == 4
+    assert [p["bucket"] for p in gathered] == [0, 1, 2, 3, MARKERS]
+    small = [dict(p, num_rows=10) for p in pieces]
+    gathered, reducers = key_split.gathered(small, tasks=8, cores=2)
+    assert reducers == 2
+    assert [p["bucket"] for p in gathered] == [0, 1, 0, 1, 0, 1, 0, 1, 1, MARKERS]
+    assert [p["batch"] for p in gathered] == list(range(10))
