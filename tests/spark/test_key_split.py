@@ -107,13 +107,13 @@ def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp
     )
 
 
-def _oversized_only(spark, files, staging, tasks, params, oversized=None, by_section=True):
+def _oversized_only(spark, files, staging, tasks, params, oversized=None):
     """The file shuffle's automatic split as the job runs it (run._first_step): a per-group map
-    (with `by_section`, large tasks cut by first-step section too), then only the oversized
-    tasks' pieces through the first step; the manifest and the sizes of each step's tasks."""
+    that cuts large tasks by first-step section too, then only the oversized tasks' pieces
+    through the first step; the manifest and the sizes of each step's tasks."""
     units = exchange.plan(files, staging.uri, map_tasks=2)
     by_group = exchange.map_pieces(
-        spark, units, staging_uri=staging.uri, tasks=tasks, by_section=by_section
+        spark, units, staging_uri=staging.uri, tasks=tasks, by_section=True
     )
     sizes = exchange.task_sizes(by_group, tasks)
     if oversized is None:  # the largest task, as run._oversized picks it at scale

@@ -1,5 +1,5 @@
-"""Raw Parquet rows as audit rows, the audit task of each record, and a large task's pieces by
-first-step section, and how many tasks a stage needs (routing, exchange.cut, key_split.gathered;
+"""Raw Parquet rows as audit rows, the audit task of each record, a large task's pieces by
+first-step section and how many tasks a stage needs (routing, exchange.cut, key_split.gathered;
 no Spark)."""
 
 from __future__ import annotations
