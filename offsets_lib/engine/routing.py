@@ -14,6 +14,7 @@ Spark, so the renaming that decode.positioned does in Spark is done here on Arro
 from __future__ import annotations
 
 import zlib
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -167,13 +168,10 @@ def task_buckets(table: pa.Table, tasks: int, *, by_offset_key: bool = False) ->
     group_hash = _crc32_codes(group_id_bytes(keys))
     is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)
     if by_offset_key:
-        record_type = key_types(keys)
-        is_commit = np.isin(record_type, OFFSET_COMMIT_TYPES) & ~is_marker
-        if is_commit.any():
-            rows = np.flatnonzero(is_commit)
-            group_hash[rows] = _crc32_codes(keys.take(pa.array(rows)), skip=2)
-        value_missing = np.asarray(pc.is_null(table.column("value")), dtype=bool)
-        is_marker |= value_missing & np.isin(record_type, GROUP_TOMBSTONE_TYPES)
+        kinds = _split_kinds(table, keys, np.arange(table.num_rows))
+        commits = np.flatnonzero(kinds.is_commit)
+        group_hash[commits] = _offset_key_hashes(keys, commits)
+        is_marker |= kinds.is_group_tombstone
     buckets = _bucket_of(group_hash, _partitions(table), tasks)
     return np.where(is_marker, MARKERS, buckets).astype(np.int32)
 
@@ -188,22 +186,43 @@ def _bucket_of(hashes: np.ndarray, partition: np.ndarray, tasks: int) -> np.ndar
     return (mixed % np.uint64(tasks)).astype(np.int32)
 
 
-def decoded_by_key_split(table: pa.Table) -> np.ndarray:
-    """Rows the split audit's first step decodes (audit.key_split): offset commits, markers
-    and group tombstones, by their key's record type; it forwards the others undecoded."""
-    record_type = key_types(table.column("key").combine_chunks())
-    is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)
-    value_missing = np.asarray(pc.is_null(table.column("value")), dtype=bool)
-    return (
-        is_marker
-        | np.isin(record_type, OFFSET_COMMIT_TYPES)
-        | (value_missing & np.isin(record_type, GROUP_TOMBSTONE_TYPES))
+class _SplitKinds(NamedTuple):
+    """What the split audit's first step does with records, by their key's record type."""
+
+    is_marker: np.ndarray  # transaction markers (resolve every group's commits)
+    is_commit: np.ndarray  # offset commits (reduced per offset key)
+    is_group_tombstone: np.ndarray  # delimit the groups_created meter's segments
+
+
+def _split_kinds(table: pa.Table, keys: pa.Array, rows: np.ndarray) -> _SplitKinds:
+    """`_SplitKinds` of the `rows` of `table`, whose keys are `keys`."""
+    record_type = key_types(keys)
+    is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)[rows]
+    value_missing = np.asarray(pc.is_null(table.column("value")), dtype=bool)[rows]
+    return _SplitKinds(
+        is_marker,
+        np.isin(record_type, OFFSET_COMMIT_TYPES) & ~is_marker,
+        value_missing & np.isin(record_type, GROUP_TOMBSTONE_TYPES),
     )
 
 
-# The sections of an audit task's records that the map orders by offset key
-# (`first_step_sections`): records the split audit's first step only forwards, records every
-# first-step task receives, then those of first-step task k at FIRST_STEP_TASK + k.
+def _offset_key_hashes(keys: pa.Array, commits: np.ndarray) -> np.ndarray:
+    """CRC-32 of the commits' key bytes after the record type (`task_buckets`)."""
+    if not len(commits):
+        return np.zeros(0, np.uint64)
+    return _crc32_codes(keys.take(pa.array(commits)), skip=2)
+
+
+def decoded_by_key_split(table: pa.Table) -> np.ndarray:
+    """Rows the split audit's first step decodes (audit.key_split): offset commits, markers
+    and group tombstones, by their key's record type; it forwards the others undecoded."""
+    kinds = _split_kinds(table, table.column("key").combine_chunks(), np.arange(table.num_rows))
+    return kinds.is_marker | kinds.is_commit | kinds.is_group_tombstone
+
+
+# The sections of an audit task's records that the map cuts it into (`first_step_sections`):
+# records the split audit's first step only forwards, records every first-step task receives,
+# then those of first-step task k at FIRST_STEP_TASK + k.
 FORWARDED_SECTION, COPIED_SECTION, FIRST_STEP_TASK = 0, 1, 2
 
 
@@ -216,18 +235,13 @@ def first_step_sections(table: pa.Table, tasks: int, rows: np.ndarray) -> np.nda
     large task's records by section lets the first step read them as they are. Only the
     commits' keys are hashed, and no value is copied (the map's cost, issue 19)."""
     keys = table.column("key").take(pa.array(rows)).combine_chunks()
-    record_type = key_types(keys)
-    is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)[rows]
-    value_missing = np.asarray(pc.is_null(table.column("value")), dtype=bool)[rows]
+    kinds = _split_kinds(table, keys, rows)
     sections = np.full(len(rows), FORWARDED_SECTION, dtype=np.int32)
-    sections[is_marker | (value_missing & np.isin(record_type, GROUP_TOMBSTONE_TYPES))] = (
-        COPIED_SECTION
-    )
-    commits = np.flatnonzero(np.isin(record_type, OFFSET_COMMIT_TYPES) & ~is_marker)
-    if len(commits):
-        hashes = _crc32_codes(keys.take(pa.array(commits)), skip=2)
-        partition = _partitions(table)[rows[commits]]
-        sections[commits] = FIRST_STEP_TASK + _bucket_of(hashes, partition, tasks)
+    sections[kinds.is_marker | kinds.is_group_tombstone] = COPIED_SECTION
+    commits = np.flatnonzero(kinds.is_commit)
+    hashes = _offset_key_hashes(keys, commits)
+    partition = _partitions(table)[rows[commits]]
+    sections[commits] = FIRST_STEP_TASK + _bucket_of(hashes, partition, tasks)
     return sections
 
 
