@@ -62,7 +62,7 @@ intact: the next run simply redoes the increment.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -169,6 +169,17 @@ class Increment:
     def start_offsets(self) -> dict[int, int] | None:
         """Where to start reading per partition (None: from the log start)."""
         return dict(self.previous.next_offsets) if self.previous is not None else None
+
+    @property
+    def new_records(self) -> int:
+        """Records the run reads: its offset ranges."""
+        return records_between(self.start_offsets, self.end_offsets)
+
+
+def records_between(start_offsets: Mapping[int, int] | None, end_offsets: Mapping[int, int]) -> int:
+    """Records in [start, end) per partition (a partition without a start: from offset 0)."""
+    start = start_offsets or {}
+    return sum(max(end - start.get(p, 0), 0) for p, end in end_offsets.items())
 
 
 def read_checkpoint(output: str, topic: str) -> Checkpoint | None:

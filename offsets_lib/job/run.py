@@ -153,12 +153,6 @@ def _audit_tasks(spark: SparkSession, records: int) -> int:
     return max(default, -(-records // RECORDS_PER_TASK))
 
 
-def _new_records(increment: incremental.Increment) -> int:
-    """Records a Kafka run reads: its offset ranges."""
-    start = increment.start_offsets or {}
-    return sum(max(end - start.get(p, 0), 0) for p, end in increment.end_offsets.items())
-
-
 def _expected_records(
     raw: DataFrame,
     increment: incremental.Increment | None,
@@ -167,7 +161,7 @@ def _expected_records(
     """Records the run will audit: the Kafka offset ranges and the kept records, or the dump's
     row count (the footers the file shuffle's plan read, else a Spark count)."""
     if increment is not None:
-        return _new_records(increment) + increment.kept_rows
+        return increment.new_records + increment.kept_rows
     rows = [unit.rows for units_of_task in units or [] for unit in units_of_task]
     if rows and None not in rows:
         return sum(rows)
@@ -622,7 +616,7 @@ def _inputs(
     elif increment is None:
         units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=_map_tasks(spark))
     elif exchange.can_stage(staging.uri):
-        new = _new_records(increment)
+        new = increment.new_records
         kept = increment.kept_files
         # --split-commits always: every piece is cut by offset key, none by group
         cuts = exchange.stored_cuts(kept) if kept and options.split_commits is not True else []
@@ -691,7 +685,7 @@ def _kafka_records(
     plans the Kafka scan once more: ~0.5 s)."""
     partitions = len(increment.end_offsets)
     tasks = max(
-        spark.sparkContext.defaultParallelism, -(-_new_records(increment) // RECORDS_PER_TASK)
+        spark.sparkContext.defaultParallelism, -(-increment.new_records // RECORDS_PER_TASK)
     )
     frame = positioned(raw)
     return frame.coalesce(tasks) if tasks < partitions else frame

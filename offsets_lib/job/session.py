@@ -106,17 +106,39 @@ def catalog_conf(warehouse: str | os.PathLike[str] | None) -> dict[str, str]:
     }
 
 
+# A local driver JVM that moves few records compiles with C1 only. With the file shuffle and
+# delta-rs the records pass through Python workers: the JVM schedules tasks and passes small
+# results, and C2's compiler thread only competes with the workers for the cores. A JVM that
+# reads many records from Spark's Kafka source needs C2. Measured (issue 19, 2 cores, Kafka
+# 4.4.0, alternating runs): `offsets run --source kafka` of 10k new records over a 10M-record
+# state 11.5-12.8 s with C1 only, 14.3-15.3 s with both compilers; the first run, reading all
+# 10M records through the connector, 56 s with C1 only, 45 s with both (~1.1 s per million
+# records read against ~3 s saved at start: at most QUICK_START_MAX_RECORDS keeps a margin).
+QUICK_START_JIT = ("-XX:TieredStopAtLevel=1",)
+QUICK_START_MAX_RECORDS = 1_000_000
+
+
+def is_quick_start(jvm_records: int) -> bool:
+    """Whether a local driver JVM that moves `jvm_records` records starts with QUICK_START_JIT."""
+    return jvm_records <= QUICK_START_MAX_RECORDS
+
+
 def driver_java_options(
-    *, warehouse: str | os.PathLike[str] | None = None, verbose: bool = False
+    *,
+    warehouse: str | os.PathLike[str] | None = None,
+    verbose: bool = False,
+    quick_start: bool = False,
 ) -> str:
     """The local driver JVM's options: our log4j 2 configuration (Spark's start-up warnings
-    only with ``verbose``) and, with a warehouse, Derby's home (else derby.log lands in the
-    working directory)."""
+    only with ``verbose``), with a warehouse Derby's home (else derby.log lands in the working
+    directory), and with ``quick_start`` QUICK_START_JIT."""
     level = VERBOSE_LOG_LEVEL if verbose else QUIET_LOG_LEVEL
     options = [
         f"-Dlog4j2.configurationFile={LOG4J2_CONF}",
         f"-Doffsets.log.level={level.lower()}",
     ]
+    if quick_start:
+        options += QUICK_START_JIT
     if warehouse is not None:
         options.append(f"-Dderby.system.home={Path(warehouse).resolve()}")
     archive = class_archive()
@@ -182,15 +204,19 @@ def local_conf(
     show_progress: bool = False,
     verbose: bool = False,
     master: str = LOCAL_MASTER,
+    quick_start: bool = False,
 ) -> dict[str, str]:
     """Every setting of a session this module starts (see the module docstring for the layers);
-    `master` another than local (tests' standalone clusters) ships the jars to its executors."""
+    `master` another than local (tests' standalone clusters) ships the jars to its executors;
+    `quick_start`: see QUICK_START_JIT."""
     return {
         **LOCAL_DEFAULTS,
         **jvm_package_conf(master),
         **DELTA_CONF,
         **catalog_conf(warehouse),
-        JAVA_OPTIONS: driver_java_options(warehouse=warehouse, verbose=verbose),
+        JAVA_OPTIONS: driver_java_options(
+            warehouse=warehouse, verbose=verbose, quick_start=quick_start
+        ),
         "spark.ui.showConsoleProgress": str(show_progress).lower(),
     }
 
@@ -341,6 +367,7 @@ def get_or_create(
     warehouse: str | os.PathLike[str] | None = None,
     verbose: bool = False,
     storage_uris: Iterable[str] = (),
+    quick_start: bool = False,
 ) -> SparkSession:
     """Return the active session, or a local one tuned for this job when none is running.
 
@@ -349,7 +376,8 @@ def get_or_create(
     ``extra_conf`` is applied last (tests: fewer partitions). ``warehouse``: the folder of a
     persistent local catalog (``--warehouse``), see :func:`catalog_conf`. ``verbose`` shows
     Spark's and the JVM's warnings. ``storage_uris`` (the run's input and output) add what their
-    file systems need (:func:`s3a_conf`, local or not).
+    file systems need (:func:`s3a_conf`, local or not). ``quick_start``: the run's driver JVM
+    moves few records (see QUICK_START_JIT; local sessions only).
     """
     # Executors must use the interpreter that has pyarrow and this package installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -364,6 +392,7 @@ def get_or_create(
             show_progress=show_progress,
             verbose=verbose,
             master=master or LOCAL_MASTER,
+            quick_start=quick_start,
         )
         extra = dict(extra_conf or {})
         if JAVA_OPTIONS in extra:  # added to ours, not instead of them

@@ -150,3 +150,51 @@ def test_a_local_driver_has_the_resolved_jars_on_its_class_path_but_not_spark_ow
     if session.resolved_jars():  # make setup resolved them
         assert set(session.jvm_package_conf("spark://127.0.0.1:7077")) == {"spark.jars"}
         assert set(session.jvm_package_conf("local[2]")) == {"spark.driver.extraClassPath"}
+
+
+def test_a_quick_start_jvm_compiles_with_c1_only() -> None:
+    """QUICK_START_JIT goes to the driver JVM of a quick-start session only."""
+    assert session.QUICK_START_JIT == ("-XX:TieredStopAtLevel=1",)
+    quick = session.local_conf(quick_start=True)[session.JAVA_OPTIONS].split()
+    default = session.local_conf()[session.JAVA_OPTIONS].split()
+    assert [o for o in quick if o not in default] == ["-XX:TieredStopAtLevel=1"]
+    assert session.is_quick_start(session.QUICK_START_MAX_RECORDS)
+    assert not session.is_quick_start(session.QUICK_START_MAX_RECORDS + 1)
+
+
+def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The records the connector reads since the stored checkpoint decide (--full: all), and
+    only while the file shuffle and delta-rs keep the rest of the records out of the JVM."""
+    from dataclasses import replace
+
+    from offsets_lib.cli import run as cli_run
+    from offsets_lib.io import incremental
+    from offsets_lib.job.run import RunOptions
+
+    monkeypatch.setattr(session, "QUICK_START_MAX_RECORDS", 100)
+    out = str(tmp_path / "tables")
+    stored = incremental.Checkpoint("t", {0: 950, 1: 1000}, sequence=3, kept_id="a@3")
+    asked = []
+
+    def checkpoint(output: str, topic: str) -> incremental.Checkpoint:
+        asked.append((output, topic))
+        return stored
+
+    monkeypatch.setattr(incremental, "read_checkpoint", checkpoint)
+    kafka = RunOptions(output=out, run_id="r", source="kafka", topic="t")
+    ends = {0: 1000, 1: 1050}  # 50 + 50 new records
+    assert cli_run._jvm_moves_few_records(kafka, ends, full=False)
+    assert asked == [(out, "t")]
+    assert not cli_run._jvm_moves_few_records(kafka, {0: 1000, 1: 1051}, full=False)
+    assert not cli_run._jvm_moves_few_records(kafka, ends, full=True)  # 2050 records
+    assert not cli_run._jvm_moves_few_records(replace(kafka, shuffle="spark"), ends, full=False)
+    spark_writer = replace(kafka, delta_writer="spark")
+    assert not cli_run._jvm_moves_few_records(spark_writer, ends, full=False)
+    database_only = replace(kafka, output_given=False, database="audit")
+    assert not cli_run._jvm_moves_few_records(database_only, ends, full=False)
+    monkeypatch.setattr(incremental, "read_checkpoint", lambda _output, _topic: None)
+    assert not cli_run._jvm_moves_few_records(kafka, ends, full=False)  # the first run
+    dump = RunOptions(output=out, run_id="r", inputs=("dump",))
+    assert not cli_run._jvm_moves_few_records(dump, None, full=False)
