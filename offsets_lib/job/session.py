@@ -55,6 +55,11 @@ LOCAL_DEFAULTS: dict[str, str] = {
     # at most 1 GB stays unreturned per worker. Cluster sessions keep their own settings.
     "spark.executorEnv.MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
     "spark.executorEnv.MALLOC_TRIM_THRESHOLD_": str(1024 * 1024 * 1024),
+    # The same for Arrow's allocator (mimalloc in pyarrow's wheels), which by default hands
+    # freed pages back 10 ms later: a worker then faults the next task's memory in afresh. 10M
+    # records, alternating sessions, warm reps: workers' system time 1.6-2.1 s -> 0.9-1.2 s.
+    # A worker keeps at most its peak.
+    "spark.executorEnv.MIMALLOC_PURGE_DELAY": "-1",
 }
 
 LOCAL_MASTER = "local[*]"  # every core of the machine
