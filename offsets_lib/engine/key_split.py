@@ -35,8 +35,10 @@ from offsets_lib.engine.pipeline import TaskEmitter
 from offsets_lib.engine.staging import MANIFEST_ARROW, Staging
 
 PIECE = "piece"  # manifest kind of a forwarded piece (path, batch, bucket)
-REDUCED_ARROW = MANIFEST_ARROW.append(pa.field("batch", pa.int32())).append(
-    pa.field("bucket", pa.int32())
+REDUCED_ARROW = (
+    MANIFEST_ARROW.append(pa.field("batch", pa.int32()))
+    .append(pa.field("bucket", pa.int32()))
+    .append(pa.field("num_bytes", pa.int64()))
 )
 
 
@@ -63,6 +65,7 @@ def _reduce_task(
             "batch": piece["batch"],
             "bucket": piece["bucket"],
             "num_rows": piece["num_rows"],
+            "num_bytes": piece["num_bytes"],
         }
         for piece in pieces.to_pylist()
     ]
@@ -72,9 +75,12 @@ def _reduce_task(
         yield _with_piece_columns(staged)
 
 
+_PIECE_COLUMNS = ("batch", "bucket", "num_bytes")  # REDUCED_ARROW's own, after MANIFEST_ARROW's
+
+
 def _with_piece_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
-    nulls = pa.nulls(batch.num_rows, pa.int32())
-    return pa.RecordBatch.from_arrays([*batch.columns, nulls, nulls], schema=REDUCED_ARROW)
+    nulls = [pa.nulls(batch.num_rows, REDUCED_ARROW.field(n).type) for n in _PIECE_COLUMNS]
+    return pa.RecordBatch.from_arrays([*batch.columns, *nulls], schema=REDUCED_ARROW)
 
 
 def gathered(pieces: list[dict[str, Any]], *, tasks: int, cores: int) -> tuple[list, int]:

@@ -234,3 +234,18 @@ def test_the_first_step_gathers_offset_key_tasks_whole() -> None:
     assert reducers == 2
     assert [p["bucket"] for p in gathered] == [0, 1, 0, 1, 0, 1, 0, 1, 1, MARKERS]
     assert [p["batch"] for p in gathered] == list(range(10))
+
+
+def test_audit_tasks_launch_largest_first_by_bytes() -> None:
+    """By their pieces' bytes (markers, which every task reads, left out); ties keep task
+    order; a piece without bytes (a stored file of kept records) makes it by records."""
+    pieces = [
+        {"bucket": 0, "num_rows": 900, "num_bytes": 9_000},
+        {"bucket": 1, "num_rows": 50, "num_bytes": 40_000},  # a group's large metadata
+        {"bucket": 2, "num_rows": 500, "num_bytes": 5_000},
+        {"bucket": 2, "num_rows": 500, "num_bytes": 5_000},
+        {"bucket": MARKERS, "num_rows": 10_000, "num_bytes": 1_000_000},
+    ]
+    assert exchange.largest_first(pieces, tasks=5) == [1, 2, 0, 3, 4]
+    stored = [*pieces, {"bucket": 3, "num_rows": 700, "num_bytes": None}]
+    assert exchange.largest_first(stored, tasks=5) == [2, 0, 3, 1, 4]
