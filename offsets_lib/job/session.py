@@ -51,9 +51,13 @@ LOCAL_DEFAULTS: dict[str, str] = {
     # Python workers keep freed memory for their next task. By default glibc hands blocks above
     # its (adaptive) mmap threshold back to the kernel at once, so every audit task faulted its
     # hundreds of MB in again: 10M records, 3 runs each, workers' CPU 28.3-28.5 s -> 24.9-25.8 s
-    # (system time 4.3-6.1 s -> 2.3-3.7 s). 32 MB is glibc's own upper bound for the threshold;
-    # at most 1 GB stays unreturned per worker. Cluster sessions keep their own settings.
-    "spark.executorEnv.MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
+    # (system time 4.3-6.1 s -> 2.3-3.7 s). glibc caps that threshold at 32 MB, and blocks above
+    # it (numpy's buffers of a task's keys and values: the dominant group's 274 MB of metadata)
+    # still went back at once, so workers now take every block from their heap (MMAP_MAX_ 0):
+    # 10M records, plain and one group 30 %, alternating sessions: 12.1 / 14.2 s -> 11.5-11.8 /
+    # 13.2-13.6 s. At most 1 GB of free heap stays unreturned per worker. Cluster sessions keep
+    # their own settings.
+    "spark.executorEnv.MALLOC_MMAP_MAX_": "0",
     "spark.executorEnv.MALLOC_TRIM_THRESHOLD_": str(1024 * 1024 * 1024),
     # The same for Arrow's allocator (mimalloc in pyarrow's wheels), which by default hands
     # freed pages back 10 ms later: a worker then faults the next task's memory in afresh. 10M
