@@ -246,6 +246,7 @@ def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None, *, 
     Spark's default (measured gain within the noise); so does --database alone (the output, and
     so the checkpoint, is known once Spark runs)."""
     from offsets_lib.engine import exchange
+    from offsets_lib.engine.staging import Staging
     from offsets_lib.io import incremental
     from offsets_lib.job import session
 
@@ -254,7 +255,7 @@ def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None, *, 
         or not options.output_given
         or options.shuffle == "spark"
         or options.delta_writer != "delta-rs"
-        or not exchange.can_stage(options.output)
+        or not exchange.can_stage(Staging.root(options.output))
     ):
         return False
     previous = None if full else incremental.read_checkpoint(options.output, options.topic)

@@ -60,12 +60,18 @@ class Staging:
         Whatever an earlier run left there (it was killed before cleaning up) is removed first;
         the caller holds the output's lock, so no other run is using it.
         """
-        from offsets_lib.io.sink import table_uri
-
-        root = table_uri(output, STAGING_DIR)
+        root = cls.root(output)
         _remove(root)
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in run_id)
         return cls(f"{root}/{safe}-{uuid.uuid4().hex[:12]}")
+
+    @staticmethod
+    def root(output: str) -> str:
+        """The folder of every run's staging folder under `output` (a local path made
+        absolute: pyarrow's file systems take no relative path)."""
+        from offsets_lib.io.sink import table_uri
+
+        return table_uri(output, STAGING_DIR)
 
     @property
     def schema(self) -> pa.Schema:

@@ -166,7 +166,8 @@ def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The records the connector reads since the stored checkpoint decide (--full: all), and
-    only while the file shuffle and delta-rs keep the rest of the records out of the JVM."""
+    only while the file shuffle and delta-rs keep the rest of the records out of the JVM
+    (a relative --output too: pyarrow checks its staging folder as the run does)."""
     from dataclasses import replace
 
     from offsets_lib.cli import run as cli_run
@@ -188,6 +189,8 @@ def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
     ends = {0: 1000, 1: 1050}  # 50 + 50 new records
     assert cli_run._jvm_moves_few_records(kafka, ends, full=False)
     assert asked == [(out, "t")]
+    monkeypatch.chdir(tmp_path)  # a relative --output: its staging folder is made absolute
+    assert cli_run._jvm_moves_few_records(replace(kafka, output="tables"), ends, full=False)
     assert not cli_run._jvm_moves_few_records(kafka, {0: 1000, 1: 1051}, full=False)
     assert not cli_run._jvm_moves_few_records(kafka, ends, full=True)  # 2050 records
     assert not cli_run._jvm_moves_few_records(replace(kafka, shuffle="spark"), ends, full=False)
