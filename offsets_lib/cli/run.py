@@ -19,6 +19,7 @@ from offsets_lib.job.run import (
     UsageError,
     parse_as_of,
     parse_retention,
+    stages_kafka_records,
 )
 
 SPLIT_COMMITS = {"auto": None, "always": True, "never": False}  # RunOptions.split_commits
@@ -241,21 +242,17 @@ def _kafka_end_offsets(options: RunOptions) -> dict[int, int] | None:
 
 def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None, *, full: bool) -> bool:
     """`session.is_quick_start` for a Kafka run: the records its connector reads since the
-    stored checkpoint, when the file shuffle (asked for, or `auto` on an output pyarrow can
-    write: exchange.can_stage) and delta-rs keep every other record out of the JVM. Dumps keep
-    Spark's default (measured gain within the noise); so does --database alone (the output, and
-    so the checkpoint, is known once Spark runs)."""
-    from offsets_lib.engine import exchange
-    from offsets_lib.engine.staging import Staging
+    stored checkpoint, when the file shuffle (`stages_kafka_records`) and delta-rs keep every
+    other record out of the JVM. Dumps keep Spark's default (measured gain within the noise); so
+    does --database alone (the output, and so the checkpoint, is known once Spark runs)."""
     from offsets_lib.io import incremental
     from offsets_lib.job import session
 
     if (
         ends is None
         or not options.output_given
-        or options.shuffle == "spark"
         or options.delta_writer != "delta-rs"
-        or not exchange.can_stage(Staging.root(options.output))
+        or not stages_kafka_records(options)
     ):
         return False
     previous = None if full else incremental.read_checkpoint(options.output, options.topic)

@@ -615,7 +615,7 @@ def _inputs(
         pass
     elif increment is None:
         units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=_map_tasks(spark))
-    elif exchange.can_stage(staging.uri):
+    elif stages_kafka_records(options):
         new = increment.new_records
         kept = increment.kept_files
         # --split-commits always: every piece is cut by offset key, none by group
@@ -642,6 +642,14 @@ def _inputs(
     if tasks is None:
         tasks = _audit_tasks(spark, _expected_records(raw, increment, units))
     return _Inputs(units, exchange.stored_pieces(stored, tasks), tasks, records)
+
+
+def stages_kafka_records(options: RunOptions) -> bool:
+    """Whether a Kafka run's records reach their audit tasks through the file shuffle: not
+    --shuffle spark, and pyarrow can write the output's staging folder (else `auto` runs
+    Spark's shuffle). The run (`_inputs`) and the CLI's choice of a quick-start JVM both ask
+    this."""
+    return options.shuffle != "spark" and exchange.can_stage(Staging.root(options.output))
 
 
 def _map_tasks(spark: SparkSession) -> int:

@@ -55,8 +55,9 @@ LOCAL_DEFAULTS: dict[str, str] = {
     # it (numpy's buffers of a task's keys and values: the dominant group's 274 MB of metadata)
     # still went back at once, so workers now take every block from their heap (MMAP_MAX_ 0):
     # 10M records, plain and one group 30 %, alternating sessions: 12.1 / 14.2 s -> 11.5-11.8 /
-    # 13.2-13.6 s. At most 1 GB of free heap stays unreturned per worker. Cluster sessions keep
-    # their own settings.
+    # 13.2-13.6 s. The price: a worker keeps the heap of its largest task (glibc returns only
+    # free memory above 1 GB at the heap's top); the largest worker of a 100M-record run stayed
+    # at 1.9 GB. Cluster sessions keep their own settings.
     "spark.executorEnv.MALLOC_MMAP_MAX_": "0",
     "spark.executorEnv.MALLOC_TRIM_THRESHOLD_": str(1024 * 1024 * 1024),
     # The same for Arrow's allocator (mimalloc in pyarrow's wheels), which by default hands
