@@ -153,15 +153,16 @@ def _run(kw: dict, options: RunOptions) -> RunReport:
         session.start_python_workers(spark)
         if options.database is not None:
             options = _with_database(spark, options)
-        raw, increment = _read_source(spark, options, ends, full=full)
-        report = run_module.execute(
-            spark,
-            raw,
-            options,
-            echo=lambda line: click.echo(line, err=True),
-            increment=increment,
-            end_offsets=_end_offsets_source(spark, options, kw.get("end_offsets")),
-        )
+        with _source_reading(spark, ends):
+            raw, increment = _read_source(spark, options, ends, full=full)
+            report = run_module.execute(
+                spark,
+                raw,
+                options,
+                echo=lambda line: click.echo(line, err=True),
+                increment=increment,
+                end_offsets=_end_offsets_source(spark, options, kw.get("end_offsets")),
+            )
     except InputNotReadable as exc:
         fail(EXIT_INPUT, str(exc))
     except UsageError as exc:
@@ -258,6 +259,15 @@ def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None, *, 
     previous = None if full else incremental.read_checkpoint(options.output, options.topic)
     start = previous.next_offsets if previous is not None else None
     return session.is_quick_start(incremental.records_between(start, ends))
+
+
+def _source_reading(spark, ends: dict[int, int] | None) -> contextlib.AbstractContextManager:
+    """The session settings a Kafka run's reads need while the run lasts (none for a dump)."""
+    if ends is None:
+        return contextlib.nullcontext()
+    from offsets_lib.io.sources import kafka
+
+    return kafka.connector_reads_internal_topics(spark)
 
 
 def _read_source(spark, options: RunOptions, ends: dict[int, int] | None, *, full: bool):

@@ -21,12 +21,13 @@ Secrets never appear in messages or logs: everything goes through `redact` / `sc
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -361,6 +362,31 @@ def checked_start_offsets(
     return start
 
 
+# Spark's Kafka connector resolves a batch's partitions with the Admin client by default, and
+# that reader leaves out internal topics: for __consumer_offsets it finds no partition and the
+# read fails ("Partitions specified for Kafka start offsets don't match what are assigned ...
+# Assigned: Set()"). The consumer-based reader, chosen by this documented SQL setting (Spark's
+# Kafka integration guide), assigns the partitions it is given, internal or not. The setting is
+# read when Spark plans the scan, so it holds for the whole run and is then put back
+# (`connector_reads_internal_topics`).
+OFFSET_READER_CONF = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
+
+
+@contextlib.contextmanager
+def connector_reads_internal_topics(spark: SparkSession) -> Iterator[None]:
+    """Within the block Spark's Kafka connector can read internal topics such as
+    __consumer_offsets; the session's own setting is restored after it."""
+    previous = spark.conf.get(OFFSET_READER_CONF, None)
+    spark.conf.set(OFFSET_READER_CONF, "true")
+    try:
+        yield
+    finally:
+        if previous is None:
+            spark.conf.unset(OFFSET_READER_CONF)
+        else:
+            spark.conf.set(OFFSET_READER_CONF, previous)
+
+
 def read_kafka(
     spark: SparkSession,
     *,
@@ -371,6 +397,9 @@ def read_kafka(
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> DataFrame:
     """Raw records of `topic` in [start, end) per partition, through Spark's Kafka connector.
+
+    Actions on the frame must run within `connector_reads_internal_topics` when `topic` is
+    internal (the default, __consumer_offsets).
 
     `end_offsets` (from `resolve_end_offsets`) defines which partitions are read. A partition
     missing from `start_offsets` (or `start_offsets=None`) starts at its log start; a start
