@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from tests.broker import kafka_dist
+from tests.broker.tls import BrokerTls, make_broker_tls
 from tests.support.ports import free_ports, is_listening
 
 STARTUP_TIMEOUT_S = 90.0
 STOP_TIMEOUT_S = 20.0
 SASL_ADMIN = ("admin", "admin-secret")  # the broker's own login on a SASL listener
+SCRAM_MECHANISM = "SCRAM-SHA-512"
 JVM_OPTIONS = ("-Xms256m", "-Xmx768m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 # Settings that make the coordinator's clocks short enough for a test (issue 16).
@@ -58,11 +60,18 @@ class KafkaBroker:
         work_dir: Path,
         settings: Mapping[str, str] | None = None,
         sasl_users: Mapping[str, str] | None = None,
+        scram_users: Mapping[str, str] | None = None,
     ):
         """`sasl_users` (user -> password): clients must log in with SASL PLAIN (the broker
-        itself as `admin`, see `client_conf`)."""
+        itself as `admin`, see `client_conf`). `scram_users` instead: one SASL_SSL listener,
+        SCRAM-SHA-512 logins (stored at format time) over TLS with a self-signed CA made here
+        (`tls.ca_pem` is what clients trust)."""
         self.version = version
         self.sasl_users = dict(sasl_users or {})
+        self.scram_users = dict(scram_users or {})
+        if self.sasl_users and self.scram_users:
+            raise ValueError("a test broker has one listener: PLAIN or SCRAM users, not both")
+        self.tls: BrokerTls | None = make_broker_tls(work_dir / "tls") if self.scram_users else None
         self.work_dir = work_dir
         self.log_dir = work_dir / "data"
         self.jars = kafka_dist.resolve(version)
@@ -80,6 +89,14 @@ class KafkaBroker:
     def client_conf(self) -> dict[str, Any]:
         """librdkafka settings of an administrator client of this broker."""
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "log_level": 0}
+        if self.tls is not None:
+            conf |= {
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanisms": SCRAM_MECHANISM,
+                "sasl.username": SASL_ADMIN[0],
+                "sasl.password": SASL_ADMIN[1],
+                "ssl.ca.location": str(self.tls.ca_pem),
+            }
         if self.sasl_users:
             conf |= {
                 "security.protocol": "SASL_PLAINTEXT",
@@ -90,6 +107,8 @@ class KafkaBroker:
         return conf
 
     def _listener_settings(self) -> dict[str, str]:
+        if self.tls is not None:
+            return self._scram_ssl_listener_settings(self.tls)
         protocol = "SASL_PLAINTEXT" if self.sasl_users else "PLAINTEXT"
         listeners = {
             "listeners": f"{protocol}://127.0.0.1:{self.port},"
@@ -111,6 +130,40 @@ class KafkaBroker:
                 ),
             }
         return listeners
+
+    def _scram_ssl_listener_settings(self, tls: BrokerTls) -> dict[str, str]:
+        """One SASL_SSL listener (SCRAM-SHA-512), also the broker's own; controller in the clear."""
+        return {
+            "listeners": f"SASL_SSL://127.0.0.1:{self.port},"
+            f"CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"SASL_SSL://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "SASL_SSL",
+            "listener.security.protocol.map": "SASL_SSL:SASL_SSL,CONTROLLER:PLAINTEXT",
+            "sasl.enabled.mechanisms": SCRAM_MECHANISM,
+            "sasl.mechanism.inter.broker.protocol": SCRAM_MECHANISM,
+            f"listener.name.sasl_ssl.{SCRAM_MECHANISM.lower()}.sasl.jaas.config": (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required"
+                f' username="{SASL_ADMIN[0]}" password="{SASL_ADMIN[1]}";'
+            ),
+            "ssl.keystore.type": "PKCS12",
+            "ssl.keystore.location": str(tls.keystore),
+            "ssl.keystore.password": tls.keystore_password,
+            "ssl.key.password": tls.keystore_password,
+            # the broker checks its settings by a handshake with itself: it trusts the CA too
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(tls.ca_pem),
+            "ssl.client.auth": "none",
+        }
+
+    def _scram_credentials(self) -> list[str]:
+        """StorageTool's `--add-scram` arguments: the broker's login and every user's."""
+        users = {SASL_ADMIN[0]: SASL_ADMIN[1], **self.scram_users}
+        return [
+            item
+            for user, password in users.items()
+            for item in ("--add-scram", f"{SCRAM_MECHANISM}=[name={user},password={password}]")
+        ]
 
     @property
     def major(self) -> int:
@@ -138,6 +191,8 @@ class KafkaBroker:
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         command = [_java(self.version), *JVM_OPTIONS, "-cp", self._classpath()]
         command += ["kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.config)]
+        if self.scram_users:
+            command += self._scram_credentials()
         subprocess.run(command, check=True, capture_output=True, timeout=120)
 
     def start(self) -> None:
