@@ -143,7 +143,7 @@ def _run(kw: dict, options: RunOptions) -> RunReport:
     full = bool(kw.get("full"))
     try:
         # a Kafka run's range before the JVM starts: its size decides how the JVM compiles
-        ends = _kafka_end_offsets(options)
+        ends, held_back = _kafka_range(options)
         spark = session.get_or_create(
             storage_uris=[*options.inputs, options.output],
             warehouse=kw.get("warehouse"),
@@ -154,7 +154,7 @@ def _run(kw: dict, options: RunOptions) -> RunReport:
         if options.database is not None:
             options = _with_database(spark, options)
         with _source_reading(spark, ends):
-            raw, increment = _read_source(spark, options, ends, full=full)
+            raw, increment = _read_source(spark, options, ends, held_back, full=full)
             report = run_module.execute(
                 spark,
                 raw,
@@ -232,13 +232,14 @@ def _with_database(spark, options: RunOptions) -> RunOptions:
     return options if options.output_given else replace(options, output=location)
 
 
-def _kafka_end_offsets(options: RunOptions) -> dict[int, int] | None:
-    """A Kafka run's end offsets per partition (None for a dump)."""
+def _kafka_range(options: RunOptions) -> tuple[dict[int, int] | None, dict[int, int]]:
+    """A Kafka run's end offsets per partition (None for a dump), and the records open
+    transactions hold back after them (`kafka.resolve_read_range`)."""
     if options.source != "kafka":
-        return None
+        return None, {}
     from offsets_lib.io.sources import kafka
 
-    return kafka.resolve_end_offsets(options.kafka_options, options.topic)
+    return kafka.resolve_read_range(options.kafka_options, options.topic)
 
 
 def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None, *, full: bool) -> bool:
@@ -270,7 +271,14 @@ def _source_reading(spark, ends: dict[int, int] | None) -> contextlib.AbstractCo
     return kafka.connector_reads_internal_topics(spark)
 
 
-def _read_source(spark, options: RunOptions, ends: dict[int, int] | None, *, full: bool):
+def _read_source(
+    spark,
+    options: RunOptions,
+    ends: dict[int, int] | None,
+    held_back: dict[int, int],
+    *,
+    full: bool,
+):
     """(raw records, increment): kafka reads from the stored checkpoint unless --full."""
     if ends is None:  # a dump is a snapshot: always a full run
         from offsets_lib.io.sources.parquet import read_parquet_dump
@@ -279,7 +287,9 @@ def _read_source(spark, options: RunOptions, ends: dict[int, int] | None, *, ful
     from offsets_lib.io import incremental
     from offsets_lib.io.sources import kafka
 
-    increment = incremental.begin(spark, options.output, options.topic, ends, full=full)
+    increment = incremental.begin(
+        spark, options.output, options.topic, ends, full=full, held_back=held_back
+    )
     raw = kafka.read_kafka(
         spark,
         kafka_options=options.kafka_options,
@@ -303,6 +313,17 @@ def _end_offsets_source(spark, options: RunOptions, path: str | None):
     return None
 
 
+def held_back_line(held_back: dict[int, int]) -> str:
+    """What a read_committed run could not see: open transactions hold back every record after
+    their first one, so those partitions' groups may lack pending or newer offsets."""
+    parts = ", ".join(f"{p} ({n})" for p, n in sorted(held_back.items()))
+    return (
+        f"not read yet: {sum(held_back.values())} records after open transactions on offsets"
+        f" partitions {parts}; their groups' pending transactional offsets and any later"
+        " commits are not in this run (the next run reads them once the transactions end)"
+    )
+
+
 def print_summary(report: RunReport, options: RunOptions) -> None:
     """The few lines an operator wants after a run."""
     as_of = (
@@ -322,6 +343,8 @@ def print_summary(report: RunReport, options: RunOptions) -> None:
         f" {report.offsets_expiring_24h} expiring within 24 h;"
         f" groups deleted now: {report.groups_deleted}"
     )
+    if report.records_held_back:
+        click.echo(held_back_line(report.records_held_back))
     if report.orphaned_offsets:
         click.echo(f"orphaned offsets (group tombstoned, G-S3): {report.orphaned_offsets}")
     if options.database is not None:

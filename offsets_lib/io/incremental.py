@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 
@@ -164,6 +164,9 @@ class Increment:
     # the kept records as a frame, for the Spark shuffle (`read_kept`); the file shuffle maps
     # or reads their files itself (a frame cost ~0.3 s of every incremental run's start)
     kept: Callable[[], DataFrame] | None = None
+    # {offsets partition: records} after its end that open transactions hold back
+    # (`kafka.resolve_held_back`): the next run reads them
+    held_back: dict[int, int] = field(default_factory=dict)
 
     @property
     def start_offsets(self) -> dict[int, int] | None:
@@ -252,7 +255,13 @@ def read_kept(spark: SparkSession, kept: StoredKept, output: str, kept_id: str) 
 
 
 def begin(
-    spark: SparkSession, output: str, topic: str, end_offsets: dict[int, int], *, full: bool
+    spark: SparkSession,
+    output: str,
+    topic: str,
+    end_offsets: dict[int, int],
+    *,
+    full: bool,
+    held_back: dict[int, int] | None = None,
 ) -> Increment:
     """The increment to read: from the stored checkpoint (none, or ``full``: from the start)."""
     newest = read_checkpoint(output, topic)
@@ -271,6 +280,7 @@ def begin(
         kept_files=stored.files,
         kept_rows=stored.rows,
         sequence=newest.sequence if newest is not None else 0,
+        held_back=dict(held_back or {}),
     )
 
 

@@ -139,6 +139,8 @@ class RunReport:
     largest_task_records: int | None = None  # input records of the largest audit task (files)
     # the largest audit task's records over the average task's, in the step where it is largest
     task_skew: float | None = None
+    # a Kafka run's {offsets partition: records} after its end that open transactions hold back
+    records_held_back: dict[int, int] = field(default_factory=dict)
     error: str | None = None
 
 
@@ -213,6 +215,8 @@ def _execute(
     """source -> route -> audit tasks -> decide -> write -> (state) -> publish the runs row."""
     started_ms = _now_ms()
     report = RunReport(run_id=options.run_id, status="running")
+    if increment is not None:
+        report.records_held_back = dict(increment.held_back)
     stages = _Stages(report, echo)
     staging: Staging | None = None
     try:

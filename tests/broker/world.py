@@ -17,6 +17,7 @@ Phases (one broker start, one retention wait per version):
 from __future__ import annotations
 
 import contextlib
+import re
 import struct
 import time
 import uuid
@@ -192,6 +193,81 @@ def run_job(
         _rows(tables, "offset_decisions", run_id),
         {r["group_id"]: r for r in _rows(tables, "group_decisions", run_id)},
     )
+
+
+def run_kafka_job(
+    bootstrap: str, tables: Path, run_id: str, as_of_ms: int, coordinator: str
+) -> tuple[JobRun, dict[int, int]]:
+    """The job as a user runs it on the live topic: `--source kafka` reads the broker's own
+    (internal) __consumer_offsets through Spark's connector, incrementally after the first run.
+    Returns the run's tables and the records it said open transactions held back."""
+    args = ["run", "--source", "kafka", "--bootstrap-servers", bootstrap]
+    args += ["--output", str(tables), "--run-id", run_id, "--retention", RETENTION]
+    args += ["--as-of", str(as_of_ms), "--coordinator", coordinator]
+    result = CliRunner().invoke(offsets_cli, args)
+    assert result.exit_code == 0, result.output
+    held: dict[int, int] = {}
+    for line in result.output.splitlines():
+        if line.startswith("not read yet:"):
+            spans = line.split("partitions", 1)[1].split(";", 1)[0]
+            held = {int(p): int(n) for p, n in re.findall(r"(\d+) \((\d+)\)", spans)}
+    return JobRun(
+        tables,
+        run_id,
+        {r["group_id"]: r for r in _rows(tables, "groups", run_id)},
+        _rows(tables, "members", run_id),
+        _rows(tables, "offsets", run_id),
+        _rows(tables, "offset_decisions", run_id),
+        {r["group_id"]: r for r in _rows(tables, "group_decisions", run_id)},
+    ), held
+
+
+def offsets_partition(group: str, partitions: int = 50) -> int:
+    """The __consumer_offsets partition of a group: Kafka's abs(groupId.hashCode) % partitions."""
+    h = 0
+    units = group.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) & 0xFFFFFFFF
+    h = h - (1 << 32) if h >= 1 << 31 else h
+    return 0 if h == -(1 << 31) else abs(h) % partitions
+
+
+def compare_kafka_read(
+    recorder: Recorder,
+    version: str,
+    phase: str,
+    outcomes: dict[str, Outcome],
+    seen: dict[str, GroupView],
+    run: JobRun,
+    held: dict[int, int],
+    names: dict[str, str],
+) -> None:
+    """The `--source kafka` run against the broker: every group whose offsets partition the
+    run could read whole is compared as for the segment dump; a partition an open transaction
+    holds back must be reported by the run (checked against the txn-pending situation's), and
+    its groups are not compared (read_committed cannot show the open transaction)."""
+    groups = {g for o in outcomes.values() for g in o.groups}
+    mine = job_view(run, groups, names)
+    for name, outcome in outcomes.items():
+        readable = [g for g in outcome.groups if offsets_partition(g) not in held]
+        compare_views(
+            recorder,
+            version,
+            name,
+            phase,
+            {g: seen[g] for g in readable},
+            {g: mine[g] for g in readable},
+        )
+        for g in outcome.groups:
+            if seen[g].unstable:  # an open transaction: its partition must be reported
+                recorder.compare(
+                    version,
+                    name,
+                    phase,
+                    f"{g} offsets partition reported held back",
+                    True,
+                    offsets_partition(g) in held,
+                )
 
 
 def job_view(
@@ -391,6 +467,12 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         live_ms = now_ms()
         live = segments.write_dump(broker.log_dir, work / "dump-live")
         live_ends = _end_offsets(live)
+        # the live topic itself, read as users run the job (before the OffsetDeletes change it)
+        kafka_tables = work / "tables-kafka"
+        run, held = run_kafka_job(
+            broker.bootstrap, kafka_tables, "live-kafka", live_ms, coordinator
+        )
+        compare_kafka_read(recorder, version, "live (kafka)", outcomes, seen, run, held, names)
         requests = [
             f"{g}/{t}:{p}" for o in outcomes.values() for g, ps in o.offset_deletes for t, p in ps
         ]
@@ -470,7 +552,8 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         seen = broker_view(driver.admin, groups, broker.bootstrap)
         reload_ms = now_ms()
         run = run_job(spark, work / "dump-final", work / "tables", "reload", reload_ms, coordinator)
-        mine = job_view(run, groups, _topic_names(driver.admin) | names)
+        names |= _topic_names(driver.admin)
+        mine = job_view(run, groups, names)
         for name, outcome in outcomes.items():
             compare_views(
                 recorder,
@@ -480,6 +563,12 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
                 {g: seen[g] for g in outcome.groups},
                 {g: mine[g] for g in outcome.groups},
             )
+        # the next scheduled run: incremental from the live run's checkpoint, after the expiry
+        # tombstones, the late situations' commits and the restart
+        run, held = run_kafka_job(
+            broker.bootstrap, kafka_tables, "reload-kafka", reload_ms, coordinator
+        )
+        compare_kafka_read(recorder, version, "reload (kafka)", outcomes, seen, run, held, names)
         timings["total"] = time.monotonic() - started
     finally:
         driver.close()

@@ -197,6 +197,33 @@ def resolve_end_offsets(
     return _list_offsets(kafka_options, topic, "latest", timeout_s)
 
 
+def resolve_read_range(
+    kafka_options: Mapping[str, Any],
+    topic: str = DEFAULT_TOPIC,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> tuple[dict[int, int], dict[int, int]]:
+    """(end offsets as `resolve_end_offsets`, {partition: records held back}).
+
+    Under read_committed a partition ends at its last stable offset: the first record of its
+    oldest open transaction. The records from there to the high watermark (the open
+    transaction's offset commits, and every later record, whatever group it belongs to) wait
+    for the next run. The high watermarks are asked first, so a transaction that ends between
+    the two look-ups holds nothing back, and only partitions with an open transaction appear.
+    """
+    highs = _list_offsets(kafka_options, topic, "latest", timeout_s, committed=False)
+    ends = _list_offsets(kafka_options, topic, "latest", timeout_s)
+    return ends, held_back(ends, highs)
+
+
+def held_back(end_offsets: Mapping[int, int], high_watermarks: Mapping[int, int]) -> dict[int, int]:
+    """Records between each partition's read end and its high watermark, where there are any."""
+    return {
+        p: high_watermarks[p] - end
+        for p, end in sorted(end_offsets.items())
+        if high_watermarks.get(p, end) > end
+    }
+
+
 def resolve_start_offsets(
     kafka_options: Mapping[str, Any],
     topic: str = DEFAULT_TOPIC,
@@ -207,7 +234,12 @@ def resolve_start_offsets(
 
 
 def _list_offsets(
-    kafka_options: Mapping[str, Any], topic: str, which: str, timeout_s: float
+    kafka_options: Mapping[str, Any],
+    topic: str,
+    which: str,
+    timeout_s: float,
+    *,
+    committed: bool = True,
 ) -> dict[int, int]:
     from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, OffsetSpec
@@ -229,7 +261,11 @@ def _list_offsets(
     request = {TopicPartition(topic, p): spec for p in partitions}
     try:
         futures = admin.list_offsets(
-            request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=remaining
+            request,
+            isolation_level=(
+                IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+            ),
+            request_timeout=remaining,
         )
         result = {tp.partition: fut.result().offset for tp, fut in futures.items()}
     except KafkaException as exc:
