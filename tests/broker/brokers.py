@@ -3,6 +3,10 @@
 Started with ``java -cp '<jars>/*' kafka.Kafka server.properties`` after
 ``kafka.tools.StorageTool format``, on free ports, with its own log dir; `restart` keeps the
 log dir so the coordinator loads its state back from ``__consumer_offsets``.
+
+A 2.x broker (no KRaft) runs in ZooKeeper mode instead: a ZooKeeper server of the broker's own
+ZooKeeper jar starts beside it on a free port and stays up across `stop`/`start` (the broker's
+metadata lives there); `kill` ends both. Both run on Java 11 (`kafka_dist.java_home`).
 """
 
 from __future__ import annotations
@@ -46,9 +50,88 @@ FAST_SETTINGS: dict[str, str] = {
 
 
 def _java(version: str) -> str:
-    """Java 17 runs 3.9 and 4.x; JAVA_HOME wins when set."""
-    home = os.environ.get("KAFKA_JAVA_HOME") or os.environ.get("JAVA_HOME")
+    """Java 17 runs 3.9 and 4.x (JAVA_HOME wins when set); 2.x runs on the cache's Java 11."""
+    era_home = kafka_dist.java_home(version)
+    home = era_home or os.environ.get("KAFKA_JAVA_HOME") or os.environ.get("JAVA_HOME")
     return str(Path(home) / "bin" / "java") if home else "java"
+
+
+# log4j 1.2 (Kafka 2.x and its ZooKeeper) to the process's stdout, which goes to a file
+_LOG4J1 = """log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.org.apache.zookeeper=WARN
+"""
+
+
+def _without_controller(listeners: Mapping[str, str]) -> dict[str, str]:
+    """A KRaft listener setup without its CONTROLLER listener: what a ZooKeeper-mode broker
+    takes (2.x rejects `controller.listener.names` entries it cannot bind)."""
+    out = {}
+    for key, value in listeners.items():
+        if key == "controller.listener.names":
+            continue
+        if key in ("listeners", "listener.security.protocol.map"):
+            value = ",".join(v for v in value.split(",") if not v.startswith("CONTROLLER"))
+        out[key] = value
+    return out
+
+
+class ZooKeeper:
+    """A standalone ZooKeeper server (``ZooKeeperServerMain``) on 127.0.0.1 for a 2.x broker."""
+
+    def __init__(self, version: str, work_dir: Path, jars: Path):
+        self.version = version
+        self.work_dir = work_dir
+        self.jars = jars
+        self.port = free_ports(1)[0]
+        self.proc: subprocess.Popen | None = None
+        work_dir.mkdir(parents=True, exist_ok=True)
+        self.config = work_dir / "zookeeper.properties"
+        settings = {
+            "dataDir": work_dir / "data",
+            "clientPort": self.port,
+            "clientPortAddress": "127.0.0.1",
+            "maxClientCnxns": 0,
+            "tickTime": 500,
+            "admin.enableServer": "false",  # 3.5: no Jetty admin server on port 8080
+        }
+        self.config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+
+    @property
+    def connect(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            return
+        command = [_java(self.version), "-Xmx128m", "-XX:+UseSerialGC"]
+        command += [f"-Dlog4j.configuration=file:{self.work_dir.parent / 'log4j.properties'}"]
+        command += ["-cp", f"{self.jars}/*", "org.apache.zookeeper.server.ZooKeeperServerMain"]
+        command += [str(self.config)]
+        with open(self.work_dir / "zookeeper.out", "ab") as out:
+            self.proc = subprocess.Popen(
+                command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not is_listening(self.port):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                tail = (self.work_dir / "zookeeper.out").read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"ZooKeeper for Kafka {self.version} did not start:\n{tail}")
+            time.sleep(0.1)
+
+    def kill(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout=STOP_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait(timeout=STOP_TIMEOUT_S)
 
 
 class KafkaBroker:
@@ -78,8 +161,12 @@ class KafkaBroker:
         self.port, self.controller_port = free_ports(2)
         self.settings = {**FAST_SETTINGS, **(settings or {})}
         self.proc: subprocess.Popen | None = None
+        self.zookeeper: ZooKeeper | None = None
+        if kafka_dist.uses_zookeeper(version):
+            self.zookeeper = ZooKeeper(version, work_dir / "zookeeper", self.jars)
         self._write_config()
-        self._format()
+        if self.zookeeper is None:
+            self._format()
 
     @property
     def bootstrap(self) -> str:
@@ -182,6 +269,8 @@ class KafkaBroker:
             "log.dirs": str(self.log_dir),
             **self.settings,
         }
+        if self.zookeeper is not None:
+            lines = self._zookeeper_mode(lines)
         self.config = self.work_dir / "server.properties"
         self.config.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
 
@@ -195,8 +284,25 @@ class KafkaBroker:
             command += self._scram_credentials()
         subprocess.run(command, check=True, capture_output=True, timeout=120)
 
+    def _zookeeper_mode(self, lines: Mapping[str, str]) -> dict[str, str]:
+        """The KRaft configuration turned into a 2.x one: broker.id and zookeeper.connect
+        instead of the KRaft roles, no controller listener; a log4j 1.2 configuration."""
+        kraft = ("process.roles", "node.id", "controller.quorum.voters")
+        assert self.zookeeper is not None
+        out = {"broker.id": "1", "zookeeper.connect": self.zookeeper.connect}
+        out |= _without_controller({k: v for k, v in lines.items() if k not in kraft})
+        (self.work_dir / "log4j.properties").write_text(_LOG4J1)
+        return out
+
+    def _jvm_options(self) -> list[str]:
+        if self.zookeeper is None:
+            return list(JVM_OPTIONS)
+        return [*JVM_OPTIONS, f"-Dlog4j.configuration=file:{self.work_dir / 'log4j.properties'}"]
+
     def start(self) -> None:
-        command = [_java(self.version), *JVM_OPTIONS, "-cp", self._classpath()]
+        if self.zookeeper is not None:
+            self.zookeeper.start()
+        command = [_java(self.version), *self._jvm_options(), "-cp", self._classpath()]
         command += ["kafka.Kafka", str(self.config)]
         with open(self.work_dir / "broker.out", "ab") as out:
             self.proc = subprocess.Popen(
@@ -206,6 +312,8 @@ class KafkaBroker:
         while not is_listening(self.port):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 self.stop()
+                if self.zookeeper is not None:
+                    self.zookeeper.kill()
                 tail = (self.work_dir / "broker.out").read_text(errors="replace")[-3000:]
                 raise RuntimeError(f"Kafka {self.version} did not start:\n{tail}")
             time.sleep(0.1)
@@ -242,7 +350,10 @@ class KafkaBroker:
         self.start()
 
     def kill(self) -> None:
+        """End the broker at once (and its ZooKeeper server, which `stop` leaves up)."""
         with contextlib.suppress(Exception):
             if self.proc is not None and self.proc.poll() is None:
                 self.proc.kill()
                 self.proc.wait(timeout=STOP_TIMEOUT_S)
+        if self.zookeeper is not None:
+            self.zookeeper.kill()
