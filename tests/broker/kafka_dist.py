@@ -1,9 +1,10 @@
 """Apache Kafka broker jars from Maven Central, cached outside git (``make broker-jars``).
 
 Each version's broker artifact (``org.apache.kafka:kafka_2.13``, or the Scala build a 2.x
-release has: `broker_artifact`) and its runtime dependencies are copied by Maven (``dependency:copy-dependencies`` on a generated pom) into
-``$KAFKA_JARS_CACHE`` (default ``~/.cache/kafka-offsets-audit``)/``kafka-<version>/``; a
-``.complete`` stamp makes a warm cache a no-op. Run as a script to warm the cache:
+release has: `broker_artifact`) and its runtime dependencies are copied by Maven
+(``dependency:copy-dependencies`` on a generated pom) into ``$KAFKA_JARS_CACHE`` (default
+``~/.cache/kafka-offsets-audit``)/``kafka-<version>/``; a ``.complete`` stamp makes a warm
+cache a no-op. Run as a script to warm the cache:
 ``python tests/broker/kafka_dist.py [VERSION ...]``.
 
 Kafka 2.x brokers (and their ZooKeeper) run on Java 11, the newest Java those releases support:
