@@ -2,7 +2,10 @@
 
 Each run executes the spark-submit line below for the hour that just ended::
 
-    spark-submit --packages org.apache.hadoop:hadoop-aws:3.5.0 \\
+    spark-submit --packages io.delta:delta-spark_4.2_2.13:4.4.0,\\
+    org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0,org.apache.hadoop:hadoop-aws:3.5.0 \\
+        --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \\
+        --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \\
         --py-files $RELEASE/dist/offsets_lib.zip --files $RELEASE/conf/prod-example.toml \\
         $RELEASE/jobs/offsets_job.py --conf prod-example.toml \\
         --as-of <data_interval_end> --run-id <airflow run_id>
@@ -13,6 +16,9 @@ Each run executes the spark-submit line below for the hour that just ended::
 its secret (``KAFKA_SASL_PASSWORD``) must be in the driver's environment (the worker's in client
 mode), never in this file. Retries and backfills are safe: a rerun with the same ``--run-id``
 replaces that run's rows. Connection ``spark_default`` says where to submit (master, deploy mode).
+The catalog that ``database`` names (a Hive metastore, Glue...) is the cluster's own setting
+(its ``spark-defaults.conf``); this DAG brings only what a plain Spark cluster lacks: the jars of
+Delta Lake, of Spark's Kafka connector and of Hadoop's S3A, and Delta's SQL extension.
 
 Needs ``apache-airflow`` and ``apache-airflow-providers-apache-spark`` in the *Airflow*
 environment only: the provider pulls ``pyspark-client``, which overwrites ``pyspark`` and must
@@ -34,9 +40,20 @@ except ImportError:  # Airflow 2
 
 RELEASE = os.environ.get("OFFSETS_AUDIT_RELEASE", "/opt/kafka-offsets-audit").rstrip("/")
 PROFILE = "prod-example.toml"
-# s3a:// dumps and tables: Hadoop's S3A connector matching the cluster's Hadoop (Spark 4.2 bundles
-# Hadoop 3.5.0; offsets_lib.job.session.s3a_packages() names it for the installed pyspark)
-PACKAGES = "org.apache.hadoop:hadoop-aws:3.5.0"
+# What a plain Spark 4.2 cluster lacks, built for its Spark, Scala and Hadoop versions (`python -m
+# offsets_lib.tools.jars --packages` prints this list for the installed pyspark): Delta Lake's
+# writer and catalog, Spark's Kafka connector, and Hadoop's S3A for s3:// tables (Spark 4.2
+# bundles Hadoop 3.5.0; the AWS SDK bundle comes as hadoop-aws's dependency).
+PACKAGES = (
+    "io.delta:delta-spark_4.2_2.13:4.4.0,"
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0,"
+    "org.apache.hadoop:hadoop-aws:3.5.0"
+)
+# Delta's SQL extension and catalog (its Spark writer, `CREATE TABLE ... USING delta`)
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
 
 with DAG(
     dag_id="kafka_offsets_audit",
@@ -58,7 +75,7 @@ with DAG(
         packages=PACKAGES,
         files=f"{RELEASE}/conf/{PROFILE}",  # cluster mode: lands in the driver's working dir
         env_vars={"OFFSETS_CONF_DIR": f"{RELEASE}/conf"},  # client mode: where --conf looks
-        conf={"spark.sql.session.timeZone": "UTC"},
+        conf={"spark.sql.session.timeZone": "UTC", **DELTA_CONF},
         application_args=[
             "--conf",
             PROFILE,

@@ -61,6 +61,7 @@ SCRIPT = textwrap.dedent(
                     for name in ("application", "py_files", "files", "name",
                                  "application_args", "env_vars")}
         hook = SparkSubmitHook(conn_id="spark_default", conf=task.conf,
+                               packages=task.packages,
                                py_files=rendered["py_files"], files=rendered["files"],
                                name=rendered["name"],
                                application_args=rendered["application_args"])
@@ -196,6 +197,19 @@ def test_spark_submit_command_line(dag_report: dict) -> None:
         "--run-id",
         "scheduled__2026-11-21T09:00:00+00:00",
     ]
+
+
+def test_the_task_submits_what_a_plain_cluster_lacks(dag_report: dict) -> None:
+    """Delta's, the Kafka connector's and S3A's packages for the installed pyspark, and Delta's
+    SQL extension: a Spark cluster without them cannot run the shipped profile."""
+    from offsets_lib.job.session import DELTA_CONF
+    from offsets_lib.tools import jars
+
+    command = dag_report["command"]
+    assert command[command.index("--packages") + 1].split(",") == jars.submit_packages()
+    confs = {command[i + 1] for i, arg in enumerate(command) if arg == "--conf"}
+    assert {f"{k}={v}" for k, v in DELTA_CONF.items()} <= confs
+    assert "spark.sql.session.timeZone=UTC" in confs
 
 
 def test_job_accepts_the_dag_arguments(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -251,16 +251,6 @@ def test_a_driver_killed_between_commits_publishes_nothing_and_the_rerun_once(
     assert [r["status"] for r in runs_rows(s3, output)] == ["succeeded"]
 
 
-def test_the_airflow_dag_submits_the_s3a_packages_of_the_installed_spark() -> None:
-    import re
-
-    from offsets_lib.job import session
-
-    dag = (REPO_ROOT / "jobs" / "airflow_dag.py").read_text()
-    [packages] = re.findall(r'^PACKAGES = "([^"]+)"', dag, flags=re.MULTILINE)
-    assert packages.split(",") == session.s3a_packages()
-
-
 def test_a_stalled_object_store_never_leaves_a_half_published_run(
     s3: S3Server, dump: str, reference, tmp_path
 ) -> None:
