@@ -10,6 +10,7 @@ import click
 
 # Exit statuses of every command (contract.md): 1 is left to unexpected errors.
 EXIT_USAGE, EXIT_INPUT, EXIT_REJECTS, EXIT_LOCKED = 2, 3, 4, 5
+EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report it: 128 + 2
 
 
 def fail(code: int, message: str) -> NoReturn:

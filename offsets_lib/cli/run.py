@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import contextlib
+import logging
+import shutil
+import signal
+import threading
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from offsets_lib.audit.coordinator import Coordinator
-from offsets_lib.cli.app import EXIT_INPUT, EXIT_LOCKED, EXIT_REJECTS, EXIT_USAGE, fail
+from offsets_lib.cli.app import (
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_LOCKED,
+    EXIT_REJECTS,
+    EXIT_USAGE,
+    fail,
+)
 from offsets_lib.io import sink
 from offsets_lib.job.config import conf_option
 from offsets_lib.job.run import (
@@ -22,7 +36,12 @@ from offsets_lib.job.run import (
     stages_kafka_records,
 )
 
-SPLIT_COMMITS = {"auto": None, "always": True, "never": False}  # RunOptions.split_commits
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from offsets_lib.cli.progress import Progress
+
+SPLIT_COMMITS = {"auto": True, "never": False}  # RunOptions.split_commits
 
 
 @click.command("run")
@@ -87,7 +106,7 @@ SPLIT_COMMITS = {"auto": None, "always": True, "never": False}  # RunOptions.spl
     show_default=True,
     help="Reduce offset commits per offset key in a first step, so that no audit task holds a"
     " dominant group's commits (engine/key_split.py). auto: the commits of the audit tasks"
-    " that one group's records make over twice the average; always: all commits.",
+    " that one group's records make over twice the average; never: no first step.",
 )
 @click.option(
     "--full",
@@ -106,6 +125,7 @@ SPLIT_COMMITS = {"auto": None, "always": True, "never": False}  # RunOptions.spl
 )
 def run_command(**kw: object) -> None:
     """Audit __consumer_offsets and write the Delta tables under --output (or --database)."""
+    from offsets_lib.cli.progress import Progress
     from offsets_lib.io.lock import OutputLocked, output_lock
     from offsets_lib.io.sources import InputNotReadable
     from offsets_lib.io.sources.parquet import check_local_inputs
@@ -113,25 +133,42 @@ def run_command(**kw: object) -> None:
     now_ms = int(datetime.now(UTC).timestamp() * 1000)
     try:
         options = _options(kw, now_ms=now_ms)
+        _check_output(options)
         if options.source == "parquet":  # before the JVM starts: a typo fails at once
             check_local_inputs(list(options.inputs))
+        ends_file = _end_offsets_file(kw.get("end_offsets"))
     except UsageError as exc:
         fail(EXIT_USAGE, str(exc))
     except InputNotReadable as exc:
         fail(EXIT_INPUT, str(exc))
-    # The output's lock before the JVM starts: a second writer is told at once (exit 5).
-    # With --database alone the output is the catalog's location, known once Spark runs.
-    early_lock = output_lock(options.output, options.run_id) if options.output_given else None
+    progress = Progress()
+    created = _folder_to_create(options)
     try:
+        # The output's lock before the JVM starts: a second writer is told at once (exit 5).
+        # With --database alone the output is the catalog's location, known once Spark runs.
+        early_lock = output_lock(options.output, options.run_id) if options.output_given else None
         with early_lock or contextlib.nullcontext():
-            report = _run(kw, options)
+            report, lag_line = _run(kw, options, progress, ends_file)
     except OutputLocked as exc:
         fail(EXIT_LOCKED, str(exc))
-    print_summary(report, options)
+    except OSError as exc:  # the lock file: an output folder that cannot be created
+        fail(EXIT_USAGE, f"--output {options.output}: cannot write there: {_os_error(exc)}")
+    except KeyboardInterrupt:
+        fail(
+            EXIT_INTERRUPTED,
+            f"interrupted: run {options.run_id} stopped; no table of it was published",
+        )
+    finally:
+        progress.close()
+        _remove_if_empty(created)
+    print_summary(report, options, lag_line)
 
 
-def _run(kw: dict, options: RunOptions) -> RunReport:
+def _run(
+    kw: dict, options: RunOptions, progress: Progress, ends_file: pa.Table | None
+) -> tuple[RunReport, str | None]:
     """Start the session, read the source and run; known failures exit with their code."""
+    from offsets_lib.cli.progress import spark_stages
     from offsets_lib.io.sources import (
         InputNotReadable,
         SourceConfigError,
@@ -144,25 +181,32 @@ def _run(kw: dict, options: RunOptions) -> RunReport:
     try:
         # a Kafka run's range before the JVM starts: its size decides how the JVM compiles
         ends, held_back = _kafka_range(options)
+        progress.step("starting Spark")
         spark = session.get_or_create(
             storage_uris=[*options.inputs, options.output],
             warehouse=kw.get("warehouse"),
             verbose=bool(kw.get("verbose")),
             quick_start=_jvm_moves_few_records(options, ends, full=full),
         )
+        _quiet_interrupts()
         session.start_python_workers(spark)
+        progress.watch(spark_stages(spark))
         if options.database is not None:
             options = _with_database(spark, options)
+        given = _end_offsets_source(spark, options, kw.get("end_offsets"), ends_file)
+        taken: list[pa.Table] = []
         with _source_reading(spark, ends):
             raw, increment = _read_source(spark, options, ends, held_back, full=full)
             report = run_module.execute(
                 spark,
                 raw,
                 options,
-                echo=lambda line: click.echo(line, err=True),
+                echo=progress.line,
+                step=progress.step,
                 increment=increment,
-                end_offsets=_end_offsets_source(spark, options, kw.get("end_offsets")),
+                end_offsets=_kept(given, taken),
             )
+        lag_line = _lag_summary(spark, options, report, taken[0] if taken else None)
     except InputNotReadable as exc:
         fail(EXIT_INPUT, str(exc))
     except UsageError as exc:
@@ -176,7 +220,58 @@ def _run(kw: dict, options: RunOptions) -> RunReport:
         if inner is None:
             raise
         fail(EXIT_INPUT, str(inner))
-    return report
+    return report, lag_line
+
+
+def _check_output(options: RunOptions) -> None:
+    """A local --output must be a folder, or a path where one can be created."""
+    if not options.output_given or "://" in options.output:
+        return
+    path = Path(options.output.removeprefix("file:"))
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"--output {options.output} is a file; give a folder for the tables")
+    parent = next((p for p in path.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise UsageError(f"--output {options.output}: {parent} is a file, not a folder")
+
+
+def _folder_to_create(options: RunOptions) -> Path | None:
+    """The local output folder this run creates (None if it exists or is not local)."""
+    if not options.output_given or "://" in options.output:
+        return None
+    path = Path(options.output.removeprefix("file:"))
+    return None if path.exists() else path
+
+
+def _remove_if_empty(folder: Path | None) -> None:
+    """Remove the output folder a run created when it holds no file: a run that never started
+    (bad input, Ctrl-C while starting) leaves nothing behind. A run that published a `runs`
+    row keeps it."""
+    if folder is None or not folder.is_dir():
+        return
+    if any(p.is_file() or p.is_symlink() for p in folder.rglob("*")):
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _os_error(exc: OSError) -> str:
+    return exc.strerror or str(exc) if not exc.filename else f"{exc.strerror}: {exc.filename}"
+
+
+def _quiet_interrupts() -> None:
+    """Ctrl-C raises KeyboardInterrupt in the main thread, and nothing prints a traceback.
+
+    PySpark's own SIGINT handler cancels the jobs through the JVM while the main thread waits
+    on that JVM: py4j then logs ~50 lines of tracebacks. The JVM and the Python workers get the
+    terminal's SIGINT too and stop their work themselves; the run publishes its failed `runs`
+    row with delta-rs, which needs no JVM."""
+
+    def interrupted(_signum: int, _frame: object) -> None:
+        logging.disable(logging.CRITICAL)  # py4j's logging of the broken call
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, interrupted)
 
 
 def _options(kw: dict, *, now_ms: int) -> RunOptions:
@@ -300,17 +395,46 @@ def _read_source(
     return raw, increment
 
 
-def _end_offsets_source(spark, options: RunOptions, path: str | None):
+def _end_offsets_file(path: str | None) -> pa.Table | None:
+    """The --end-offsets file read before the JVM starts, when pyarrow reaches it (a file
+    that is not one fails at once); None when there is none or Spark must read it."""
+    from offsets_lib.io import watermarks
+
+    if not path or not watermarks.pyarrow_reaches(path):
+        return None
+    return watermarks.end_offsets_from_file(path)
+
+
+def _end_offsets_source(
+    spark, options: RunOptions, path: str | None, ends_file: pa.Table | None
+) -> Callable[[], pa.Table] | None:
     """How the run gets log-end offsets for the lag table: a file, the cluster, or none."""
     from offsets_lib.io import watermarks
 
+    if ends_file is not None:
+        return lambda: ends_file
     if path:
-        return lambda: watermarks.end_offsets_from_file(spark, path)
+        return lambda: watermarks.end_offsets_from_file(path, spark)
     if options.source == "kafka":
         # every topic's: the run takes them before its audit tasks, which write the lag rows
         # and are the first to know which topics the groups consumed
         return lambda: watermarks.end_offsets_from_cluster(options.kafka_options)
     return None
+
+
+def _kept(
+    source: Callable[[], pa.Table] | None, taken: list[pa.Table]
+) -> Callable[[], pa.Table] | None:
+    """`source`, keeping what it gave in `taken` (for the summary's lag line)."""
+    if source is None:
+        return None
+
+    def take() -> pa.Table:
+        table = source()
+        taken.append(table)
+        return table
+
+    return take
 
 
 def held_back_line(held_back: dict[int, int]) -> str:
@@ -324,7 +448,52 @@ def held_back_line(held_back: dict[int, int]) -> str:
     )
 
 
-def print_summary(report: RunReport, options: RunOptions) -> None:
+# The summary names this many of the largest lags.
+LARGEST_LAGS = 3
+
+
+def _lag_summary(
+    spark, options: RunOptions, report: RunReport, ends: pa.Table | None
+) -> str | None:
+    """The summary's lag line: how many offsets have a log-end offset, and the largest lags
+    (by group, summed over its partitions). None when the run took no log-end offsets; a
+    warning on stderr when it took some and none matched a committed offset."""
+    from offsets_lib.io import sink
+
+    if ends is None or "lag" not in report.tables:
+        return None
+    columns = ["group_id", "log_end_offset", "lag"]
+    if options.database is not None and not options.output_given:
+        rows = (
+            spark.table(f"{options.database}.lag")
+            .where(sink.replace_where(options.run_id))
+            .select(*columns)
+            .toArrow()
+        )
+    else:
+        rows = sink.read_table(options.output, "lag", run_id=options.run_id, columns=columns)
+    known = rows.num_rows - rows.column("log_end_offset").null_count
+    if rows.num_rows and not known:
+        where = "--end-offsets" if options.source == "parquet" else "the cluster"
+        click.echo(
+            f"offsets: warning: none of the {ends.num_rows} log-end offsets from {where} is of a"
+            " partition with a committed offset (topic and partition must match the"
+            " __consumer_offsets records); the lag table's lag is empty",
+            err=True,
+        )
+    line = f"lag: {known} of {rows.num_rows} offsets have a log-end offset"
+    if not known:
+        return line
+    totals = (
+        rows.group_by("group_id").aggregate([("lag", "sum")]).sort_by([("lag_sum", "descending")])
+    )
+    top = totals.slice(0, LARGEST_LAGS).to_pylist()
+    largest = ", ".join(f"{r['group_id']} {r['lag_sum']:,}" for r in top if r["lag_sum"])
+    behind = sum(1 for v in totals.column("lag_sum").to_pylist() if v)
+    return line + f"; {behind} groups behind" + (f", largest: {largest}" if largest else "")
+
+
+def print_summary(report: RunReport, options: RunOptions, lag_line: str | None = None) -> None:
     """The few lines an operator wants after a run."""
     as_of = (
         datetime.fromtimestamp(report.as_of_ms / 1000, UTC).isoformat() if report.as_of_ms else "-"
@@ -345,6 +514,8 @@ def print_summary(report: RunReport, options: RunOptions) -> None:
     )
     if report.records_held_back:
         click.echo(held_back_line(report.records_held_back))
+    if lag_line:
+        click.echo(lag_line)
     if report.orphaned_offsets:
         click.echo(f"orphaned offsets (group tombstoned, G-S3): {report.orphaned_offsets}")
     if options.database is not None:

@@ -7,12 +7,15 @@ __consumer_offsets).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from offsets_lib.audit.lag import END_OFFSETS_ARROW
@@ -28,26 +31,137 @@ END_OFFSETS_SCHEMA = StructType(
 END_OFFSETS_COLUMNS = tuple(f.name for f in END_OFFSETS_SCHEMA.fields)
 
 
-def end_offsets_from_file(spark: SparkSession, path: str) -> pa.Table:
-    """``topic, partition, log_end_offset`` from a .csv (header row) or .parquet file/folder,
-    read by Spark (any file system the session reaches), held by the driver: a few rows per
-    partition of a cluster."""
-    import os
+def pyarrow_reaches(path: str) -> bool:
+    """Whether pyarrow reads `path` (else Spark's file systems must: `end_offsets_from_file`)."""
+    from offsets_lib.io import storage
 
-    if "://" not in path and not os.path.exists(path):
+    try:
+        storage.filesystem(_absolute(path))
+    except (pa.ArrowException, OSError, ValueError):
+        return False
+    return True
+
+
+def _absolute(path: str) -> str:
+    """A local path as pyarrow takes it (absolute); URIs unchanged."""
+    if "://" in path:
+        return path
+    return os.path.abspath(path.removeprefix("file:"))
+
+
+def end_offsets_from_file(path: str, spark: SparkSession | None = None) -> pa.Table:
+    """``topic, partition, log_end_offset`` from a .csv (header row) or .parquet file/folder,
+    held by the driver (a few rows per partition of a cluster).
+
+    Read with pyarrow wherever pyarrow reaches (local paths, s3a://, gs://...), so a name that
+    starts with ``_`` or ``.`` is read too (Spark's file listing skips such names as hidden and
+    finds 0 rows); Spark reads the other file systems. A file that is missing or not such a
+    table raises `InputNotReadable` with one line naming it."""
+    from offsets_lib.io import storage
+
+    try:
+        fs, where = storage.filesystem(_absolute(path))
+    except (pa.ArrowException, OSError, ValueError):
+        if spark is None:
+            raise InputNotReadable(
+                f"end offsets file {path}: pyarrow cannot reach this file system"
+            ) from None
+        return _conformed(_read_with_spark(spark, path), path)
+    try:
+        info = fs.get_file_info(where)
+    except (pa.ArrowException, OSError) as exc:
+        raise InputNotReadable(f"end offsets file {path}: {_first_line(exc)}") from None
+    if info.type == pafs.FileType.NotFound:
         raise InputNotReadable(f"end offsets file not found: {path}")
-    if path.lower().endswith(".csv"):
-        df = spark.read.option("header", "true").schema(END_OFFSETS_SCHEMA).csv(path)
-    else:
-        df = spark.read.parquet(path)
-    missing = [c for c in END_OFFSETS_COLUMNS if c not in df.columns]
+    try:
+        if info.type == pafs.FileType.File and path.lower().endswith(".csv"):
+            table = _read_csv(fs, where)
+        elif info.type == pafs.FileType.File:
+            table = pq.read_table(where, filesystem=fs)
+        else:  # a folder of Parquet files (hidden names skipped, as Spark does)
+            table = pq.read_table(where, filesystem=fs)
+    except (pa.ArrowException, OSError, ValueError) as exc:
+        kind = "CSV with a header row" if path.lower().endswith(".csv") else "Parquet"
+        raise InputNotReadable(
+            f"end offsets file {path}: not {kind} with columns"
+            f" {', '.join(END_OFFSETS_COLUMNS)} ({_first_line(exc)})"
+        ) from None
+    return _conformed(table, path)
+
+
+def _read_csv(fs: pafs.FileSystem, where: str) -> pa.Table:
+    """The CSV's columns as text: `_conformed` checks and converts them."""
+    from pyarrow import csv
+
+    with fs.open_input_stream(where) as stream:
+        return csv.read_csv(
+            stream,
+            convert_options=csv.ConvertOptions(
+                column_types={name: pa.string() for name in END_OFFSETS_COLUMNS}
+            ),
+        )
+
+
+def _read_with_spark(spark: SparkSession, path: str) -> pa.Table:
+    """The file through Spark (a file system pyarrow does not reach)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    if name.startswith(("_", ".")):
+        raise InputNotReadable(
+            f"end offsets file {path}: Spark skips names that start with _ or . as hidden;"
+            " rename it"
+        )
+    try:
+        if path.lower().endswith(".csv"):
+            schema = StructType([StructField(c, StringType()) for c in END_OFFSETS_COLUMNS])
+            df = spark.read.option("header", "true").schema(schema).csv(path)
+        else:
+            df = spark.read.parquet(path)
+        return df.toArrow()
+    except Exception as exc:  # AnalysisException, Py4JJavaError: not such a file
+        raise InputNotReadable(f"end offsets file {path}: {_first_line(exc)}") from None
+
+
+def _conformed(table: pa.Table, path: str) -> pa.Table:
+    """The three columns with their types; one line naming the file when they are not there
+    or do not hold a topic name, a partition number and an offset."""
+    missing = [c for c in END_OFFSETS_COLUMNS if c not in table.column_names]
     if missing:
-        raise SourceConfigError(f"end offsets file {path}: missing column(s) {missing}")
-    return df.select(
-        F.col("topic").cast("string"),
-        F.col("partition").cast("int"),
-        F.col("log_end_offset").cast("long"),
-    ).toArrow()
+        found = ", ".join(table.column_names[:6]) or "none"
+        raise InputNotReadable(
+            f"end offsets file {path}: missing column(s) {', '.join(missing)}"
+            f" (found: {found}); expected {', '.join(END_OFFSETS_COLUMNS)}"
+        )
+    columns = []
+    for field in END_OFFSETS_ARROW:
+        column = table.column(field.name)
+        try:
+            if pa.types.is_string(column.type) and not pa.types.is_string(field.type):
+                column = pc.utf8_trim_whitespace(column)
+            columns.append(column.cast(field.type))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise InputNotReadable(
+                f"end offsets file {path}: column {field.name} is not {field.type}"
+                f" ({_first_line(exc)})"
+            ) from None
+    ends = pa.table(columns, schema=END_OFFSETS_ARROW)
+    unnamed = (
+        ends.num_rows
+        - pc.sum(
+            pc.and_(pc.is_valid(ends.column("topic")), pc.is_valid(ends.column("partition")))
+        ).as_py()
+        if ends.num_rows
+        else 0
+    )
+    if unnamed:
+        raise InputNotReadable(
+            f"end offsets file {path}: {unnamed} row(s) without a topic or partition"
+        )
+    return ends
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def end_offsets_from_cluster(

@@ -171,10 +171,17 @@ def _expected_records(
 
 
 class _Stages:
-    """Logs one line per stage with its duration (and counts when known)."""
+    """Logs one line per stage with its duration (and counts when known), and each step as it
+    starts (`step`)."""
 
-    def __init__(self, report: RunReport, echo: Callable[[str], None]) -> None:
-        self.report, self.echo, self.started = report, echo, time.monotonic()
+    def __init__(
+        self,
+        report: RunReport,
+        echo: Callable[[str], None],
+        step: Callable[[str], None] = log.debug,
+    ) -> None:
+        self.report, self.echo, self.step = report, echo, step
+        self.started = time.monotonic()
 
     def done(self, stage: str, detail: str = "") -> None:
         now = time.monotonic()
@@ -190,6 +197,7 @@ def execute(
     options: RunOptions,
     *,
     echo: Callable[[str], None] = log.info,
+    step: Callable[[str], None] = log.debug,
     increment: incremental.Increment | None = None,
     end_offsets: EndOffsets | None = None,
 ) -> RunReport:
@@ -201,7 +209,7 @@ def execute(
     offsets (topic, partition, log_end_offset) for the `lag` table, or None.
     """
     with output_lock(options.output, options.run_id):
-        return _execute(spark, raw, options, echo, increment, end_offsets)
+        return _execute(spark, raw, options, echo, increment, end_offsets, step)
 
 
 def _execute(
@@ -211,35 +219,63 @@ def _execute(
     echo: Callable[[str], None],
     increment: incremental.Increment | None = None,
     end_offsets: EndOffsets | None = None,
+    step: Callable[[str], None] = log.debug,
 ) -> RunReport:
     """source -> route -> audit tasks -> decide -> write -> (state) -> publish the runs row."""
     started_ms = _now_ms()
     report = RunReport(run_id=options.run_id, status="running")
     if increment is not None:
         report.records_held_back = dict(increment.held_back)
-    stages = _Stages(report, echo)
+    stages = _Stages(report, echo, step)
     staging: Staging | None = None
     try:
         staging = Staging.fresh(options.output, options.run_id)
+        stages.step(f"planning: {_input_text(options, increment)}")
         inputs = _inputs(spark, raw, options, increment, staging)
+        stages.step(_audit_text(inputs, increment))
         audited = _audit(spark, raw, options, report, staging, inputs, increment, end_offsets)
         stages.done("read+audit", audited.summary(report, inputs.tasks))
         tables = _frames(spark, audited, options, report, staging)
+        stages.step(f"writing {len(tables)} tables under {options.output}")
         _write(spark, tables, options, report)
         _summarise(report, audited.stats)
         stages.done("decide+write", _written_summary(report))
         if increment is not None:  # after every audit table, before the runs row
             _store_increment(audited.manifest, increment, options, report, stages)
         report.status = "succeeded"
-    except Exception as exc:
+    except BaseException as exc:  # KeyboardInterrupt too: never a "running" row left behind
         report.status = "failed"
         report.error = _error_line(exc, options)
         raise
     finally:
+        stages.step(f"publishing run {options.run_id} ({report.status})")
         _publish(spark, report, options, started_ms)
         if staging is not None:
             staging.remove()
     return report
+
+
+def _input_text(options: RunOptions, increment: incremental.Increment | None) -> str:
+    """What the run reads, for its first step line."""
+    if increment is None:
+        return f"reading {', '.join(options.inputs) or options.topic}"
+    return (
+        f"{increment.new_records} new records of {options.topic} and"
+        f" {increment.kept_rows} kept from the last run"
+    )
+
+
+def _audit_text(inputs: _Inputs, increment: incremental.Increment | None) -> str:
+    """The audit step's line: the records counted (the dump's Parquet footers or the Kafka
+    range), the tasks and the shuffle."""
+    if increment is not None:
+        records: int | None = increment.new_records + increment.kept_rows
+    else:
+        rows = [unit.rows for units in inputs.units or [] for unit in units]
+        records = sum(rows) if rows and None not in rows else None
+    counted = f"{records} records" if records is not None else "the records"
+    shuffle = "file" if inputs.units is not None or inputs.records is not None else "Spark's"
+    return f"auditing {counted} in {inputs.tasks} tasks ({shuffle} shuffle)"
 
 
 def _records(raw: DataFrame, increment: incremental.Increment | None) -> DataFrame:
@@ -484,10 +520,12 @@ def _store_increment(
     stages.done("checkpoint", f"kept records {kept_id}, next offsets {increment.end_offsets}")
 
 
-def _error_line(exc: Exception, options: RunOptions) -> str:
+def _error_line(exc: BaseException, options: RunOptions) -> str:
     """The runs row's error: the exception's first line, with no secret in it."""
     from offsets_lib.io.sources.kafka import scrub
 
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (SIGINT)"
     first_line = f"{type(exc).__name__}: {exc}".splitlines()[0]
     return scrub(first_line, options.kafka_options)[:1000]
 

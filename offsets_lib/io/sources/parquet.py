@@ -55,8 +55,11 @@ def read_parquet_dump(spark: SparkSession, paths: list[str]) -> DataFrame:
     try:
         df = spark.read.parquet(*paths)
     except Exception as exc:  # AnalysisException: empty folder, not Parquet, race with deletion
+        reason = _first_line(exc)
+        if "UNABLE_TO_INFER_SCHEMA" in reason:
+            reason = "no Parquet data files found"
         raise InputNotReadable(
-            f"parquet input not readable: {', '.join(paths)}: {_first_line(exc)}"
+            f"parquet input not readable: {', '.join(paths)}: {reason}"
         ) from None
     return _select_raw_columns(df, paths)
 
@@ -87,18 +90,70 @@ def _conform(name: str, actual: T.DataType, wanted: T.DataType, where: str):
 
 
 def check_local_inputs(paths: list[str]) -> None:
-    """Fail with `InputNotReadable` when a local path (or glob) matches nothing; needs no Spark,
-    so the command line can report it before the JVM starts. Remote URIs are left to Spark."""
+    """Fail with `InputNotReadable` when a local path (or glob) matches nothing, when a folder
+    holds no data file, or when a data file is not Parquet (Spark reads every file of a folder
+    whose name does not start with _ or .); needs no Spark, so the command line reports it
+    before the JVM starts, in one line naming the file. Remote URIs are left to Spark."""
     for path in paths:
-        _check_local(path)
+        if _check_local(path):
+            for data_file in _data_files(path):
+                _check_parquet_file(data_file)
+
+
+def _local(path: str) -> str:
+    local = path[len("file://") :] if path.startswith("file://") else path
+    return local[len("file:") :] if local.startswith("file:") else local
+
+
+def _data_files(path: str) -> list[str]:
+    """The files Spark would read for a local path or glob (hidden names skipped, as Spark
+    skips them); a folder without any fails."""
+    local = _local(path)
+    matches = sorted(glob.glob(local)) if _GLOB_CHARS.search(local) else [local]
+    found = []
+    for match in matches:
+        if not os.path.isdir(match):
+            found.append(match)
+            continue
+        in_folder = []
+        for folder, dirs, files in os.walk(match):
+            dirs[:] = sorted(d for d in dirs if not _hidden(d))
+            in_folder += [os.path.join(folder, f) for f in sorted(files) if not _hidden(f)]
+        if not in_folder:
+            raise InputNotReadable(f"parquet input has no data files: {match} (an empty folder)")
+        found += in_folder
+    return found
+
+
+def _hidden(name: str) -> bool:
+    """Names Spark's file listing skips (_SUCCESS, _delta_log, .crc files...)."""
+    return name.startswith(("_", "."))
+
+
+_MAGIC = b"PAR1"
+
+
+def _check_parquet_file(path: str) -> None:
+    """A Parquet file starts and ends with PAR1; anything else fails Spark's read with a Java
+    stack that does not name the file."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(4)
+            f.seek(max(size - 4, 0))
+            tail = f.read(4)
+    except OSError as exc:
+        raise InputNotReadable(f"parquet input not readable: {path}: {exc.strerror}") from None
+    if size < 12 or head != _MAGIC or tail != _MAGIC:
+        what = "an empty file" if size == 0 else "not a Parquet file"
+        raise InputNotReadable(f"parquet input file is {what}: {path}")
 
 
 def _check_local(path: str) -> bool:
     """True when `path` is local and exists; raises when local and missing; False if remote."""
     scheme = urlparse(path).scheme
     if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
-        local = path[len("file://") :] if path.startswith("file://") else path
-        local = local[len("file:") :] if local.startswith("file:") else local
+        local = _local(path)
         found = glob.glob(local) if _GLOB_CHARS.search(local) else os.path.exists(local)
         if not found:
             raise InputNotReadable(f"parquet input not found: {path}")
