@@ -57,6 +57,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema
@@ -92,7 +93,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MAX_ROWS_PER_FILE = 2_097_152  # larger table writes split into several files
-MAX_STATS_STRING = 32  # longer strings get no min/max (a truncated max would be wrong)
+STATS_STRING_PREFIX = 32  # string min/max length: Delta-Spark's dataSkippingStringPrefixLength
+_ASCII_MAX, _UNICODE_MAX = "\x7f", "\U0010ffff"  # its tie-breakers after a cut max
 DELTA_EXTENSION = "DeltaSparkSessionExtension"
 
 
@@ -230,30 +232,66 @@ def _open_table(uri: str) -> DeltaTable | None:
 # ---- executor side: Parquet files + file rows ------------------------------------------------
 
 
+def _string_min(value: str) -> str:
+    """A lower bound of at most 32 characters: the value's prefix."""
+    return value[:STATS_STRING_PREFIX]
+
+
+def _string_max(value: str) -> str:
+    """An upper bound of a string, short where possible, built as Delta-Spark's
+    ``truncateMaxStringAgg`` builds it: a prefix of 32 to 64 characters, then U+007F or
+    U+10FFFF, whichever is greater than the character cut there; the whole value when no such
+    prefix exists (Delta-Spark leaves the max out then, which delta-rs' pyarrow dataset reads as
+    "no row can match"). Readers compare strings by their UTF-8 bytes, that is by code points,
+    as Python does."""
+    if len(value) <= STATS_STRING_PREFIX:
+        return value
+    for cut in range(STATS_STRING_PREFIX, min(len(value), 2 * STATS_STRING_PREFIX + 1)):
+        if value[cut] < _ASCII_MAX:
+            return value[:cut] + _ASCII_MAX
+        if value[cut] < _UNICODE_MAX:
+            return value[:cut] + _UNICODE_MAX
+    return value
+
+
 def _stat_value(value: Any, dtype: pa.DataType, *, upper: bool) -> Any:
-    """A Parquet statistic as Delta stats JSON, or None when it must be left out."""
+    """A column's min (or max, ``upper``) as Delta stats JSON, or None when it must be left out
+    (binary columns: no reader skips on them; non-finite floats: JSON has no such number)."""
+    if value is None:
+        return None
     if isinstance(value, datetime):  # Delta wants ms; round the max up so it stays an upper bound
         micros = value.microsecond % 1000
         if upper and micros:
             value += timedelta(microseconds=1000 - micros)
         value = value.replace(microsecond=value.microsecond - value.microsecond % 1000)
         return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    if pa.types.is_boolean(dtype):
+        return bool(value)
     if pa.types.is_integer(dtype):
         return int(value)
     if pa.types.is_floating(dtype):
         return float(value) if math.isfinite(value) else None
-    if pa.types.is_string(dtype) and len(value) <= MAX_STATS_STRING:
-        return value
+    if pa.types.is_string(dtype) and isinstance(value, str):
+        return _string_max(value) if upper else _string_min(value)
     return None
 
 
-def _file_stats(md: pq.FileMetaData, schema: pa.Schema) -> str:
-    """Delta ``stats`` JSON (numRecords, minValues, maxValues, nullCount) from the footer."""
+def _file_stats(
+    md: pq.FileMetaData, schema: pa.Schema, read_column: Callable[[str], pa.ChunkedArray]
+) -> str:
+    """Delta ``stats`` JSON (numRecords, minValues, maxValues, nullCount) from the footer.
+
+    Every column a reader may skip on gets a min and a max whenever it has a non-null value:
+    delta-rs (1.6) turns a missing one into a fragment guarantee that no row can match, so a
+    filter on that column would skip the file. A footer without them for a row group with
+    values (Parquet writers drop min/max of more than 4 KiB) costs a read of that column.
+    """
     flat = {f.name: f.type for f in schema if not pa.types.is_nested(f.type)}
-    mins: dict[str, Any] = {}
-    maxs: dict[str, Any] = {}
+    lows: dict[str, Any] = {}
+    highs: dict[str, Any] = {}
     nulls: dict[str, int] = {}
-    bad: set[str] = set()  # columns with a row group lacking min/max
+    bad: set[str] = set()  # no null count in some row group: no stats at all
+    unbounded: set[str] = set()  # values in a row group without min/max: read the column
     for i in range(md.num_row_groups):
         rg = md.row_group(i)
         for j in range(rg.num_columns):
@@ -266,24 +304,40 @@ def _file_stats(md: pq.FileMetaData, schema: pa.Schema) -> str:
                 continue
             nulls[name] = nulls.get(name, 0) + s.null_count
             if not s.has_min_max:
-                continue  # all-null row group: no bound to add
-            try:
-                lo = _stat_value(s.min, flat[name], upper=False)
-                hi = _stat_value(s.max, flat[name], upper=True)
-            except (OverflowError, ValueError):  # e.g. a timestamp beyond Python's year 9999
-                lo = hi = None
-            if lo is None or hi is None:
-                bad.add(name)
-                continue
-            mins[name] = lo if name not in mins else min(mins[name], lo)
-            maxs[name] = hi if name not in maxs else max(maxs[name], hi)
+                if s.null_count < rg.num_rows:
+                    unbounded.add(name)
+                continue  # else an all-null row group: no bound to add
+            lows[name] = s.min if name not in lows else min(lows[name], s.min)
+            highs[name] = s.max if name not in highs else max(highs[name], s.max)
+    for name in sorted(unbounded - bad):
+        bounds = pc.min_max(read_column(name))
+        lows[name], highs[name] = bounds["min"].as_py(), bounds["max"].as_py()
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    for name in [n for n in lows if n not in bad]:
+        try:
+            lo = _stat_value(lows[name], flat[name], upper=False)
+            hi = _stat_value(highs[name], flat[name], upper=True)
+        except (OverflowError, ValueError):  # e.g. a timestamp beyond Python's year 9999
+            lo = hi = None
+        if lo is not None and hi is not None:
+            mins[name], maxs[name] = lo, hi
     stats = {
         "numRecords": md.num_rows,
-        "minValues": {k: v for k, v in mins.items() if k not in bad},
-        "maxValues": {k: v for k, v in maxs.items() if k not in bad},
+        "minValues": mins,
+        "maxValues": maxs,
         "nullCount": {k: v for k, v in nulls.items() if k not in bad},
     }
     return json.dumps(stats, separators=(",", ":"))
+
+
+def _stats_of_file(fs: pafs.FileSystem, path: str, schema: pa.Schema) -> str:
+    """The Delta stats of a written Parquet file (`_file_stats`)."""
+
+    def read_column(name: str) -> pa.ChunkedArray:
+        return pq.read_table(path, columns=[name], filesystem=fs).column(0)
+
+    return _file_stats(pq.read_metadata(path, filesystem=fs), schema, read_column)
 
 
 def _prepare_batch(
@@ -331,7 +385,7 @@ def write_task_files(
                 "num_rows": part.num_rows,
                 "size": info.size,
                 "modification_time": info.mtime_ns // 1_000_000,
-                "stats": _file_stats(pq.read_metadata(info.path, filesystem=fs), schema),
+                "stats": _stats_of_file(fs, info.path, schema),
             }
         )
     return written
@@ -510,7 +564,7 @@ def _add_actions(
                 partition_values={RUN_ID: run_id},
                 modification_time=info.mtime_ns // 1_000_000,
                 data_change=True,
-                stats=_file_stats(pq.read_metadata(info.path, filesystem=fs), schema),
+                stats=_stats_of_file(fs, info.path, schema),
             )
         )
     return actions
