@@ -63,7 +63,9 @@ def lag_rows(offsets: pa.Table, *, as_of_ms: int) -> pa.Table:
     behind = pc.if_else(pc.or_(pc.is_null(end), pc.is_null(committed)), None, behind)
     commit = offsets.column("commit_timestamp")
     micros = np.asarray(pc.fill_null(pc.cast(commit, pa.int64()), 0), dtype=np.int64)
-    since = (as_of_ms / 1000.0) - micros / 1e6  # the same double arithmetic as Spark's
+    # integer microseconds, divided once: whole milliseconds stay exact decimals (546906.7, not
+    # the 546906.7000000477 of subtracting two rounded seconds)
+    since = (np.int64(as_of_ms) * 1000 - micros) / 1e6
     return pa.table(
         {
             "group_id": offsets.column("group_id"),
