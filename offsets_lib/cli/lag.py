@@ -125,15 +125,11 @@ def _lag_rows(output, run_id, end_offsets, bootstrap_servers, kafka_options, gro
     if offsets.num_rows == 0 and not sink.read_table(output, "runs", run_id=run_id).num_rows:
         raise click.UsageError(f"no run {run_id!r} under {output}")
     as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else datetime.now(UTC)
-    spark = session.get_or_create()
-    frame = spark.createDataFrame(
-        offsets.select(["group_id", "topic", "partition", "committed_offset", "commit_timestamp"])
-    )
-    if groups:
-        frame = frame.filter(frame.group_id.isin(list(groups)))
-    if end_offsets:
-        ends = watermarks.end_offsets_from_file(spark, end_offsets)
-    else:
+    # the log-end offsets before the JVM starts: a missing file or a dead broker fails at once
+    ends = None
+    if end_offsets and watermarks.pyarrow_reaches(end_offsets):
+        ends = watermarks.end_offsets_from_file(end_offsets)
+    elif not end_offsets:
         options = {"bootstrap.servers": bootstrap_servers}
         for item in kafka_options:
             key, sep, value = item.partition("=")
@@ -142,6 +138,14 @@ def _lag_rows(output, run_id, end_offsets, bootstrap_servers, kafka_options, gro
             options[key.removeprefix("kafka.")] = value
         topics = sorted({t for t in offsets.column("topic").to_pylist() if t})
         ends = watermarks.end_offsets_from_cluster(options, topics)
+    spark = session.get_or_create()
+    if ends is None:  # a file system only Spark reaches
+        ends = watermarks.end_offsets_from_file(end_offsets, spark)
+    frame = spark.createDataFrame(
+        offsets.select(["group_id", "topic", "partition", "committed_offset", "commit_timestamp"])
+    )
+    if groups:
+        frame = frame.filter(frame.group_id.isin(list(groups)))
     as_of_ms = int(as_of.timestamp() * 1000)
     result = lag.lag_frame(frame, ends, as_of_ms=as_of_ms).toArrow()
     return result.select(columns).to_pylist()
