@@ -335,13 +335,15 @@ class RunSnapshot:
 
 
 def _delta_dataset(output: str, name: str):
+    """A table's current files (None when it does not exist), filtered on the rows themselves:
+    no answer depends on the table's Delta stats (`storage.delta_dataset`)."""
     from offsets_lib.io import storage
     from offsets_lib.io.sink import table_uri
 
     uri = table_uri(output, name)
     if not storage.is_delta_table(uri):
         return None
-    return storage.delta_table(uri).to_pyarrow_dataset()
+    return storage.delta_dataset(uri)
 
 
 def load_run(output: str, run_id: str | None = None) -> RunSnapshot:

@@ -1,8 +1,8 @@
 """Small pandas queries over the audit tables, for notebooks and dashboards (no Spark, no JVM;
 a catalog database needs a session only to find where its tables are).
 
-The tables are read with delta-rs (:func:`offsets_lib.io.sink.read_table`); every function below
-takes and returns pandas DataFrames, so a notebook only presents what these return::
+The tables are read with pyarrow (:func:`offsets_lib.io.storage.delta_dataset`); every function
+below takes and returns pandas DataFrames, so a notebook only presents what these return::
 
     run = load_run("sample/tables")                    # latest successful run
     run = load_run(None, database="audit")             # the tables of `offsets run --database`
@@ -72,7 +72,15 @@ def table_exists(output: str, name: str) -> bool:
 
 
 def _read(output: str, name: str, run_id: str | None = None) -> pd.DataFrame:
-    return sink.read_table(output, name, run_id=run_id).to_pandas()
+    """A table (one run's partition when ``run_id`` is given), filtered on the rows: no result
+    depends on the table's Delta stats (`storage.delta_dataset`)."""
+    import pyarrow.dataset as ds
+
+    from offsets_lib.io import storage
+
+    dataset = storage.delta_dataset(sink.table_uri(output, name))
+    condition = None if run_id is None else ds.field("run_id") == run_id
+    return dataset.to_table(filter=condition).to_pandas()
 
 
 def latest_run_id(output: str) -> str:

@@ -51,3 +51,46 @@ def test_package_lists_are_appended_not_replaced() -> None:
         {"spark.jars.packages": "a:b:1", "x": "1"}, {"spark.jars.packages": "c:d:2,a:b:1"}
     )
     assert merged == {"spark.jars.packages": "a:b:1,c:d:2", "x": "1"}
+
+
+def test_delta_dataset_answers_without_the_delta_stats(tmp_path) -> None:
+    """Files whose add actions carry no or wrong min/max (delta-rs' own dataset then skips
+    them): every row is still found, and a filter on the partition column skips the other
+    partitions' files."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+    from deltalake import Schema
+    from deltalake.transaction import AddAction, create_table_with_add_actions
+
+    long_id = "core-aggregator-00177-" + "x" * 40
+    schema = pa.schema([("group_id", pa.string()), ("run_id", pa.string())])
+    actions = []
+    for run_id, ids, stats in (
+        ("r1", ["a", long_id], '{"numRecords":2}'),  # no min/max at all
+        ("r2", [long_id, "z"], '{"numRecords":2,"minValues":{"group_id":"y"}}'),  # a wrong min
+    ):
+        folder = tmp_path / "t" / f"run_id={run_id}"
+        folder.mkdir(parents=True)
+        pq.write_table(pa.table({"group_id": ids}), folder / "part-0.parquet")
+        actions.append(
+            AddAction(
+                path=f"run_id={run_id}/part-0.parquet",
+                size=(folder / "part-0.parquet").stat().st_size,
+                partition_values={"run_id": run_id},
+                modification_time=0,
+                data_change=True,
+                stats=stats,
+            )
+        )
+    uri = str(tmp_path / "t")
+    create_table_with_add_actions(uri, Schema.from_arrow(schema), actions, "error", ["run_id"])
+    dataset = storage.delta_dataset(uri)
+    found = dataset.to_table(filter=ds.field("group_id") == long_id).sort_by("run_id")
+    assert found.to_pylist() == [
+        {"group_id": long_id, "run_id": "r1"},
+        {"group_id": long_id, "run_id": "r2"},
+    ]
+    r2 = ds.field("run_id") == "r2"
+    assert [f.path.rsplit("/", 2)[-2] for f in dataset.get_fragments(filter=r2)] == ["run_id=r2"]
+    assert dataset.to_table(filter=r2).column("group_id").to_pylist() == [long_id, "z"]
