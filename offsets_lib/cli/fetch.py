@@ -112,7 +112,15 @@ def _notes(results) -> list[str]:
     "groups",
     multiple=True,
     metavar="G[:TOPIC[:P,P..]]",
-    help="Group, optionally one topic and its partitions (repeatable).",
+    help="Group, optionally one topic and its partitions (repeatable). A known group id is "
+    "taken whole; --group-id takes any id literally.",
+)
+@click.option(
+    "--group-id",
+    "group_ids",
+    multiple=True,
+    metavar="ID",
+    help="Group id taken literally (it may contain ':'), all its topics (repeatable).",
 )
 @click.option("--all-groups", is_flag=True, help="Every group of the run that exists.")
 @click.option(
@@ -127,21 +135,25 @@ def fetch_command(
     database: str | None,
     warehouse: str | None,
     groups: tuple[str, ...],
+    group_ids: tuple[str, ...],
     all_groups: bool,
     require_stable: bool,
     as_json: bool,
     run_id: str | None,
 ) -> None:
     """Committed offsets of groups, as a batched OffsetFetch (KIP-709) would return them."""
-    from offsets_lib.tools.fetch import NoRunError, fetch_offsets
+    from offsets_lib.tools.fetch import FetchRequest, NoRunError, fetch_offsets
 
-    if bool(groups) == all_groups:
-        fail(EXIT_USAGE, "fetch needs --group G[:TOPIC[:P,P..]] ... or --all-groups (not both)")
+    if bool(groups or group_ids) == all_groups:
+        fail(
+            EXIT_USAGE,
+            "fetch needs --group G[:TOPIC[:P,P..]] or --group-id ID ... or --all-groups (not both)",
+        )
     root = tables_root(output, database, warehouse)
     try:
         results = fetch_offsets(
             root,
-            None if all_groups else list(groups),
+            None if all_groups else [*(FetchRequest(g) for g in group_ids), *groups],
             require_stable=require_stable,
             run_id=run_id,
         )

@@ -550,5 +550,17 @@ def _as_requests(run: RunSnapshot, requests: Sequence[FetchRequest | str]) -> li
     if any(":" in s for s in strings):  # a group id may contain ':'; ask the tables
         candidates = list({s for s in strings} | {s.split(":")[0] for s in strings})
         known = [r["group_id"] for r in read_run_rows(run, "groups", ["group_id"], candidates)]
-    parsed = merge_requests([parse_group_spec(s, known_groups=known) for s in strings])
-    return [r for r in requests if isinstance(r, FetchRequest)] + parsed
+    specs = []
+    given = []
+    for r in requests:  # one request per group: plain FetchRequests merge with the strings
+        if isinstance(r, str):
+            specs.append(parse_group_spec(r, known_groups=known))
+        elif r.member_id is not None or r.member_epoch is not None or r.group_id is None:
+            given.append(r)
+        elif r.topics is None:
+            specs.append((r.group_id, None, None))
+        elif r.topics:
+            specs += [(r.group_id, t, parts) for t, parts in r.topics.items()]
+        else:  # no topic asked
+            given.append(r)
+    return given + merge_requests(specs)

@@ -181,6 +181,22 @@ def test_merge_requests() -> None:
     ]
 
 
+def test_literal_group_ids_merge_with_group_specs(monkeypatch) -> None:
+    """`--group-id app:prod` names that group whatever the tables hold; `--group` of the same
+    group is one request with it."""
+    monkeypatch.setattr(fetch, "read_run_rows", lambda *args: [])  # no group is known
+    requests = fetch._as_requests(
+        None, [FetchRequest("app:prod"), "app:prod", "g1:orders:1", FetchRequest("g1", {"t": None})]
+    )
+    assert requests == [
+        FetchRequest("app:prod", None),
+        FetchRequest("app", {"prod": None}),
+        FetchRequest("g1", {"orders": (1,), "t": None}),
+    ]
+    member = FetchRequest("g2", member_id="m", member_epoch=1)
+    assert fetch._as_requests(None, [member, "g2"]) == [member, FetchRequest("g2", None)]
+
+
 # ---- text output ------------------------------------------------------------------------------
 
 
