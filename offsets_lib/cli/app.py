@@ -57,6 +57,12 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
         fail(EXIT_USAGE, str(exc))
 
 
+DISTRIBUTION = "kafka-offsets-audit"  # pyproject's project name: `offsets --version`
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(
+    package_name=DISTRIBUTION, prog_name="offsets", message="%(prog)s %(version)s"
+)
 def main() -> None:
     """Audit __consumer_offsets: decode, compact, rebuild groups, predict the broker."""
