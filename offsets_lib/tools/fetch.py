@@ -375,14 +375,15 @@ def read_run_rows(
     run: RunSnapshot, name: str, columns: list[str], group_ids: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
     """One run's rows of a table (optionally for some groups only) as dicts."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     dataset = _delta_dataset(run.output, name)
-    if dataset is None:
+    if dataset is None or (group_ids is not None and not group_ids):
         return []
     condition = pc.field("run_id") == run.run_id
-    if group_ids is not None:
-        condition &= pc.field("group_id").isin(list(group_ids))
+    if group_ids is not None:  # typed: isin([]) of a string column raises ArrowTypeError
+        condition &= pc.field("group_id").isin(pa.array(list(group_ids), pa.string()))
     return dataset.to_table(columns=columns, filter=condition).to_pylist()
 
 
