@@ -48,11 +48,21 @@ matplotlib.use("Agg")  # headless; figures are shown as PNG images below
 import matplotlib.pyplot as plt
 import pandas as pd
 from IPython.display import Image, Markdown, display
+from matplotlib.ticker import FuncFormatter
 
 from offsets_lib.tools import notebook_queries as q
 
 pd.set_option("display.width", 160)
 pd.set_option("display.max_colwidth", 60)
+
+
+@FuncFormatter
+def readable(value, _position=None):
+    """Axis numbers as people write them (35.7 B, 1.2 M, 950), never 1e10 notation."""
+    for size, suffix in ((1e12, " T"), (1e9, " B"), (1e6, " M"), (1e3, " k")):
+        if abs(value) >= size:
+            return f"{value / size:.3g}{suffix}"
+    return f"{value:.3g}"
 
 
 def show(fig, name):
@@ -106,6 +116,7 @@ if worst.empty:
 else:
     fig, ax = plt.subplots(figsize=(9, 0.35 * max(len(worst), 3) + 1))
     ax.barh(worst["group_id"][::-1], worst[lag_column][::-1], color="tab:red")
+    ax.xaxis.set_major_formatter(readable)
     ax.set_xlabel(lag_label)
     ax.set_title(f"Lag by group (top {len(worst)})")
     show(fig, "lag_by_group")
@@ -140,8 +151,10 @@ else:
     ax.bar(timeline["bin_start"], timeline["offsets"], width=0.25, align="edge", label="per 6 h")
     ax2 = ax.twinx()
     ax2.step(timeline["bin_start"], timeline["cumulative"], where="post", color="tab:orange")
+    ax2.yaxis.set_major_formatter(readable)
     ax2.set_ylabel("cumulative")
     ax.axvline(run.as_of + pd.Timedelta(hours=24), color="grey", linestyle="--", linewidth=1)
+    ax.yaxis.set_major_formatter(readable)
     ax.set_ylabel("offsets expiring")
     ax.set_title("Expiry timeline: the next 7 days after as_of (dashed: +24 h)")
     fig.autofmt_xdate()
@@ -179,6 +192,7 @@ if rate.empty:
 else:
     fig, ax = plt.subplots(figsize=(9, 3))
     ax.plot(rate["hour"], rate["commits"], drawstyle="steps-post")
+    ax.yaxis.set_major_formatter(readable)
     ax.set_ylabel("commits / hour")
     ax.set_title(rate_label)
     fig.autofmt_xdate()
