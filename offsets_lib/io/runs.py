@@ -13,7 +13,14 @@ from typing import Any
 from offsets_lib.audit import runs
 from offsets_lib.io import sink, storage
 
-__all__ = ["RUNS_COLUMNS", "NoRunsTable", "NoSucceededRun", "latest_run", "read_runs"]
+__all__ = [
+    "RUNS_COLUMNS",
+    "NoRunsTable",
+    "NoSucceededRun",
+    "latest_run",
+    "read_runs",
+    "require_runs_table",
+]
 
 RUNS_COLUMNS = ["run_id", "status", "finished_at", "as_of", "error"]
 
@@ -26,11 +33,15 @@ class NoSucceededRun(LookupError):
     """The `runs` table has no succeeded run."""
 
 
+def require_runs_table(output: str) -> None:
+    """NoRunsTable unless ``output`` has a `runs` table."""
+    if not storage.is_delta_table(sink.table_uri(output, "runs")):
+        raise NoRunsTable(f"no tables under {output} (no runs table): run `offsets run` first")
+
+
 def read_runs(output: str, columns: list[str] | None = None) -> list[dict[str, Any]]:
     """Every row of the `runs` table (one per run id), ``columns`` of RUNS_COLUMNS by default."""
-    uri = sink.table_uri(output, "runs")
-    if not storage.is_delta_table(uri):
-        raise NoRunsTable(f"no tables under {output} (no runs table): run `offsets run` first")
+    require_runs_table(output)
     return sink.read_table(output, "runs", columns=columns or RUNS_COLUMNS).to_pylist()
 
 
