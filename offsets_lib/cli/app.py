@@ -59,4 +59,9 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
-    """Audit __consumer_offsets: decode, compact, rebuild groups, predict the broker."""
+    """Audit __consumer_offsets: decode, compact, rebuild groups, predict the broker.
+
+    The tables, their retention (`offsets prune`) and the latest succeeded run: TABLES.md. What
+    each rule id of the tables and answers means (EXP-..., ODEL-..., DEL-..., FETCH-...,
+    FEN-...): docs/rules.md.
+    """

@@ -82,3 +82,14 @@ def test_exp_and_odel_coordinators_are_those_of_the_decision_tables() -> None:
     documented = {rule: _documented_coordinators(sections[rule]) for rule in used}
     assert documented == used
     assert set().union(*documented.values()) == {str(c) for c in Coordinator}
+
+
+def test_the_help_and_tables_md_point_to_it() -> None:
+    from click.testing import CliRunner
+
+    from offsets_lib.cli import main
+
+    for command in ([], ["fetch"], ["fence-check"]):
+        result = CliRunner().invoke(main, [*command, "--help"])
+        assert result.exit_code == 0 and "docs/rules.md" in result.output, command
+    assert "(docs/rules.md)" in (REPO / "TABLES.md").read_text()
