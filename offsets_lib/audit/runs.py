@@ -26,6 +26,7 @@ __all__ = [
     "Retention",
     "RunTime",
     "latest_succeeded_run",
+    "latest_succeeded_sql",
     "recency_key",
     "runs_to_remove",
 ]
@@ -48,6 +49,15 @@ def latest_succeeded_run(rows: Iterable[Row]) -> Row | None:
         max(succeeded, key=lambda r: recency_key(r["finished_at"], r["run_id"]))
         if succeeded
         else None
+    )
+
+
+def latest_succeeded_sql(runs_table: str) -> str:
+    """`latest_succeeded_run` as a SQL query of its ``run_id`` (Spark SQL and DuckDB), for
+    catalog views; tests check that both engines pick the same run as the function."""
+    return (
+        f"SELECT run_id FROM {runs_table} WHERE status = '{SUCCEEDED}' "
+        "ORDER BY finished_at DESC NULLS LAST, run_id DESC LIMIT 1"
     )
 
 

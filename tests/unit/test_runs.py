@@ -13,6 +13,7 @@ from offsets_lib.audit.runs import (
     Retention,
     RunTime,
     latest_succeeded_run,
+    latest_succeeded_sql,
     runs_to_remove,
 )
 from offsets_lib.cli.lag import _latest_run as lag_latest_run
@@ -21,6 +22,9 @@ from offsets_lib.tools.fetch import NoRunError
 from offsets_lib.tools.fetch import load_run as fetch_load_run
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
+RUN_ROWS = pa.schema(
+    [("run_id", pa.string()), ("status", pa.string()), ("finished_at", pa.timestamp("us", "UTC"))]
+)
 
 
 def row(run_id: str, status: str, finished_at: datetime | None) -> dict:
@@ -48,6 +52,27 @@ def row(run_id: str, status: str, finished_at: datetime | None) -> dict:
 def test_latest_succeeded_run_tie_breaks(rows: list[dict], expected: str) -> None:
     chosen = latest_succeeded_run(rows)
     assert chosen is not None and chosen["run_id"] == expected
+
+
+TIE_BREAKS = [
+    [row("run-b", "succeeded", T0), row("run-a", "succeeded", T0)],
+    [row("r1", "succeeded", T0), row("r2", "failed", T0 + timedelta(hours=1))],
+    [row("r1", "succeeded", T0), row("r2", "running", None)],
+    [row("z", "succeeded", None), row("a", "succeeded", T0)],
+    [row("z", "succeeded", None), row("y", "succeeded", None)],
+    [row("b", "succeeded", T0), row("a", "succeeded", T0 + timedelta(seconds=1))],
+    [row("r", "failed", T0)],
+]
+
+
+@pytest.mark.parametrize("rows", TIE_BREAKS)
+def test_the_sql_form_picks_the_same_run(rows: list[dict]) -> None:
+    import duckdb
+
+    runs = pa.Table.from_pylist(rows, schema=RUN_ROWS)  # noqa: F841 (read by DuckDB by name)
+    picked = duckdb.sql(latest_succeeded_sql("runs")).fetchall()
+    expected = latest_succeeded_run(rows)
+    assert picked == ([] if expected is None else [(expected["run_id"],)])
 
 
 def test_no_succeeded_run() -> None:
