@@ -355,7 +355,7 @@ OFFSET_DECISIONS = TableSpec(
             _col(
                 "rule",
                 StringType(),
-                "Row id of semantics.md that decided expiry (e.g. EXP-EMPTY-STATE-TS).",
+                "Expiry rule that decided (e.g. EXP-EMPTY-STATE-TS; each rule id: docs/rules.md).",
             ),
             _col(
                 "delete_error",
@@ -366,8 +366,8 @@ OFFSET_DECISIONS = TableSpec(
             _col(
                 "delete_rule",
                 StringType(),
-                "Row id of semantics.md section 6 that decided delete_error "
-                "(e.g. ODEL-SUBSCRIBED).",
+                "OffsetDelete rule that decided delete_error (e.g. ODEL-SUBSCRIBED; "
+                "docs/rules.md).",
             ),
             _offsets_partition("the commit"),
             _run_id(),
@@ -393,7 +393,7 @@ GROUP_DECISIONS = TableSpec(
                 "Earliest instant the group is deleted if nothing changes; null = never under "
                 "the current state.",
             ),
-            _col("rule", StringType(), "Row id of semantics.md that decided (e.g. DEL-NEW)."),
+            _col("rule", StringType(), "Deletion rule that decided (e.g. DEL-NEW; docs/rules.md)."),
             _col("group_type", StringType(), "Copy of groups.group_type."),
             _col("state", StringType(), "Copy of groups.state."),
             _col(

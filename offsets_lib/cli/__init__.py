@@ -6,7 +6,7 @@ imports only `app`; this module adds them to the group, so nothing imports in a 
 
 from __future__ import annotations
 
-from offsets_lib.cli import fetch, generate, inspect, lag, run
+from offsets_lib.cli import fetch, generate, inspect, lag, prune, run
 from offsets_lib.cli.app import main
 
 for _command in (
@@ -16,6 +16,7 @@ for _command in (
     fetch.fence_check_command,
     lag.lag_command,
     generate.generate_command,
+    prune.prune_command,
 ):
     main.add_command(_command)
 

@@ -65,4 +65,9 @@ DISTRIBUTION = "kafka-offsets-audit"  # pyproject's project name: `offsets --ver
     package_name=DISTRIBUTION, prog_name="offsets", message="%(prog)s %(version)s"
 )
 def main() -> None:
-    """Audit __consumer_offsets: decode, compact, rebuild groups, predict the broker."""
+    """Audit __consumer_offsets: decode, compact, rebuild groups, predict the broker.
+
+    The tables, their retention (`offsets prune`) and the latest succeeded run: TABLES.md. What
+    each rule id of the tables and answers means (EXP-..., ODEL-..., DEL-..., FETCH-...,
+    FEN-...): docs/rules.md.
+    """

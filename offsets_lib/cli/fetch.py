@@ -105,7 +105,7 @@ def _notes(results) -> list[str]:
     return notes
 
 
-@click.command("fetch")
+@click.command("fetch", epilog="Each rule id (FETCH-...) is explained in docs/rules.md.")
 @tables_options
 @click.option(
     "--group",
@@ -264,7 +264,7 @@ def _java_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-@click.command("fence-check")
+@click.command("fence-check", epilog="Each rule id (FEN-...) is explained in docs/rules.md.")
 @tables_options
 @click.option("--group", required=True, help="Group id.")
 @click.option("--member", required=True, help="Member id ('' for none).")

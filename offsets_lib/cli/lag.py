@@ -104,11 +104,12 @@ def _read(output: str, name: str, run_id: str | None = None, columns=None):
 
 
 def _latest_run(output: str) -> str:
-    runs = _read(output, "runs", columns=["run_id", "status", "finished_at"])
-    done = [r for r in runs.to_pylist() if r["status"] == "succeeded"]
-    if not done:
-        raise click.UsageError(f"no succeeded run under {output}")
-    return max(done, key=lambda r: r["finished_at"])["run_id"]
+    from offsets_lib.io import runs
+
+    try:
+        return runs.latest_run(output)["run_id"]
+    except LookupError as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 def _lag_rows(output, run_id, end_offsets, bootstrap_servers, kafka_options, groups) -> list:

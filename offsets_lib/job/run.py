@@ -62,17 +62,17 @@ class RejectRatioExceeded(RuntimeError):
     """Too many undecodable records (exit status 4); rejects and a failed runs row are written."""
 
 
-def parse_retention(text: str) -> int:
-    """`7d`, `168h`, `10080m`, `604800s`, `604800000ms` -> milliseconds."""
+def parse_retention(text: str, option: str = "--retention") -> int:
+    """`7d`, `168h`, `10080m`, `604800s`, `604800000ms` -> milliseconds (any time span option)."""
     match = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h|d)\s*", text or "")
     if not match:
         raise UsageError(
-            f"--retention {text!r}: expected a number with a unit,"
+            f"{option} {text!r}: expected a number with a unit,"
             " e.g. 7d, 168h, 10080m, 604800000ms"
         )
     value = int(match.group(1)) * _RETENTION_UNITS[match.group(2)]
     if value <= 0:
-        raise UsageError(f"--retention {text!r}: must be positive")
+        raise UsageError(f"{option} {text!r}: must be positive")
     return value
 
 

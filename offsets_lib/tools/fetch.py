@@ -347,25 +347,24 @@ def _delta_dataset(output: str, name: str):
 
 
 def load_run(output: str, run_id: str | None = None) -> RunSnapshot:
-    """The latest successful run (by finished_at), or ``run_id``; NoRunError otherwise."""
+    """The latest succeeded run (`io.runs.latest_run`), or ``run_id``; NoRunError otherwise."""
     import pyarrow.compute as pc
 
-    runs = _delta_dataset(output, "runs")
-    if runs is None:
-        raise NoRunError(f"no tables under {output} (no Delta table 'runs')")
-    table = runs.to_table(columns=["run_id", "status", "finished_at", "as_of"])
+    from offsets_lib.io import runs
+
+    try:
+        rows = runs.read_runs(output)
+        if run_id is None:
+            row = runs.latest_run(output, rows)
+    except LookupError as exc:
+        raise NoRunError(str(exc)) from None
     if run_id is not None:
-        rows = table.filter(pc.field("run_id") == run_id).to_pylist()
-        if not rows:
+        named = [r for r in rows if r["run_id"] == run_id]
+        if not named:
             raise NoRunError(f"run {run_id!r} not found in {output}/runs")
-        if rows[0]["status"] != "succeeded":
-            raise NoRunError(f"run {run_id!r} in {output}/runs has status {rows[0]['status']!r}")
-        row = rows[0]
-    else:
-        ok = [r for r in table.to_pylist() if r["status"] == "succeeded"]
-        if not ok:
-            raise NoRunError(f"no successful run in {output}/runs")
-        row = max(ok, key=lambda r: (r["finished_at"] is not None, r["finished_at"], r["run_id"]))
+        if named[0]["status"] != "succeeded":
+            raise NoRunError(f"run {run_id!r} in {output}/runs has status {named[0]['status']!r}")
+        row = named[0]
     lag = _delta_dataset(output, "lag")
     has_lag = lag is not None and lag.count_rows(filter=pc.field("run_id") == row["run_id"]) > 0
     return RunSnapshot(output, row["run_id"], row["as_of"], row["finished_at"], has_lag)

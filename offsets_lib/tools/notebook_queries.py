@@ -84,14 +84,11 @@ def _read(output: str, name: str, run_id: str | None = None) -> pd.DataFrame:
 
 
 def latest_run_id(output: str) -> str:
-    """Id of the latest successful run (``runs`` is committed last, so its tables are complete)."""
-    if not table_exists(output, "runs"):
-        raise LookupError(f"no runs table under {output!r}: run `offsets run --output` first")
-    runs = _read(output, "runs")
-    done = runs[runs["status"] == "succeeded"].sort_values(["finished_at", "run_id"])
-    if done.empty:
-        raise LookupError(f"no successful run under {output!r}")
-    return str(done["run_id"].iloc[-1])
+    """Id of the latest succeeded run, as every reader picks it (`io.runs.latest_run`; ``runs``
+    is committed last, so its tables are complete). LookupError when there is none."""
+    from offsets_lib.io import runs
+
+    return str(runs.latest_run(output)["run_id"])
 
 
 def load_run(
