@@ -47,6 +47,34 @@ LAST_VALUE_TYPES = frozenset({8, 14, 22})
 """Current-assignment records: a tombstone keeps the member's state from the value before it
 (G-M4), so the replay also reads the newest value of each such key."""
 
+# LOG-6: the new coordinator refuses to replay these tombstones (IllegalStateException in
+# GroupMetadataManager.replay) and so fails to load the whole offsets partition; the ids name the
+# check in the `load_failures` table. A group tombstone (types 3, 11, 17) while the group still
+# has members, or target-assignment members, or a target-assignment epoch (its tombstone, types
+# 6, 12, 20, was not replayed first); a member tombstone (types 5, 10, 19) whose member epoch is
+# not -1 (no current-assignment tombstone first) or whose member is still in the target assignment.
+GROUP_HAS_MEMBERS = "GROUP_TOMBSTONE_WITH_MEMBERS"
+GROUP_HAS_TARGET_MEMBERS = "GROUP_TOMBSTONE_WITH_TARGET_ASSIGNMENT_MEMBERS"
+GROUP_KEEPS_TARGET_EPOCH = "GROUP_TOMBSTONE_WITHOUT_TARGET_ASSIGNMENT_TOMBSTONE"
+MEMBER_EPOCH_NOT_LEFT = "MEMBER_TOMBSTONE_WITH_EPOCH_NOT_MINUS_ONE"
+MEMBER_IN_TARGET = "MEMBER_TOMBSTONE_WITH_TARGET_ASSIGNMENT"
+LOAD_CHECKS = (
+    GROUP_HAS_MEMBERS,
+    GROUP_HAS_TARGET_MEMBERS,
+    GROUP_KEEPS_TARGET_EPOCH,
+    MEMBER_EPOCH_NOT_LEFT,
+    MEMBER_IN_TARGET,
+)
+_TARGET_MEMBER_TYPES = frozenset({7, 13, 21})
+
+LOAD_FAILURE = pa.struct(
+    [
+        ("check", pa.string()),
+        ("log_offset", pa.int64()),
+        ("member_id", pa.string()),
+        ("detail", pa.string()),
+    ]
+)
 PARTITION = pa.struct(
     [
         ("topic", pa.string()),
@@ -90,6 +118,11 @@ GROUP_STATE_ARROW = pa.schema(
         ("member_count", pa.int32()),
         ("members", pa.list_(MEMBER)),
         ("state_notes", pa.string()),
+        # DEL-STREAMS-PLUGIN: a streams group's StoredDescriptionTopologyEpoch (-1 when absent);
+        # null for other groups
+        ("stored_description_topology_epoch", pa.int32()),
+        # LOG-6: the group's tombstones the new coordinator refuses to replay (empty: none)
+        ("load_failures", pa.list_(LOAD_FAILURE)),
     ]
 )
 
@@ -110,6 +143,10 @@ class _Modern:
     topology_epoch: int | None = None
     topology_topics: list[str] = field(default_factory=list)
     validated_topology_epoch: int = -1
+    # DEL-STREAMS-PLUGIN: the topology epoch a description plugin holds (-1: none, -2: uncertain)
+    stored_description_topology_epoch: int = -1
+    # members of the target assignment (types 7, 13, 21), read only by the LOG-6 checks
+    target_members: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -141,6 +178,7 @@ def replay_group(
     modern: _Modern | None = None
     removed_at = -1
     notes: list[str] = []
+    failures: list[dict[str, Any]] = []
     for event in events:
         kind = event.record_type
         if kind == OFFSET_SUMMARY:
@@ -166,6 +204,8 @@ def replay_group(
         if family is None or not coordinator.reads_modern_records:
             continue
         metadata_type = _MODERN_TYPES[family][0]
+        if modern is not None and modern.family == family:
+            failures += load_check_failures(modern, event)
         if event.is_tombstone and kind == metadata_type:
             if modern is not None and modern.family == family:
                 modern, removed_at = None, event.log_offset
@@ -189,8 +229,55 @@ def replay_group(
         row = _modern_row(modern)
     else:
         row = _dead_group()
-    row.update(log_partition=log_partition, group_id=group_id, state_notes="; ".join(notes) or None)
+    if failures:
+        notes.append(
+            f"LOG-6: the broker fails to load offsets partition {log_partition} "
+            f"({', '.join(sorted({f['check'] for f in failures}))}; table load_failures)"
+        )
+    row.update(
+        log_partition=log_partition,
+        group_id=group_id,
+        state_notes="; ".join(notes) or None,
+        load_failures=failures,
+    )
     return row
+
+
+def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
+    """LOG-6: the new coordinator's replay checks that `event`, a record of `group`'s own family,
+    fails (empty when it passes or is not a group or member tombstone). A member tombstone for
+    a member the group does not have is ignored by the broker, and so here."""
+    if not event.is_tombstone:
+        return []
+    kind, member_id = event.record_type, event.member_id or ""
+    failed: list[tuple[str, str | None, str]] = []
+    if kind == _MODERN_TYPES[group.family][0]:
+        if group.members:
+            failed.append((GROUP_HAS_MEMBERS, None, f"members {_some(group.members)} remain"))
+        if group.target_members:
+            names = _some(group.target_members)
+            failed.append((GROUP_HAS_TARGET_MEMBERS, None, f"target assignment of {names}"))
+        if group.target_epoch != -1:
+            failed.append(
+                (GROUP_KEEPS_TARGET_EPOCH, None, f"target assignment epoch {group.target_epoch}")
+            )
+    elif kind in (5, 10, 19) and member_id in group.members:
+        epoch = _state_and_epoch(group, member_id)[1]
+        if epoch != LEFT_MEMBER_EPOCH:
+            failed.append((MEMBER_EPOCH_NOT_LEFT, member_id, f"member epoch {epoch}"))
+        if member_id in group.target_members:
+            failed.append((MEMBER_IN_TARGET, member_id, "the member is in the target assignment"))
+    return [
+        {"check": check, "log_offset": event.log_offset, "member_id": member, "detail": detail}
+        for check, member, detail in failed
+    ]
+
+
+def _some(member_ids: Iterable[str], shown: int = 3) -> str:
+    """A few member ids for a message, sorted: 'a, b, c and 2 more'."""
+    ids = sorted(member_ids)
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return ", ".join(ids[:shown]) + more
 
 
 def _simple_group() -> dict[str, Any]:
@@ -206,6 +293,7 @@ def _simple_group() -> dict[str, Any]:
         "target_assignment_epoch": None,
         "member_count": 0,
         "members": [],
+        "stored_description_topology_epoch": None,
     }
 
 
@@ -243,6 +331,7 @@ def _classic_group(value: dict[str, Any]) -> dict[str, Any]:
         "target_assignment_epoch": None,
         "member_count": len(members),
         "members": members,
+        "stored_description_topology_epoch": None,
     }
 
 
@@ -307,6 +396,8 @@ def _apply_modern(group: _Modern, event: Event) -> None:
         if kind == 17:  # G-T3: absent (written by 4.1) = -1
             validated = value.get("ValidatedTopologyEpoch")
             group.validated_topology_epoch = -1 if validated is None else validated
+            stored = value.get("StoredDescriptionTopologyEpoch")  # absent (before 4.4) = -1
+            group.stored_description_topology_epoch = -1 if stored is None else stored
     elif kind in (6, 12, 20):
         group.target_epoch = -1 if event.is_tombstone else value.get("AssignmentEpoch", 0)
     elif kind in (5, 10, 19):
@@ -315,6 +406,11 @@ def _apply_modern(group: _Modern, event: Event) -> None:
             group.assignments.pop(member_id, None)
         else:
             group.members[member_id] = value
+    elif kind in _TARGET_MEMBER_TYPES:
+        if event.is_tombstone:
+            group.target_members.discard(member_id)
+        else:
+            group.target_members.add(member_id)
     elif kind in (8, 14, 22):
         if not event.is_tombstone:
             group.assignments[member_id] = value
@@ -340,6 +436,7 @@ def _apply_modern(group: _Modern, event: Event) -> None:
 # once the group exists (target-assignment member records, partition-metadata tombstones, ...),
 # except partition-metadata values (4, 9), whose topic names accumulate: always needed.
 _EPOCH, _TARGET, _TOPOLOGY = ("epoch",), ("target",), ("topology",)
+_GROUP_CHECK_CELLS = frozenset({"member", "target_member", "target"})  # LOG-6 group tombstone
 _ALWAYS_NEEDED_TYPES = frozenset({4, 9})
 
 
@@ -349,10 +446,14 @@ def _cells(event: Event) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, 
     member, assignment = ("member", event.member_id or ""), ("assignment", event.member_id or "")
     if kind in (3, 11, 17):  # a value: metadata tombstones are handled before
         return ((_EPOCH, ("validated",)) if kind == 17 else (_EPOCH,)), ()
+    if kind in _TARGET_MEMBER_TYPES:  # read by the LOG-6 checks of later tombstones
+        return (("target_member", event.member_id or ""),), ()
     if kind in (6, 12, 20):
         return (_TARGET,), ()
-    if kind in (5, 10, 19):
-        return ((member, assignment) if event.is_tombstone else (member,)), ()
+    if kind in (5, 10, 19):  # LOG-6: a tombstone reads the member's epoch and target
+        if event.is_tombstone:
+            return (member, assignment), (assignment, ("target_member", event.member_id or ""))
+        return (member,), ()
     if kind in (8, 14, 22):  # G-M4: a tombstone reads the member and its assignment
         return (assignment,), ((member, assignment) if event.is_tombstone else ())
     if kind == 16:
@@ -373,8 +474,12 @@ def needed_records(events: list[Event]) -> list[bool]:
     changes a classic group or leaves a note (the structure is replayed exactly), or when it
     writes a cell of the group's state (`_cells`) that a later needed record reads or that
     survives to the end. A share group's records are all needed (whether one takes over an id
-    depends on offset commits, which are not among these records)."""
+    depends on offset commits, which are not among these records), and so are those of a group
+    that may fail a LOG-6 check (replayed without values, the checks fail wherever a value
+    might make them fail): the partition stays unloadable while these records are in the log."""
     if any(_FAMILY_OF.get(e.record_type) == SHARE for e in events):
+        return [True] * len(events)
+    if replay_group(-1, "", events)["load_failures"]:
         return [True] * len(events)
     # forward: which records change the group's existence (family), as the replay does
     modern: str | None = None
@@ -401,18 +506,28 @@ def needed_records(events: list[Event]) -> list[bool]:
             modern = family
         else:
             regular[i] = True
-    # backward: a regular record is needed when it writes a cell still live after it
+    # backward: a regular record is needed when it writes a cell still live after it. Before a
+    # reset every cell is dead, except what a group tombstone's LOG-6 checks read (its members,
+    # target-assignment members and target epoch) and what needed records before it read.
     dead: set[tuple[str, ...]] = set()
+    alive: set[tuple[str, ...]] = set()
+    alive_kinds: frozenset[str] = frozenset()
     all_dead = False
     for i in range(len(events) - 1, -1, -1):
         if resets[i]:
-            all_dead, dead = True, set()
-        elif regular[i] and not all_dead:
+            all_dead, dead, alive = True, set(), set()
+            is_group_tombstone = events[i].is_tombstone and events[i].record_type != 2
+            alive_kinds = _GROUP_CHECK_CELLS if is_group_tombstone else frozenset()
+        elif regular[i]:
             written, read = _cells(events[i])
-            if any(cell not in dead for cell in written):
+            if any(
+                cell not in dead and (not all_dead or cell in alive or cell[0] in alive_kinds)
+                for cell in written
+            ):
                 needed[i] = True
                 dead.update(written)
                 dead.difference_update(read)
+                alive.update(read)
     return needed
 
 
@@ -456,6 +571,9 @@ def _modern_row(group: _Modern) -> dict[str, Any]:
         "target_assignment_epoch": group.target_epoch,
         "member_count": len(members),
         "members": members,
+        "stored_description_topology_epoch": (
+            group.stored_description_topology_epoch if group.family == STREAMS else None
+        ),
     }
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.audit.arrays import key_strings
+from offsets_lib.audit.arrays import as_bools, key_strings
 from offsets_lib.audit.coordinator import Coordinator
 
 DAY_MS = 86_400_000
@@ -453,6 +453,7 @@ def with_offset_delete(offsets: pa.Table, *, coordinator: Coordinator) -> pa.Tab
 
 DEL_NEW = "DEL-NEW"
 DEL_CLASSIC = "DEL-CLASSIC"
+DEL_STREAMS_PLUGIN = "DEL-STREAMS-PLUGIN"
 
 
 @dataclass(frozen=True)
@@ -479,6 +480,18 @@ DELETION_BLOCKERS: Sequence[Blocker] = (
     Blocker("OFFSETS_NEVER_EXPIRE", _has("_never")),
     Blocker("OFFSETS_NOT_EXPIRED", _has("_unexpired")),
 )
+
+
+def has_stored_topology_description(g: pa.Table) -> Condition:
+    """DEL-STREAMS-PLUGIN: a streams group whose metadata stores a topology-description epoch
+    other than -1 (tag 2, 4.4.0, KIP-1331) was written under a topology-description plugin: the
+    cleanup that would delete it first clears the epoch, and a later one deletes the group."""
+    stored = pc.not_equal(g.column("stored_description_topology_epoch"), -1)
+    return pc.fill_null(pc.and_kleene(_is(g, "group_type", "streams"), stored), False)
+
+
+# DEL-STREAMS-PLUGIN: reported after every other blocker, and it makes deletes_at unknown (null)
+TOPOLOGY_PLUGIN = Blocker("TOPOLOGY_DESCRIPTION_STORED", has_stored_topology_description)
 # DEL-CLASSIC: a tombstone is written only for groups with generation > 0
 GENERATION_0 = Blocker(
     "GENERATION_0_NO_TOMBSTONE", lambda g: pc.less_equal(pc.fill_null(g.column("generation"), 0), 0)
@@ -520,8 +533,9 @@ def _offset_facts_by_group(groups: pa.Table, decided_offsets: pa.Table) -> pa.Ta
 def with_group_deletion(
     groups: pa.Table, decided_offsets: pa.Table, *, coordinator: Coordinator, as_of_ms: int
 ) -> pa.Table:
-    """Add whether a cleanup run at as_of deletes each group (DEL-NEW / DEL-CLASSIC) and when it
-    would: `deleted`, `deletes_at_ms`, `deletion_rule`, `blocked_by`.
+    """Add whether a cleanup run at as_of deletes each group (DEL-NEW / DEL-CLASSIC /
+    DEL-STREAMS-PLUGIN) and when it would: `deleted`, `deletes_at_ms`, `deletion_rule`,
+    `blocked_by`.
 
     `decided_offsets` are the groups' offsets after `with_expiration`. `deletes_at_ms` is the
     earliest time the group would be deleted if nothing else happens: the latest expiry of its
@@ -535,21 +549,31 @@ def with_group_deletion(
             **{n: facts.column(n) for n in facts.column_names},
         }
     )
-    blockers = [*DELETION_BLOCKERS, *([GENERATION_0] if coordinator.is_scala else [])]
-    blocked = _first_match([b.applies(g) for b in blockers])
+    blockers = [
+        *DELETION_BLOCKERS,
+        *([GENERATION_0] if coordinator.is_scala else [TOPOLOGY_PLUGIN]),
+    ]
+    conditions = [b.applies(g) for b in blockers]
+    blocked = _first_match(conditions)
     # a group blocked only by offsets that will expire is deleted when the last one does
     reasons = [b.reason for b in blockers]
     waits_for_expiry = (blocked < 0) | (blocked == reasons.index("OFFSETS_NOT_EXPIRED"))
     has_offsets = np.asarray(facts.column("_offsets"), dtype=np.int64) > 0
     last = Deadline.of(facts.column("_last_expiry_ms"))
+    plugin = (
+        np.zeros(groups.num_rows, dtype=bool)
+        if coordinator.is_scala
+        else as_bools(conditions[blockers.index(TOPOLOGY_PLUGIN)])
+    )
     deletes_at = Deadline(
         np.where(has_offsets, last.ms, as_of_ms),
-        waits_for_expiry & np.where(has_offsets, last.valid, True),
+        waits_for_expiry & np.where(has_offsets, last.valid, True) & ~plugin,
     )
     rule = DEL_CLASSIC if coordinator.is_scala else DEL_NEW
+    rules = np.where(plugin, DEL_STREAMS_PLUGIN, rule)
     return (
         groups.append_column("deleted", pa.array(blocked < 0))
         .append_column("deletes_at_ms", deletes_at.array())
-        .append_column("deletion_rule", pa.array([rule] * groups.num_rows, pa.string()))
+        .append_column("deletion_rule", pa.array(rules.tolist(), pa.string()))
         .append_column("blocked_by", _labels(reasons, blocked))
     )

@@ -264,6 +264,19 @@ def _java_length(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def run_coordinator(run) -> str | None:
+    """The --coordinator the run was made with (runs.coordinator); None when not recorded."""
+    import pyarrow.compute as pc
+
+    from offsets_lib.tools.fetch import _delta_dataset
+
+    dataset = _delta_dataset(run.output, "runs")
+    if dataset is None or "coordinator" not in dataset.schema.names:
+        return None
+    rows = dataset.to_table(columns=["coordinator"], filter=pc.field("run_id") == run.run_id)
+    return next((c for c in rows.column("coordinator").to_pylist() if c), None)
+
+
 @click.command("fence-check", epilog="Each rule id (FEN-...) is explained in docs/rules.md.")
 @tables_options
 @click.option("--group", required=True, help="Group id.")
@@ -279,18 +292,35 @@ def _java_length(text: str) -> int:
 @click.option("--transactional", is_flag=True, help="A TxnOffsetCommit (from a producer).")
 @click.option("--instance-id", help="group.instance.id of a static member.")
 @click.option(
+    "--coordinator",
+    type=click.Choice(["new", "classic-2.4", "classic-2.1", "pre-2.1"]),
+    help="Coordinator that answers the commit (default: the run's --coordinator).",
+)
+@click.option(
     "--api-version",
     type=int,
-    default=9,
-    show_default=True,
-    help="OffsetCommit request version (FEN-G2/G3, FEN-M4).",
+    help="Request version: OffsetCommit, or TxnOffsetCommit with --transactional (FEN-G2/G3/G3T,"
+    " FEN-M4, FEN-M5). Default: the newest the coordinator speaks (new: OffsetCommit v10,"
+    " TxnOffsetCommit v6).",
 )
 @click.option("--metadata", default="", help="Offset metadata to commit (FEN-G5 size check).")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--run-id", help="Run to read (default: the latest successful run).")
 def fence_check_command(**kw: Any) -> None:
-    """Would this offset commit be fenced? Strict (== epoch) and relaxed (KIP-1251) rules."""
-    from offsets_lib.tools.fence import CommitRequest, decide_relaxed, decide_strict
+    """Would this offset commit be fenced? Strict (== epoch) and relaxed (KIP-1251) rules.
+
+    The last line says what the chosen coordinator's own rule answers (new: relaxed, as Kafka
+    4.3+; the Scala coordinators: strict). Exit 0 whatever the answer; 2 bad usage, 3 no tables
+    or no such run.
+    """
+    from offsets_lib.audit.coordinator import Coordinator
+    from offsets_lib.tools.fence import (
+        CommitRequest,
+        decide_relaxed,
+        decide_strict,
+        is_fenced,
+        newest_version,
+    )
     from offsets_lib.tools.fetch import NoRunError, load_run
 
     root = tables_root(kw["output"], kw["database"], kw["warehouse"])
@@ -298,6 +328,15 @@ def fence_check_command(**kw: Any) -> None:
         run = load_run(root, kw["run_id"])
     except NoRunError as exc:
         fail(EXIT_INPUT, str(exc))
+    coordinator = Coordinator(kw["coordinator"] or run_coordinator(run) or Coordinator.NEW)
+    newest = newest_version(coordinator, transactional=kw["transactional"])
+    version = newest if kw["api_version"] is None else kw["api_version"]
+    if not 0 <= version <= newest:
+        kind = "TxnOffsetCommit" if kw["transactional"] else "OffsetCommit"
+        fail(
+            EXIT_USAGE,
+            f"--api-version {version}: the {coordinator} coordinator answers {kind} v0-v{newest}",
+        )
     group = load_fencing_group(run, kw["group"])
     if group is not None and group.group_type == "consumer":
         ids = topic_ids_for(run, kw["topic"])
@@ -311,14 +350,17 @@ def fence_check_command(**kw: Any) -> None:
         partition=kw["partition"],
         transactional=kw["transactional"],
         instance_id=kw["instance_id"],
-        api_version=kw["api_version"],
+        api_version=version,
         metadata_length=_java_length(kw["metadata"]),
     )
     decisions = {"strict": decide_strict(group, request), "relaxed": decide_relaxed(group, request)}
+    deciding = "strict" if coordinator.is_scala else "relaxed"
+    fenced = is_fenced(decisions[deciding])
     if kw["as_json"]:
         doc = {
             "run_id": run.run_id,
             "as_of": _iso(run.as_of),
+            "coordinator": str(coordinator),
             "group_type": group.group_type if group else None,
             "group_state": group.state if group else None,
             "request": asdict(request),
@@ -326,11 +368,15 @@ def fence_check_command(**kw: Any) -> None:
                 name: {"outcome": d.outcome, "rule": d.rule, "reason": d.reason}
                 for name, d in decisions.items()
             },
+            "decided_by": deciding,
+            "fenced": fenced,
         }
         click.echo(json.dumps(doc, indent=2))
-        return
-    click.echo(f"run {run.run_id} (as of {_iso(run.as_of)})", err=True)
-    for name, d in decisions.items():
-        click.echo(f"{name}: {d.outcome} ({d.rule})")
-    for name, d in decisions.items():
-        click.echo(f"  {name + ':':<8} {d.reason}")
+    else:
+        click.echo(f"run {run.run_id} (as of {_iso(run.as_of)})", err=True)
+        for name, d in decisions.items():
+            click.echo(f"{name}: {d.outcome} ({d.rule})")
+        for name, d in decisions.items():
+            click.echo(f"  {name + ':':<8} {d.reason}")
+        verdict = {True: "yes", False: "no", None: "cannot tell"}[fenced]
+        click.echo(f"fenced: {verdict} ({deciding} rule of the {coordinator} coordinator)")

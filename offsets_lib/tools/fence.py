@@ -7,6 +7,11 @@ and ``None`` otherwise. :func:`decide_strict` chains the rows of the strict rule
 client epoch == broker epoch) and :func:`decide_relaxed` those of the relaxed rule
 (KAFKA-19779 / KIP-1251: assignment epoch <= client epoch <= broker epoch, per partition).
 
+Versions matter where the broker answers the same check with different errors: FEN-G2 (an absent
+group, OffsetCommit v9+) and FEN-G3T / the stale-epoch rows (TxnOffsetCommit v6+, Kafka 4.4.0,
+KIP-1319). A request without a version is the newest the new coordinator speaks
+(:data:`NEWEST_VERSIONS`).
+
 What the log cannot tell is said, never guessed: the result is then ``UNDECIDED`` with the
 reason (e.g. a streams group's task -> topic mapping, an assignment whose topic names are
 unknown). Classic groups read from the log are Empty or Stable only, so FEN-C8
@@ -18,9 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from offsets_lib.audit.coordinator import Coordinator
+
 __all__ = [
     "ACCEPTED",
     "METADATA_MAX_BYTES",
+    "NEWEST_VERSIONS",
     "UNDECIDED",
     "CommitRequest",
     "Decision",
@@ -30,12 +38,30 @@ __all__ = [
     "decide_relaxed",
     "decide_strict",
     "find_assignment",
+    "is_fenced",
+    "newest_version",
 ]
 
 ACCEPTED = "ACCEPTED"
 UNDECIDED = "UNDECIDED"
 METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes default
 CLASSIC, CONSUMER, STREAMS, SHARE = "classic", "consumer", "streams", "share"
+TXN_GROUP_ID_NOT_FOUND_VERSION = 6  # TxnOffsetCommit v6+ (4.4.0): FEN-G3T, stale epochs as such
+
+NEWEST_VERSIONS: dict[Coordinator, tuple[int, int]] = {
+    Coordinator.NEW: (10, 6),  # Kafka 4.4.0
+    Coordinator.CLASSIC_2_4: (8, 4),  # 3.9; its v9 (KIP-848) is the new coordinator's
+    Coordinator.CLASSIC_2_1: (7, 2),  # 2.3
+    Coordinator.PRE_2_1: (4, 1),  # 2.0
+}
+"""(OffsetCommit, TxnOffsetCommit): the newest request versions each coordinator answers, as
+its newest release does (the `validVersions` of OffsetCommitRequest.json and
+TxnOffsetCommitRequest.json in kafka-clients 2.0, 2.3, 3.9 and 4.4.0)."""
+
+
+def newest_version(coordinator: Coordinator, *, transactional: bool) -> int:
+    """The newest OffsetCommit (or TxnOffsetCommit) version `coordinator` answers."""
+    return NEWEST_VERSIONS[coordinator][1 if transactional else 0]
 
 
 @dataclass(frozen=True)
@@ -43,7 +69,8 @@ class CommitRequest:
     """One OffsetCommit (or TxnOffsetCommit) for one partition, as a client would send it.
 
     ``member_epoch`` is the generation id for classic groups. ``member_id`` "" means none.
-    ``api_version`` is the OffsetCommit version (ignored for TxnOffsetCommit).
+    ``api_version`` is the request's version: OffsetCommit, or TxnOffsetCommit when
+    ``transactional``; None = the newest the new coordinator speaks (:func:`newest_version`).
     ``metadata_length`` is the committed metadata's length in Java ``String.length()`` units.
     """
 
@@ -54,8 +81,24 @@ class CommitRequest:
     partition: int
     transactional: bool = False
     instance_id: str | None = None
-    api_version: int = 9
+    api_version: int | None = None
     metadata_length: int = 0
+
+    @property
+    def version(self) -> int:
+        """The request's version, the newest the new coordinator speaks when not given."""
+        if self.api_version is not None:
+            return self.api_version
+        return newest_version(Coordinator.NEW, transactional=self.transactional)
+
+    @property
+    def reports_group_id_not_found(self) -> bool:
+        """An absent group or a stale epoch is said as such (GROUP_ID_NOT_FOUND,
+        STALE_MEMBER_EPOCH): OffsetCommit v9+, TxnOffsetCommit v6+ (KIP-1319); older versions
+        get ILLEGAL_GENERATION."""
+        if self.transactional:
+            return self.version >= TXN_GROUP_ID_NOT_FOUND_VERSION
+        return self.version >= 9
 
 
 @dataclass(frozen=True)
@@ -104,6 +147,14 @@ class Decision:
         return self.outcome == ACCEPTED
 
 
+def is_fenced(decision: Decision) -> bool | None:
+    """True when the broker answers the commit with an error, False when it accepts it, None
+    when the tables cannot tell (UNDECIDED)."""
+    if decision.outcome == UNDECIDED:
+        return None
+    return not decision.accepted
+
+
 Row = Callable[[FencingGroup | None, CommitRequest], Decision | None]
 
 
@@ -127,15 +178,41 @@ def fen_g1(group: FencingGroup | None, req: CommitRequest) -> Decision | None:
 
 def fen_g2(group: FencingGroup | None, req: CommitRequest) -> Decision | None:
     """FEN-G2: group absent, epoch >= 0, OffsetCommit v9+ -> GROUP_ID_NOT_FOUND."""
-    if group is None and req.member_epoch >= 0 and not req.transactional and req.api_version >= 9:
+    if (
+        group is None
+        and req.member_epoch >= 0
+        and not req.transactional
+        and req.reports_group_id_not_found
+    ):
         return _d("GROUP_ID_NOT_FOUND", "FEN-G2", "group absent and the request carries an epoch")
     return None
 
 
+def fen_g3t(group: FencingGroup | None, req: CommitRequest) -> Decision | None:
+    """FEN-G3T: group absent, epoch >= 0, TxnOffsetCommit v6+ (4.4.0) -> GROUP_ID_NOT_FOUND."""
+    if (
+        group is None
+        and req.member_epoch >= 0
+        and req.transactional
+        and req.reports_group_id_not_found
+    ):
+        return _d(
+            "GROUP_ID_NOT_FOUND",
+            "FEN-G3T",
+            f"group absent and the TxnOffsetCommit v{req.version} carries an epoch",
+        )
+    return None
+
+
 def fen_g3(group: FencingGroup | None, req: CommitRequest) -> Decision | None:
-    """FEN-G3: group absent, epoch >= 0, OffsetCommit v0-v8 or TxnOffsetCommit."""
+    """FEN-G3: group absent, epoch >= 0, OffsetCommit v0-v8 or TxnOffsetCommit v0-v5."""
     if group is None and req.member_epoch >= 0:
-        return _d("ILLEGAL_GENERATION", "FEN-G3", "group absent and the request carries an epoch")
+        kind = "TxnOffsetCommit" if req.transactional else "OffsetCommit"
+        return _d(
+            "ILLEGAL_GENERATION",
+            "FEN-G3",
+            f"group absent and the {kind} v{req.version} carries an epoch",
+        )
     return None
 
 
@@ -251,7 +328,9 @@ def fen_c9(group: FencingGroup | None, req: CommitRequest) -> Decision | None:
 
 
 def _stale(req: CommitRequest, member: FencingMember) -> str:
-    if req.transactional or member.uses_classic_protocol:
+    """A stale epoch: classic-protocol members and TxnOffsetCommit v0-v5 get
+    ILLEGAL_GENERATION; consumer-protocol members otherwise STALE_MEMBER_EPOCH (FEN-M5)."""
+    if member.uses_classic_protocol or (req.transactional and not req.reports_group_id_not_found):
         return "ILLEGAL_GENERATION"
     return "STALE_MEMBER_EPOCH"
 
@@ -288,11 +367,11 @@ def fen_m4(group: FencingGroup | None, req: CommitRequest) -> Decision | None:
     if group is None or group.group_type != CONSUMER or req.transactional:
         return None
     member = group.member(req.member_id)
-    if member is not None and not member.uses_classic_protocol and req.api_version < 9:
+    if member is not None and not member.uses_classic_protocol and req.version < 9:
         return _d(
             "UNSUPPORTED_VERSION",
             "FEN-M4",
-            f"consumer-protocol member committing with OffsetCommit v{req.api_version} (< 9)",
+            f"consumer-protocol member committing with OffsetCommit v{req.version} (< 9)",
         )
     return None
 
@@ -448,7 +527,7 @@ def fen_r5(group: FencingGroup | None, req: CommitRequest) -> Decision | None:
 
 # ---- chains ------------------------------------------------------------------------------------
 
-GROUP_LOOKUP: tuple[Row, ...] = (fen_g1, fen_g2, fen_g3, fen_g4)
+GROUP_LOOKUP: tuple[Row, ...] = (fen_g1, fen_g2, fen_g3t, fen_g3, fen_g4)
 CLASSIC_ROWS: tuple[Row, ...] = (fen_c1, fen_c2, fen_c3, fen_c4, fen_c5, fen_c6, fen_c7, fen_c8)
 CLASSIC_ROWS_ALL: tuple[Row, ...] = (*CLASSIC_ROWS, fen_c9)
 MODERN_PREFIX: tuple[Row, ...] = (fen_m1, fen_m2, fen_m3, fen_m4)

@@ -70,7 +70,7 @@ TABLE = (
                     tag=2,
                     tagged="0+",
                     default=-1,
-                    since="unreleased (trunk, after 4.3 branch)",
+                    since="4.4.0",
                 ),
                 F(
                     "FailedDescriptionTopologyEpoch",
@@ -79,7 +79,7 @@ TABLE = (
                     tag=3,
                     tagged="0+",
                     default=-1,
-                    since="unreleased (trunk, after 4.3 branch)",
+                    since="4.4.0",
                 ),
             ),
         ),

@@ -374,12 +374,14 @@ def with_offset_delete(offsets: DataFrame, *, coordinator: Coordinator) -> DataF
 
 DEL_NEW = "DEL-NEW"
 DEL_CLASSIC = "DEL-CLASSIC"
+DEL_STREAMS_PLUGIN = "DEL-STREAMS-PLUGIN"
 
 
 def group_deletion(
     groups: DataFrame, decided_offsets: DataFrame, *, coordinator: Coordinator, as_of_ms: int
 ) -> DataFrame:
-    """Whether a cleanup run at as_of deletes each group (DEL-NEW / DEL-CLASSIC), and when it would.
+    """Whether a cleanup run at as_of deletes each group (DEL-NEW / DEL-CLASSIC /
+    DEL-STREAMS-PLUGIN), and when it would.
 
     `deletes_at_ms` is the earliest time the group would be deleted if nothing else happens: the
     latest expiry of its offsets (or as_of when it qualifies without offsets); null when some
@@ -404,17 +406,28 @@ def group_deletion(
         .when(_c("_never") > 0, F.lit("OFFSETS_NEVER_EXPIRE"))
         .when(_c("_unexpired") > 0, F.lit("OFFSETS_NOT_EXPIRED"))
     )
+    # DEL-STREAMS-PLUGIN: a streams group with a stored topology-description epoch (not -1)
+    has_plugin = F.lit(False)
     if coordinator.is_scala:
         # DEL-CLASSIC: a tombstone is written only for groups with generation > 0
         blocked_by = F.coalesce(
             blocked_by,
             F.when(F.coalesce(_c("generation"), F.lit(0)) <= 0, F.lit("GENERATION_0_NO_TOMBSTONE")),
         )
+    else:
+        has_plugin = F.coalesce(
+            (_c("group_type") == "streams") & (_c("stored_description_topology_epoch") != -1),
+            F.lit(False),
+        )
+        blocked_by = F.coalesce(
+            blocked_by, F.when(has_plugin, F.lit("TOPOLOGY_DESCRIPTION_STORED"))
+        )
     # EXP-NO-CONDITION only applies to non-Empty groups, so NOT_EMPTY already covers it.
     deletes_at = F.when(
-        blocked_by.isNull() | (blocked_by == "OFFSETS_NOT_EXPIRED"),
+        ~has_plugin & (blocked_by.isNull() | (blocked_by == "OFFSETS_NOT_EXPIRED")),
         F.when(_c("_offsets") > 0, _c("_last_expiry_ms")).otherwise(F.lit(as_of_ms)),
     )
+    rule = F.lit(DEL_CLASSIC if coordinator.is_scala else DEL_NEW)
     return g.select(
         "log_partition",
         "group_id",
@@ -422,6 +435,6 @@ def group_deletion(
         "state",
         blocked_by.isNull().alias("deleted"),
         deletes_at.alias("deletes_at_ms"),
-        F.lit(DEL_CLASSIC if coordinator.is_scala else DEL_NEW).alias("deletion_rule"),
+        F.when(has_plugin, F.lit(DEL_STREAMS_PLUGIN)).otherwise(rule).alias("deletion_rule"),
         blocked_by.alias("blocked_by"),
     )

@@ -455,8 +455,27 @@ def fence(tables: str, *args: str):
                 "--partition",
                 "2",
                 "--transactional",
+                "--api-version",
+                "5",
             ],
             "ILLEGAL_GENERATION (FEN-M5)",
+            "ACCEPTED (FEN-R5)",
+        ),
+        (
+            [
+                "--group",
+                "cg",
+                "--member",
+                "m1",
+                "--member-epoch",
+                "4",
+                "--topic",
+                "orders",
+                "--partition",
+                "2",
+                "--transactional",
+            ],
+            "STALE_MEMBER_EPOCH (FEN-M5)",
             "ACCEPTED (FEN-R5)",
         ),
         (
@@ -589,8 +608,59 @@ def fence(tables: str, *args: str):
             "GROUP_ID_NOT_FOUND (FEN-G2)",
             "GROUP_ID_NOT_FOUND (FEN-G2)",
         ),
+        (
+            [
+                "--group",
+                "nope",
+                "--member",
+                "m1",
+                "--member-epoch",
+                "2",
+                "--topic",
+                "orders",
+                "--partition",
+                "0",
+                "--transactional",
+            ],
+            "GROUP_ID_NOT_FOUND (FEN-G3T)",
+            "GROUP_ID_NOT_FOUND (FEN-G3T)",
+        ),
+        (
+            [
+                "--group",
+                "nope",
+                "--member",
+                "m1",
+                "--member-epoch",
+                "2",
+                "--topic",
+                "orders",
+                "--partition",
+                "0",
+                "--transactional",
+                "--coordinator",
+                "classic-2.4",
+            ],
+            "ILLEGAL_GENERATION (FEN-G3)",
+            "ILLEGAL_GENERATION (FEN-G3)",
+        ),
     ],
-    ids=["R5", "R4", "R5-pending-txn", "R3", "R1", "M3", "C6", "C4", "G4", "G1-dead", "G2"],
+    ids=[
+        "R5",
+        "R4",
+        "R5-pending-txn-v5",
+        "R5-pending-txn-v6",
+        "R3",
+        "R1",
+        "M3",
+        "C6",
+        "C4",
+        "G4",
+        "G1-dead",
+        "G2",
+        "G3T-txn-v6",
+        "G3-txn-classic-2.4",
+    ],
 )
 def test_fence_check(tables: str, args: list[str], strict: str, relaxed: str) -> None:
     result = fence(tables, *args)
@@ -598,6 +668,8 @@ def test_fence_check(tables: str, args: list[str], strict: str, relaxed: str) ->
     lines = result.stdout.splitlines()
     assert lines[0] == f"strict: {strict}"
     assert lines[1] == f"relaxed: {relaxed}"
+    verdict = "no" if relaxed.startswith("ACCEPTED") else "yes"
+    assert lines[-1].startswith(f"fenced: {verdict} (")
 
 
 @pytestmark_spark
@@ -620,6 +692,9 @@ def test_fence_check_json_and_unnamed_topics(tables: str) -> None:
     doc = json.loads(result.stdout)
     assert doc["strict"]["outcome"] == "STALE_MEMBER_EPOCH"
     assert (doc["relaxed"]["outcome"], doc["relaxed"]["rule"]) == ("UNDECIDED", "FEN-R3")
+    assert (doc["coordinator"], doc["decided_by"], doc["fenced"]) == ("new", "relaxed", None)
+    assert doc["request"]["api_version"] == 10  # the newest OffsetCommit the coordinator speaks
+    assert result.exit_code == 0  # an answer, even "cannot tell"
     by_id = fence(
         tables,
         "--group",
@@ -649,6 +724,14 @@ def test_fence_check_json_and_unnamed_topics(tables: str) -> None:
         "0",
     )
     assert missing.exit_code == 3
+    too_new = fence(
+        tables,
+        *("--group", "cg", "--member", "m1", "--member-epoch", "5", "--topic", "orders"),
+        *("--partition", "0", "--transactional", "--coordinator", "classic-2.4"),
+        *("--api-version", "6"),
+    )
+    assert too_new.exit_code == 2
+    assert "classic-2.4 coordinator answers TxnOffsetCommit v0-v4" in too_new.stderr
 
 
 # ---- TABLES.md queries ------------------------------------------------------------------------

@@ -97,8 +97,11 @@ GROUP_FACTS = pa.schema(
         ("state", pa.string()),
         ("generation", pa.int32()),
         ("has_pending_transactions", pa.bool_()),
+        ("stored_description_topology_epoch", pa.int32()),
     ]
 )
+# DEL-STREAMS-PLUGIN: unknown, none (-1), stored by a plugin, uncertain (-2)
+STORED_EPOCHS = (None, -1, 3, -2)
 # a group's offsets: none, all expired, one not expired yet, one that never expires
 OFFSET_SETS = {
     "none": [],
@@ -111,11 +114,14 @@ OFFSET_SETS = {
 @pytest.mark.parametrize("coordinator", list(Coordinator))
 def test_group_deletion_equals_the_reference(spark, coordinator) -> None:
     groups, offsets = [], []
-    grid = itertools.product(GROUP_TYPES, STATES, (None, 0, 3), (True, False, None), OFFSET_SETS)
-    for i, (group_type, state, generation, pending, offset_set) in enumerate(grid):
+    grid = itertools.product(
+        GROUP_TYPES, STATES, (None, 0, 3), (True, False, None), OFFSET_SETS, STORED_EPOCHS
+    )
+    for i, (group_type, state, generation, pending, offset_set, stored) in enumerate(grid):
         key = {"log_partition": i % 3, "group_id": f"g{i}"}
         groups.append({**key, "group_type": group_type, "state": state,
-                       "generation": generation, "has_pending_transactions": pending})  # fmt: skip
+                       "generation": generation, "has_pending_transactions": pending,
+                       "stored_description_topology_epoch": stored})  # fmt: skip
         offsets += [{**key, "expired": e, "expires_at_ms": at} for e, at in OFFSET_SETS[offset_set]]
     group_table = pa.Table.from_pylist(groups, schema=GROUP_FACTS)
     offset_table = pa.Table.from_pylist(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.tools import fence
 from offsets_lib.tools.fence import (
     ACCEPTED,
@@ -63,11 +64,36 @@ def outcome(decision) -> tuple[str, str]:
         (None, req(member_epoch=-1, member_id=""), (ACCEPTED, "FEN-G1")),
         (None, req(member_epoch=0), ("GROUP_ID_NOT_FOUND", "FEN-G2")),
         (None, req(member_epoch=0, api_version=8), ("ILLEGAL_GENERATION", "FEN-G3")),
-        (None, req(member_epoch=3, transactional=True), ("ILLEGAL_GENERATION", "FEN-G3")),
+        (
+            None,
+            req(member_epoch=3, transactional=True, api_version=5),
+            ("ILLEGAL_GENERATION", "FEN-G3"),
+        ),
+        (
+            None,
+            req(member_epoch=3, transactional=True, api_version=6),
+            ("GROUP_ID_NOT_FOUND", "FEN-G3T"),
+        ),
+        (None, req(member_epoch=3, transactional=True), ("GROUP_ID_NOT_FOUND", "FEN-G3T")),
+        (
+            None,
+            req(member_epoch=-1, member_id="", transactional=True, api_version=6),
+            (ACCEPTED, "FEN-G1"),
+        ),
         (consumer_group(M1, group_type="share"), req(), ("GROUP_ID_NOT_FOUND", "FEN-G4")),
         (None, req(member_epoch=-1, metadata_length=4097), ("OFFSET_METADATA_TOO_LARGE", "FEN-G5")),
     ],
-    ids=["G1", "G2", "G3-v8", "G3-txn", "G4-share", "G5"],
+    ids=[
+        "G1",
+        "G2",
+        "G3-v8",
+        "G3-txn-v5",
+        "G3T-txn-v6",
+        "G3T-newest",
+        "G1-txn-v6",
+        "G4-share",
+        "G5",
+    ],
 )
 def test_group_lookup_rows(group, request_, expected) -> None:
     assert outcome(decide_strict(group, request_)) == expected
@@ -151,7 +177,17 @@ def test_transactional_commit_skips_completing_rebalance() -> None:
         (consumer_group(M1), req(member_epoch=4), ("STALE_MEMBER_EPOCH", "FEN-M5")),
         (
             consumer_group(M1),
-            req(member_epoch=4, transactional=True),
+            req(member_epoch=4, transactional=True, api_version=5),
+            ("ILLEGAL_GENERATION", "FEN-M5"),
+        ),
+        (
+            consumer_group(M1),
+            req(member_epoch=4, transactional=True, api_version=6),
+            ("STALE_MEMBER_EPOCH", "FEN-M5"),
+        ),
+        (
+            consumer_group(CLASSIC_M),
+            req(member_id="c1", member_epoch=4, transactional=True, api_version=6),
             ("ILLEGAL_GENERATION", "FEN-M5"),
         ),
         (
@@ -162,7 +198,20 @@ def test_transactional_commit_skips_completing_rebalance() -> None:
         (consumer_group(M1), req(), (ACCEPTED, "FEN-M6")),
         (consumer_group(M1), req(transactional=True, api_version=3), (ACCEPTED, "FEN-M6")),
     ],
-    ids=["M1", "M2", "M3", "M3-empty", "M4", "M5", "M5-txn", "M5-classic", "M6", "M6-txn"],
+    ids=[
+        "M1",
+        "M2",
+        "M3",
+        "M3-empty",
+        "M4",
+        "M5",
+        "M5-txn-v5",
+        "M5-txn-v6",
+        "M5-classic-txn-v6",
+        "M5-classic",
+        "M6",
+        "M6-txn",
+    ],
 )
 def test_strict_rows(group, request_, expected) -> None:
     assert outcome(decide_strict(group, request_)) == expected
@@ -181,12 +230,20 @@ def test_m4_only_for_consumer_groups() -> None:
     [
         (req(), (ACCEPTED, "FEN-R1")),
         (req(member_epoch=6), ("STALE_MEMBER_EPOCH", "FEN-R2")),
-        (req(member_epoch=6, transactional=True), ("ILLEGAL_GENERATION", "FEN-R2")),
+        (req(member_epoch=6, transactional=True, api_version=5), ("ILLEGAL_GENERATION", "FEN-R2")),
+        (req(member_epoch=6, transactional=True, api_version=6), ("STALE_MEMBER_EPOCH", "FEN-R2")),
         (req(member_epoch=4, partition=9), ("STALE_MEMBER_EPOCH", "FEN-R3")),
         (req(member_epoch=4, topic="payments"), ("STALE_MEMBER_EPOCH", "FEN-R3")),
         (req(member_epoch=2, partition=0), ("STALE_MEMBER_EPOCH", "FEN-R4")),
         (req(member_epoch=3, partition=2), ("STALE_MEMBER_EPOCH", "FEN-R4")),
-        (req(member_epoch=2, partition=0, transactional=True), ("ILLEGAL_GENERATION", "FEN-R4")),
+        (
+            req(member_epoch=2, partition=0, transactional=True, api_version=5),
+            ("ILLEGAL_GENERATION", "FEN-R4"),
+        ),
+        (
+            req(member_epoch=2, partition=0, transactional=True),
+            ("STALE_MEMBER_EPOCH", "FEN-R4"),
+        ),
         (req(member_epoch=3, partition=0), (ACCEPTED, "FEN-R5")),
         (req(member_epoch=4, partition=2), (ACCEPTED, "FEN-R5")),  # pending revocation
         (req(member_epoch=4, topic=ORDERS_ID), (ACCEPTED, "FEN-R5")),  # topic given by id
@@ -196,12 +253,14 @@ def test_m4_only_for_consumer_groups() -> None:
     ids=[
         "R1",
         "R2",
-        "R2-txn",
+        "R2-txn-v5",
+        "R2-txn-v6",
         "R3-partition",
         "R3-topic",
         "R4-assigned",
         "R4-pending",
-        "R4-txn",
+        "R4-txn-v5",
+        "R4-txn-newest",
         "R5-boundary",
         "R5-pending",
         "R5-topic-id",
@@ -270,9 +329,26 @@ def test_streams_and_unknown_assignments_are_undecided_below_the_broker_epoch() 
 
 
 def test_every_fen_row_has_a_named_function() -> None:
-    rows = [f"fen_{k}" for k in ["g1", "g2", "g3", "g4", "g5"]]
+    rows = [f"fen_{k}" for k in ["g1", "g2", "g3", "g3t", "g4", "g5"]]
     rows += [f"fen_c{i}" for i in range(1, 10)]
     rows += [f"fen_m{i}" for i in range(1, 7)] + [f"fen_r{i}" for i in range(1, 6)]
     for name in rows:
         assert callable(getattr(fence, name)), name
         assert getattr(fence, name).__doc__.startswith(name.replace("fen_", "FEN-").upper())
+
+
+def test_a_request_without_a_version_is_the_newest_the_new_coordinator_speaks() -> None:
+    assert req().version == 10
+    assert req(transactional=True).version == 6
+    assert req(api_version=3, transactional=True).version == 3
+    assert fence.newest_version(Coordinator.NEW, transactional=True) == 6
+    assert fence.newest_version(Coordinator.CLASSIC_2_4, transactional=True) == 4
+    assert fence.newest_version(Coordinator.CLASSIC_2_4, transactional=False) == 8
+    assert fence.newest_version(Coordinator.PRE_2_1, transactional=True) == 1
+
+
+def test_is_fenced_says_accepted_fenced_or_cannot_tell() -> None:
+    assert fence.is_fenced(decide_relaxed(consumer_group(M1), req())) is False
+    assert fence.is_fenced(decide_relaxed(consumer_group(M1), req(member_epoch=6))) is True
+    streams = consumer_group(M1, group_type="streams")
+    assert fence.is_fenced(decide_relaxed(streams, req(member_epoch=4))) is None

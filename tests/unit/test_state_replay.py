@@ -516,7 +516,7 @@ def test_share_group_never_replaces_another_group():
 # ---- what an incremental run keeps of a group: `needed_records` -----------------------------
 
 # consumer and streams groups (a share group keeps every record), the classic records that
-# replace them, and types the replay reads nothing of (7: target-assignment member)
+# replace them, and target-assignment members (7), which only the LOG-6 checks read
 _KEPT_TYPES = (2, 3, 4, 5, 6, 7, 8, 16, 17, 19, 20, 22, 23)
 
 
@@ -598,7 +598,8 @@ def test_the_needed_records_of_any_group_family_replay_like_the_whole_history(hi
 def test_a_group_that_rebalanced_many_times_keeps_what_its_state_needs():
     """Every rebalance writes the group's epoch, the target epoch, the members' target and
     current assignments again: of 20 rebalances of two members, the records of the last
-    one (and each member's metadata) are kept, however many came before."""
+    one (and each member's metadata) are kept, however many came before. The last target
+    assignment of a (100) is kept for the LOG-6 check of a later member tombstone of a."""
     history = [ev(0, 3, {"Epoch": 1}), member(1, "a"), member(2, "b")]
     for epoch in range(1, 21):
         history += [
@@ -611,4 +612,135 @@ def test_a_group_that_rebalanced_many_times_keeps_what_its_state_needs():
     history.append(ev(0, 8, None, MemberId="b"))  # b leaves: G-M4 reads its last assignment
     kept = _replays_like_the_whole_history(history, [], scala=False)
     by_offset = {e.log_offset: e.record_type for e in kept}
-    assert by_offset == {0: 3, 1: 5, 2: 5, 98: 3, 99: 6, 101: 8, 102: 8, 103: 8}
+    assert by_offset == {0: 3, 1: 5, 2: 5, 98: 3, 99: 6, 100: 7, 101: 8, 102: 8, 103: 8}
+
+
+# ---- LOG-6: tombstones the new coordinator refuses to replay -------------------------------
+
+
+def target_member(offset: int, member_id: str) -> Event:
+    return ev(offset, 7, {"TopicPartitions": []}, MemberId=member_id)
+
+
+def leaves(offset: int, member_id: str) -> list[Event]:
+    """What the coordinator writes when a member leaves: current-assignment, target-assignment
+    and member tombstones, in that order."""
+    return [
+        ev(offset, 8, None, MemberId=member_id),
+        ev(offset + 1, 7, None, MemberId=member_id),
+        ev(offset + 2, 5, None, MemberId=member_id),
+    ]
+
+
+def consumer_group_with(*member_ids: str) -> list[Event]:
+    events = [ev(0, 3, {"Epoch": 1}), ev(1, 6, {"AssignmentEpoch": 1})]
+    for i, member_id in enumerate(member_ids):
+        events += [
+            member(10 + 3 * i, member_id),
+            target_member(11 + 3 * i, member_id),
+            assignment(12 + 3 * i, member_id, 1),
+        ]
+    return events
+
+
+def failures(row: dict) -> list[tuple]:
+    return [
+        (f["check"], f["log_offset"], f["member_id"], f["detail"]) for f in row["load_failures"]
+    ]
+
+
+def test_a_group_deleted_as_the_coordinator_writes_it_loads():
+    """W-2: each member's tombstones, then the target-assignment metadata tombstone, then the
+    group's: every check passes."""
+    events = [*consumer_group_with("a", "b"), *leaves(20, "a"), *leaves(30, "b")]
+    row = replay(*events, ev(40, 6, None), ev(41, 3, None))
+    assert (row["state"], row["load_failures"], row["state_notes"]) == ("Dead", [], None)
+
+
+def test_a_group_tombstone_while_members_remain_fails_the_load():
+    """LOG-6, as partial compaction leaves it: the members' tombstones are gone, the group's
+    survived. Reported with the check and the record; the group is still removed."""
+    row = replay(*consumer_group_with("b", "a"), ev(40, 6, None), ev(41, 3, None))
+    assert failures(row) == [
+        ("GROUP_TOMBSTONE_WITH_MEMBERS", 41, None, "members a, b remain"),
+        ("GROUP_TOMBSTONE_WITH_TARGET_ASSIGNMENT_MEMBERS", 41, None, "target assignment of a, b"),
+    ]
+    assert row["state"] == "Dead"
+    assert row["state_notes"] == (
+        "LOG-6: the broker fails to load offsets partition 7 (GROUP_TOMBSTONE_WITH_MEMBERS, "
+        "GROUP_TOMBSTONE_WITH_TARGET_ASSIGNMENT_MEMBERS; table load_failures)"
+    )
+
+
+def test_a_group_tombstone_without_the_target_assignment_tombstone_fails_the_load():
+    events = [*consumer_group_with("a"), *leaves(20, "a"), ev(41, 3, None)]
+    assert failures(replay(*events)) == [
+        ("GROUP_TOMBSTONE_WITHOUT_TARGET_ASSIGNMENT_TOMBSTONE", 41, None,
+         "target assignment epoch 1"),
+    ]  # fmt: skip
+
+
+def test_a_member_tombstone_before_its_assignment_tombstones_fails_the_load():
+    """The member's epoch is not -1 (no current-assignment tombstone before), and it is still
+    in the target assignment (no target-assignment member tombstone before)."""
+    row = replay(*consumer_group_with("a"), ev(20, 5, None, MemberId="a"))
+    assert failures(row) == [
+        ("MEMBER_TOMBSTONE_WITH_EPOCH_NOT_MINUS_ONE", 20, "a", "member epoch 1"),
+        (
+            "MEMBER_TOMBSTONE_WITH_TARGET_ASSIGNMENT",
+            20,
+            "a",
+            "the member is in the target assignment",
+        ),
+    ]
+    only_target = [*consumer_group_with("a"), ev(20, 8, None, MemberId="a")]
+    row = replay(*only_target, ev(21, 5, None, MemberId="a"))
+    assert [f[0] for f in failures(row)] == ["MEMBER_TOMBSTONE_WITH_TARGET_ASSIGNMENT"]
+    # a member without a current-assignment record has the builder's epoch 0
+    row = replay(ev(0, 3, {"Epoch": 1}), member(1, "a"), ev(2, 5, None, MemberId="a"))
+    assert failures(row) == [
+        ("MEMBER_TOMBSTONE_WITH_EPOCH_NOT_MINUS_ONE", 2, "a", "member epoch 0")
+    ]
+
+
+def test_tombstones_the_broker_ignores_fail_no_check():
+    """A member tombstone for an unknown member, a group tombstone for an absent group, and the
+    Scala coordinators (which read no modern record) load."""
+    row = replay(*consumer_group_with("a"), ev(20, 5, None, MemberId="zz"))
+    assert row["load_failures"] == []
+    assert replay(ev(0, 3, None), ev(1, 5, None, MemberId="a"))["load_failures"] == []
+    group_tombstone = [*consumer_group_with("a"), ev(41, 3, None)]
+    assert replay(*group_tombstone, scala=True)["load_failures"] == []
+
+
+def test_streams_and_share_groups_have_the_same_checks():
+    streams = replay(*streams_group(), ev(9, 17, None))
+    assert [f[0] for f in failures(streams)] == [
+        "GROUP_TOMBSTONE_WITH_MEMBERS",
+        "GROUP_TOMBSTONE_WITHOUT_TARGET_ASSIGNMENT_TOMBSTONE",
+    ]
+    share = replay(
+        ev(0, 11, {"Epoch": 1}),
+        ev(1, 10, {"ClientId": "c", "SubscribedTopicNames": ["t"]}, MemberId="s"),
+        ev(2, 10, None, MemberId="s"),
+    )
+    assert failures(share) == [
+        ("MEMBER_TOMBSTONE_WITH_EPOCH_NOT_MINUS_ONE", 2, "s", "member epoch 0")
+    ]
+
+
+def test_a_group_that_fails_a_check_keeps_every_record_in_an_incremental_run():
+    """The partition stays unloadable while these records are in the log: the kept records
+    must fail the same check in the next run."""
+    history = [*consumer_group_with("a"), ev(20, 5, None, MemberId="a")]
+    assert needed_records(history) == [True] * len(history)
+
+
+def test_the_streams_stored_description_epoch_is_read():
+    """DEL-STREAMS-PLUGIN reads StoredDescriptionTopologyEpoch (tag 2, 4.4.0; absent = -1)."""
+    events = streams_group()
+    assert replay(*events)["stored_description_topology_epoch"] == -1
+    stored = ev(1, 17, {"Epoch": 3, "MetadataHash": 0, "ValidatedTopologyEpoch": 1,
+                        "StoredDescriptionTopologyEpoch": 1})  # fmt: skip
+    assert replay(stored, *events[1:])["stored_description_topology_epoch"] == 1
+    assert replay(*consumer_group_with("a"))["stored_description_topology_epoch"] is None
