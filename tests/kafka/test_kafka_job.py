@@ -106,13 +106,14 @@ def rows_on_own_partitions(specs: list[dict]) -> tuple[list[dict], int]:
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int, conf: dict | None = None) -> None:
-    """`conf`: more client settings (a login)."""
+    """`conf`: more client settings (a login). The records are kept whatever their age: the
+    scenarios' timestamps are from 2023, and a broker's time retention (7 days) would delete
+    them at its next check, while a test reads them."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **(conf or {})})
-    for future in admin.create_topics(
-        [NewTopic(topic, partitions, 1)], request_timeout=10
-    ).values():
+    new = NewTopic(topic, partitions, 1, config={"retention.ms": "-1"})
+    for future in admin.create_topics([new], request_timeout=10).values():
         future.result(timeout=10)
 
 
