@@ -320,14 +320,28 @@ class KafkaBroker:
         self._wait_ready(deadline)
 
     def _wait_ready(self, deadline: float) -> None:
-        """Metadata answers and the group coordinator is loaded (a group describe succeeds)."""
+        """Metadata answers, every __consumer_offsets partition (when its log dir has the topic)
+        has a leader, and the group coordinator is loaded: ListGroups answers without an error.
+        Until a restarted ZooKeeper-mode broker is elected leader of its offsets partitions,
+        ListGroups answers an empty listing without an error; while it loads them, a 2.x
+        coordinator answers COORDINATOR_LOAD_IN_PROGRESS with the groups loaded so far."""
+        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient(self.client_conf)
+        has_offsets_topic = any(self.log_dir.glob("__consumer_offsets-*"))  # a restart
         while True:
             try:
-                admin.list_topics(timeout=2.0)
-                admin.list_consumer_groups(request_timeout=2.0).result()
+                offsets_topic = admin.list_topics(timeout=2.0).topics.get("__consumer_offsets")
+                if has_offsets_topic and (
+                    offsets_topic is None
+                    or offsets_topic.error is not None
+                    or any(p.leader < 0 for p in offsets_topic.partitions.values())
+                ):
+                    raise RuntimeError("__consumer_offsets has a partition without a leader")
+                listing = admin.list_consumer_groups(request_timeout=2.0).result()
+                if listing.errors:  # KafkaError objects, which are not exceptions
+                    raise KafkaException(listing.errors[0])
                 return
             except Exception:
                 if time.monotonic() > deadline:

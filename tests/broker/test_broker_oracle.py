@@ -4,35 +4,35 @@ from __future__ import annotations
 
 import pytest
 
-from tests.broker.conftest import VERSIONS
+from tests.broker.eras import VERSIONS
 from tests.broker.situations import SITUATIONS
 
 # Known disagreements another change fixes (issue 16, "Known disagreements"); the lead removes
 # the marks when merging that fix. strict: a mark that no longer applies fails.
-KNOWN: dict[tuple[int, str], str] = {
+KNOWN: dict[tuple[str, str], str] = {
     # (3, "txn-offset-delete-before-marker") was here until main's TXN-4 fix (0fb294e): the
     # reloaded 3.9 broker shows the transaction's offset, and the job now does too.
 }
 
 
 def _cases():
-    for major in VERSIONS:
+    for version in VERSIONS:
         for s in SITUATIONS:
-            if s.min_major > major:
+            if not s.runs_on(version):
                 continue
             marks = []
-            if (major, s.name) in KNOWN:
-                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[(major, s.name)]))
-            yield pytest.param(major, s.name, id=f"{VERSIONS[major]}-{s.name}", marks=marks)
+            if (version, s.name) in KNOWN:
+                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[(version, s.name)]))
+            yield pytest.param(version, s.name, id=f"{version}-{s.name}", marks=marks)
 
 
 @pytest.mark.broker
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize(("major", "situation"), list(_cases()))
-def test_job_agrees_with_broker(request, major: int, situation: str) -> None:
-    world = request.getfixturevalue(f"world_{major}")
+@pytest.mark.parametrize(("version", "situation"), list(_cases()))
+def test_job_agrees_with_broker(broker_world, version: str, situation: str) -> None:
+    world = broker_world(version)
     print(f"{world.version} timings: {world.timings}")
     assert situation not in world.errors, world.errors.get(situation)
     compared = [
