@@ -2,8 +2,9 @@
 
 One broker per group-coordinator regime of ``--coordinator``, and the last 3.x for the Scala
 coordinator in KRaft mode. Features are gated by the release that brought them to the broker:
-static members (KIP-345) 2.3, OffsetDelete (KIP-496) 2.4, OffsetFetch's require_stable
-(KIP-447) 2.5, group types in ListGroups (KIP-848) 3.8.
+static members (KIP-345) 2.3 (DescribeGroups shows their group.instance.id from 2.4),
+OffsetDelete (KIP-496) 2.4, OffsetFetch's require_stable (KIP-447) 2.5, group types in
+ListGroups (KIP-848) 3.8.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from tests.broker.kafka_dist import VERSIONS
 __all__ = [
     "VERSIONS",
     "coordinator_for",
+    "describes_instance_ids",
     "has_require_stable",
     "lists_group_types",
     "version_tuple",
 ]
 
 Version = tuple[int, int]
+INSTANCE_IDS: Version = (2, 4)
 REQUIRE_STABLE: Version = (2, 5)
 GROUP_TYPES: Version = (3, 8)
 
@@ -52,3 +55,9 @@ def lists_group_types(version: str) -> bool:
     """ListGroups names each group's type from v5 (3.8); an older broker's groups are all
     classic, and librdkafka lists their type as unknown."""
     return version_tuple(version) >= GROUP_TYPES
+
+
+def describes_instance_ids(version: str) -> bool:
+    """DescribeGroups names a static member's group.instance.id from v4 (2.4); a 2.3 broker
+    answers v3 at most, whose members have none (librdkafka shows None)."""
+    return version_tuple(version) >= INSTANCE_IDS

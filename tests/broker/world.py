@@ -34,7 +34,12 @@ from confluent_kafka.admin import AdminClient
 from offsets_lib.cli import main as offsets_cli
 from tests.broker import segments
 from tests.broker.brokers import KafkaBroker
-from tests.broker.eras import coordinator_for, has_require_stable, lists_group_types
+from tests.broker.eras import (
+    coordinator_for,
+    describes_instance_ids,
+    has_require_stable,
+    lists_group_types,
+)
 from tests.broker.recorder import Recorder
 from tests.broker.situations import SITUATIONS, Driver, Outcome, Situation, java_admin
 
@@ -83,7 +88,10 @@ def _state_name(state: Any) -> str:
 def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, GroupView]:
     groups = list(groups)
     views = {g: GroupView() for g in groups}
+    # a new client asks ListGroups of the brokers it knows: none before its first metadata
+    admin.list_topics(timeout=10)
     listing = admin.list_consumer_groups(request_timeout=10).result()
+    assert not listing.errors, listing.errors
     for item in listing.valid:
         if item.group_id in views:
             views[item.group_id].listed = True
@@ -369,7 +377,10 @@ def compare_views(
                 check("protocol_type is null", seen.simple, mine.simple)
                 if not seen.simple:
                     check("protocol", seen.protocol, mine.protocol)
-            check("members", seen.members, mine.members)
+            members = mine.members
+            if not describes_instance_ids(version):  # the broker cannot show them
+                members = [(m[0], None, *m[2:]) for m in members]
+            check("members", seen.members, members)
         if has_require_stable(version):
             check("unstable (require_stable)", seen.unstable, mine.unstable)
         for key in sorted(set(seen.offsets) | set(mine.offsets)):
