@@ -428,8 +428,9 @@ def commit_with_retention(
     bootstrap: str, group: str, topic: str, partition: int, offset: int, retention_ms: int
 ) -> int:
     """OffsetCommit v2 with `retention_time_ms` for a simple group (generation -1, no member),
-    sent on a plain socket: versions 2-4 of the request carry the retention, and no Java or
-    librdkafka consumer ever sets it. The partition's error code (0 = stored)."""
+    sent on a plain socket: versions 2-4 of the request carry the retention (every broker here
+    takes v2, 4.x included), and neither Kafka's Java consumer nor librdkafka ever sets it
+    (both send -1, the broker's retention). The partition's error code (0 = stored)."""
     host, port = bootstrap.rsplit(":", 1)
     body = _kafka_string(group) + struct.pack(">i", -1) + _kafka_string("")
     body += struct.pack(">qi", retention_ms, 1) + _kafka_string(topic)
@@ -454,7 +455,7 @@ def _read_exactly(sock: socket.socket, size: int) -> bytes:
     return data
 
 
-@situation("explicit-retention", since=(2, 0), before=(3, 0))
+@situation("explicit-retention", since=(2, 0))
 def explicit_retention(d: Driver, name: str) -> Outcome:
     """A simple group's commits with their own retention (expireTimestamp in the value): 45 s,
     which expires before the 1-minute retention (and after the first snapshot: the situations

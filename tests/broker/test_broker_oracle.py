@@ -13,6 +13,15 @@ KNOWN: dict[tuple[str, str], str] = {
     # (3, "txn-offset-delete-before-marker") was here until main's TXN-4 fix (0fb294e): the
     # reloaded 3.9 broker shows the transaction's offset, and the job now does too.
 }
+# `--source kafka` reads read_committed, which never returns control records: the COMMIT marker
+# that lands after the OffsetDelete tombstone is not seen, the transaction's offset is applied
+# at its own position, before the tombstone, and the group reads as Dead where the reloaded
+# Scala coordinator shows the offset (TXN-4). On main already (3.9.1); the fix belongs in the
+# Kafka source, not here.
+_TXN4_KAFKA = "--source kafka loses the COMMIT marker's position (read_committed): TXN-4"
+KNOWN[("3.9.1", "txn-offset-delete-before-marker")] = _TXN4_KAFKA
+KNOWN[("2.8.2", "txn-offset-delete-before-marker")] = _TXN4_KAFKA
+
 # Kafka 2.3's loader reads current_state_timestamp from GroupMetadataValue v2 only, not from
 # the v3 that 2.3 writes (GroupMetadataManager.readGroupMessageValue, `version == 2`): after
 # the restart its Empty groups expire by commit time (their commits are minutes old: Dead),

@@ -4,14 +4,16 @@ Phases (one broker start, one retention wait per version):
 
 1. *live*: every situation runs; the broker's answers (ListGroups, DescribeGroups,
    OffsetFetch with and without require_stable) are taken, its log segments dumped and audited
-   with ``offsets run --as-of <now>``; the two views are compared per group.
-2. *offset-delete*: the job's ``delete_error`` of each requested partition is compared with the
-   error code of the real OffsetDelete.
+   with ``offsets run --as-of <now>``; the two views are compared per group. *live (kafka)*:
+   the same with ``--source kafka`` on the live topic (groups an open transaction holds back
+   and the OffsetDeletes' groups left out).
+2. *offset-delete*: the job's ``delete_error`` of each requested partition (sent right after
+   the dump) is compared with the error code of the real OffsetDelete.
 3. *expiry*: the log is dumped again and audited ``--as-of T`` (T after the 1-minute retention);
    the broker's cleanup passes T; the offset and group tombstones it wrote must be exactly the
    predicted ones, each written within one cleanup interval after the predicted ``expires_at``.
 4. *reload*: the broker restarts on the same log dir; its answers are compared with an audit of
-   the final log.
+   the final log, and (*reload (kafka)*) with the next incremental ``--source kafka`` run.
 """
 
 from __future__ import annotations
