@@ -320,19 +320,49 @@ class KafkaBroker:
         self._wait_ready(deadline)
 
     def _wait_ready(self, deadline: float) -> None:
-        """Metadata answers and the group coordinator is loaded (a group describe succeeds)."""
+        """Metadata answers, and after a restart (its log dir has the offsets topic) every
+        __consumer_offsets partition has a leader and the coordinator answers for them
+        (`_probe_coordinator`); ListGroups answers without an error (while it loads, a 2.x
+        coordinator answers COORDINATOR_LOAD_IN_PROGRESS with the groups loaded so far)."""
+        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient(self.client_conf)
+        has_offsets_topic = any(self.log_dir.glob("__consumer_offsets-*"))  # a restart
         while True:
             try:
-                admin.list_topics(timeout=2.0)
-                admin.list_consumer_groups(request_timeout=2.0).result()
+                offsets_topic = admin.list_topics(timeout=2.0).topics.get("__consumer_offsets")
+                if has_offsets_topic and (
+                    offsets_topic is None
+                    or offsets_topic.error is not None
+                    or any(p.leader < 0 for p in offsets_topic.partitions.values())
+                ):
+                    raise RuntimeError("__consumer_offsets has a partition without a leader")
+                if has_offsets_topic:
+                    self._probe_coordinator(admin)
+                listing = admin.list_consumer_groups(request_timeout=2.0).result()
+                if listing.errors:  # KafkaError objects, which are not exceptions
+                    raise KafkaException(listing.errors[0])
                 return
             except Exception:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
+
+    @staticmethod
+    def _probe_coordinator(admin) -> None:
+        """DescribeGroups of a group nobody uses answers (Dead, or GROUP_ID_NOT_FOUND) once
+        the coordinator owns and has loaded the offsets partition: a ZooKeeper-mode broker
+        learns its partitions' leader (itself, from ZooKeeper) before it becomes leader, and
+        meanwhile answers ListGroups with no groups and no error."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        probe = "readiness-probe"
+        try:
+            admin.describe_consumer_groups([probe], request_timeout=2.0)[probe].result()
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
+                raise
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:

@@ -6,24 +6,23 @@ tables in four phases (tests/broker/world.py), and the broker stops. Each test t
 situation's comparisons. The jars come from Maven Central via ``make broker-jars`` (a cache
 outside git, tests/broker/kafka_dist.py); a missing cache is filled on first use.
 
-Versions: 4.4.0 (the new group coordinator: ``--coordinator new``) and 3.9.1 (KRaft, the
-classic Scala coordinator: ``classic-2.4``). Not run: 2.x (``classic-2.1`` and ``pre-2.1``).
-Those releases have no KRaft, so each would need a ZooKeeper server (a second JVM) next to the
-broker and its own situations (no KIP-848, no KIP-447 require_stable before 2.5); whether their
-Scala builds start on this machine's Java 17 was not tried within issue 16's time budget.
+Versions (tests/broker/eras.py): 4.4.0 (the new group coordinator: ``--coordinator new``),
+3.9.1 (KRaft, the classic Scala coordinator: ``classic-2.4``), and in ZooKeeper mode on Java 11
+2.8.2 (``classic-2.4``), 2.3.1 (``classic-2.1``) and 2.0.1 (``pre-2.1``), each with the
+situations its era can produce (`Situation.runs_on`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import pytest
 
 from tests.broker.recorder import Recorder, report_path, summary
 from tests.broker.world import World, build_world
 
-VERSIONS = {4: "4.4.0", 3: "3.9.1"}
 _RECORDER = Recorder()
+_WORLDS: dict[str, World] = {}
 
 
 @pytest.fixture(scope="session")
@@ -31,29 +30,34 @@ def broker_recorder() -> Recorder:
     return _RECORDER
 
 
-def _world(major: int, spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    work = tmp_path_factory.mktemp(f"kafka-{VERSIONS[major]}")
-    yield build_world(VERSIONS[major], work, spark, _RECORDER)
-
-
 @pytest.fixture(scope="session")
-def world_4(spark, tmp_path_factory) -> Iterator[World]:
-    yield from _world(4, spark, tmp_path_factory)
+def broker_world(spark, tmp_path_factory) -> Callable[[str], World]:
+    """A version's world, built (broker started, driven, compared, stopped) when its first test
+    asks: the tests run version by version, so one broker runs at a time."""
 
+    def world(version: str) -> World:
+        if version in _RECORDER.not_run:  # failed once: its other tests fail without a retry
+            pytest.fail(f"Kafka {version} did not run: {_RECORDER.not_run[version]}")
+        if version not in _WORLDS:
+            work = tmp_path_factory.mktemp(f"kafka-{version}")
+            try:
+                _WORLDS[version] = build_world(version, work, spark, _RECORDER)
+            except Exception as exc:
+                _RECORDER.not_run[version] = f"{type(exc).__name__}: {exc}".splitlines()[0]
+                raise
+        return _WORLDS[version]
 
-@pytest.fixture(scope="session")
-def world_3(spark, tmp_path_factory) -> Iterator[World]:
-    yield from _world(3, spark, tmp_path_factory)
+    return world
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    if _RECORDER.checks:
+    if _RECORDER.checks or _RECORDER.not_run:
         _RECORDER.write(report_path())
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
     """The per-version, per-situation table (the same as `make verify-broker`), whenever broker
     tests ran: `make test` shows it too."""
-    if _RECORDER.checks:
+    if _RECORDER.checks or _RECORDER.not_run:
         terminalreporter.write_sep("-", "real-broker comparisons")
-        terminalreporter.write_line(summary(_RECORDER.rows()))
+        terminalreporter.write_line(summary(_RECORDER.rows(), _RECORDER.not_run))

@@ -1,8 +1,10 @@
 """Counts of compared values per broker version and situation, and the `make verify-broker` report.
 
-Tests add one `Check` per compared value; at the end of the session the conftest writes them
-to ``$BROKER_CHECKS_JSON`` (default ``build/broker-checks.json``). ``python
-tests/broker/recorder.py FILE`` prints the table and ends with the line
+Tests add one `Check` per compared value; at the end of the session the conftest writes them,
+and the versions whose broker did not run with why, to ``$BROKER_CHECKS_JSON`` (default
+``build/broker-checks.json``). ``python tests/broker/recorder.py FILE`` prints the table, one
+line per broker version (``broker X.Y.Z (REGIME): N situations, C values compared, A agree``,
+or ``... not run: why``) and ends with the line
 ``broker checks: N situations, C values compared, A agree``.
 """
 
@@ -17,6 +19,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run as a script by `make verify-broker`
+    sys.path.insert(0, str(ROOT))
+
+from tests.broker.eras import VERSIONS, coordinator_for  # noqa: E402
 
 
 def report_path() -> Path:
@@ -40,6 +46,7 @@ class Check:
 class Recorder:
     def __init__(self) -> None:
         self.checks: list[Check] = []
+        self.not_run: dict[str, str] = {}  # version -> why its broker did not run
 
     def compare(self, version: str, situation: str, phase: str, what: str, broker, job) -> bool:
         check = Check(version, situation, phase, what, _plain(broker), _plain(job))
@@ -58,7 +65,8 @@ class Recorder:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.rows(), indent=1, default=str))
+        report = {"checks": self.rows(), "not_run": self.not_run}
+        path.write_text(json.dumps(report, indent=1, default=str))
 
 
 def _plain(value: Any) -> Any:
@@ -72,7 +80,25 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def summary(rows: list[dict]) -> str:
+def version_lines(rows: list[dict], not_run: dict[str, str] | None = None) -> list[str]:
+    """One line per broker version: the oracle's versions in order, then any other seen."""
+    not_run = not_run or {}
+    seen = sorted({row["version"] for row in rows} | set(not_run))
+    lines = []
+    for version in [*VERSIONS, *(v for v in seen if v not in VERSIONS)]:
+        mine = [row for row in rows if row["version"] == version]
+        head = f"broker {version} ({coordinator_for(version)}):"
+        if not mine:
+            why = not_run.get(version, "no test of it ran in this session")
+            lines.append(f"{head} not run: {why}")
+            continue
+        situations = len({row["situation"] for row in mine})
+        agree = sum(bool(row["agrees"]) for row in mine)
+        lines.append(f"{head} {situations} situations, {len(mine)} values compared, {agree} agree")
+    return lines
+
+
+def summary(rows: list[dict], not_run: dict[str, str] | None = None) -> str:
     table: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for row in rows:
         cell = table[(row["version"], row["situation"])]
@@ -90,6 +116,7 @@ def summary(rows: list[dict]) -> str:
             )
     compared = sum(c for c, _ in table.values())
     agree = sum(a for _, a in table.values())
+    lines.extend(version_lines(rows, not_run))
     lines.append(
         f"broker checks: {len(table)} situations, {compared} values compared, {agree} agree"
     )
@@ -101,7 +128,10 @@ def main(argv: list[str]) -> int:
     if not path.exists():
         print(f"no broker checks recorded at {path} (run pytest tests/broker)", file=sys.stderr)
         return 3
-    print(summary(json.loads(path.read_text())))
+    report = json.loads(path.read_text())
+    if isinstance(report, list):  # written before the versions that did not run were kept
+        report = {"checks": report, "not_run": {}}
+    print(summary(report["checks"], report["not_run"]))
     return 0
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
+import struct
 import subprocess
 import tempfile
 import threading
@@ -22,6 +24,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.broker import kafka_dist
+from tests.broker.eras import Version, version_tuple
 
 JOIN_TIMEOUT_S = 30.0
 HERE = Path(__file__).parent
@@ -75,6 +78,15 @@ class Situation:
     late: bool = False
     # major -> (what the live broker shows, why): documented behaviour a dump cannot show.
     documented_live: dict = field(default_factory=dict)
+    # The oldest release line (major, minor) whose broker can produce it, when older than
+    # `min_major`: what ZooKeeper-era (2.x) brokers run. `before`: the first line that does not.
+    since: Version | None = None
+    before: Version | None = None
+
+    def runs_on(self, version: str) -> bool:
+        line = version_tuple(version)
+        oldest = self.since or (self.min_major, 0)
+        return oldest <= line and (self.before is None or line < self.before)
 
 
 SITUATIONS: list[Situation] = []
@@ -87,10 +99,14 @@ def situation(
     keeps_members: bool = False,
     late: bool = False,
     documented_live: dict | None = None,
+    since: Version | None = None,
+    before: Version | None = None,
 ):
     def register(fn: Callable[[Driver, str], Outcome]) -> Callable[[Driver, str], Outcome]:
         SITUATIONS.append(
-            Situation(name, fn, min_major, keeps_members, late, documented_live or {})
+            Situation(
+                name, fn, min_major, keeps_members, late, documented_live or {}, since, before
+            )
         )
         return fn
 
@@ -245,7 +261,7 @@ def _tps(topic: str, *partitions: int) -> list[tuple[str, int]]:
 # ---- classic groups --------------------------------------------------------------------------
 
 
-@situation("simple-assign")
+@situation("simple-assign", since=(2, 0))
 def simple_assign(d: Driver, name: str) -> Outcome:
     """assign() + commit (generation -1, no member): a simple group; metadata and leader epoch."""
     topic = d.topic(f"{name}-t", 3)
@@ -259,7 +275,7 @@ def simple_assign(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-eager-two-members", keeps_members=True)
+@situation("classic-eager-two-members", keeps_members=True, since=(2, 0))
 def classic_eager(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 4)
     group = f"{name}-g"
@@ -271,7 +287,7 @@ def classic_eager(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-cooperative-member-left", keeps_members=True)
+@situation("classic-cooperative-member-left", keeps_members=True, since=(2, 0))
 def classic_cooperative(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 4)
     group = f"{name}-g"
@@ -286,7 +302,7 @@ def classic_cooperative(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-subscription-changes", keeps_members=True)
+@situation("classic-subscription-changes", keeps_members=True, since=(2, 0))
 def classic_subscription(d: Driver, name: str) -> Outcome:
     first, second = d.topic(f"{name}-a", 2), d.topic(f"{name}-b", 2)
     group = f"{name}-g"
@@ -303,7 +319,7 @@ def classic_subscription(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-static-member", keeps_members=True)
+@situation("classic-static-member", keeps_members=True, since=(2, 3))  # KIP-345
 def classic_static(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 2)
     group = f"{name}-g"
@@ -314,7 +330,7 @@ def classic_static(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-emptied")
+@situation("classic-emptied", since=(2, 0))
 def classic_emptied(d: Driver, name: str) -> Outcome:
     """Members commit then leave: an Empty consumer group whose offsets expire."""
     topic = d.topic(f"{name}-t", 2)
@@ -326,7 +342,7 @@ def classic_emptied(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("classic-emptied-then-rejoined", keeps_members=True)
+@situation("classic-emptied-then-rejoined", keeps_members=True, since=(2, 0))
 def classic_rejoined(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 2)
     group = f"{name}-g"
@@ -341,7 +357,7 @@ def classic_rejoined(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("offset-delete")
+@situation("offset-delete", since=(2, 0))  # before 2.4: UNSUPPORTED_VERSION
 def offset_delete(d: Driver, name: str) -> Outcome:
     """OffsetDelete on an Empty group, on a group subscribed to the topic, on a missing group."""
     topic, other = d.topic(f"{name}-t", 2), d.topic(f"{name}-o", 1)
@@ -362,7 +378,7 @@ def offset_delete(d: Driver, name: str) -> Outcome:
     return Outcome([empty, stable], offset_deletes=deletes)
 
 
-@situation("delete-groups")
+@situation("delete-groups", since=(2, 0))
 def delete_groups(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 1)
     gone, kept = f"{name}-gone", f"{name}-kept"
@@ -375,7 +391,7 @@ def delete_groups(d: Driver, name: str) -> Outcome:
     return Outcome([gone, kept])
 
 
-@situation("admin-offset-reset")
+@situation("admin-offset-reset", since=(2, 0))
 def offset_reset(d: Driver, name: str) -> Outcome:
     from confluent_kafka import ConsumerGroupTopicPartitions
 
@@ -390,7 +406,7 @@ def offset_reset(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("topic-deleted")
+@situation("topic-deleted", since=(2, 0))
 def topic_deleted(d: Driver, name: str) -> Outcome:
     topic, kept = d.topic(f"{name}-t", 2), d.topic(f"{name}-k", 1)
     group = f"{name}-g"
@@ -400,6 +416,63 @@ def topic_deleted(d: Driver, name: str) -> Outcome:
     consumer.close()
     d.admin.delete_topics([topic])[topic].result()
     time.sleep(1.0)  # the coordinator removes the offsets when the metadata update reaches it
+    return Outcome([group])
+
+
+def _kafka_string(value: str) -> bytes:
+    data = value.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+def commit_with_retention(
+    bootstrap: str, group: str, topic: str, partition: int, offset: int, retention_ms: int
+) -> int:
+    """OffsetCommit v2 with `retention_time_ms` for a simple group (generation -1, no member),
+    sent on a plain socket: versions 2-4 of the request carry the retention (every broker here
+    takes v2, 4.x included), and neither Kafka's Java consumer nor librdkafka ever sets it
+    (both send -1, the broker's retention). The partition's error code (0 = stored)."""
+    host, port = bootstrap.rsplit(":", 1)
+    body = _kafka_string(group) + struct.pack(">i", -1) + _kafka_string("")
+    body += struct.pack(">qi", retention_ms, 1) + _kafka_string(topic)
+    body += struct.pack(">iiq", 1, partition, offset) + _kafka_string("")
+    request = struct.pack(">hhi", 8, 2, 1) + _kafka_string("offsets-retention") + body
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        size = struct.unpack(">i", _read_exactly(sock, 4))[0]
+        response = _read_exactly(sock, size)
+    # correlation id, topics [name, partitions [partition, error]]: one topic, one partition
+    name_length = struct.unpack_from(">h", response, 8)[0]
+    return struct.unpack_from(">h", response, 8 + 2 + name_length + 4 + 4)[0]
+
+
+def _read_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("the broker closed the connection")
+        data += chunk
+    return data
+
+
+@situation("explicit-retention", since=(2, 0))
+def explicit_retention(d: Driver, name: str) -> Outcome:
+    """A simple group's commits with their own retention (expireTimestamp in the value): 45 s,
+    which expires before the 1-minute retention (and after the first snapshot: the situations
+    driven after it take less), and 10 minutes, which outlives it."""
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    for partition, offset, retention_ms in ((0, 3, 45_000), (1, 4, 600_000)):
+        deadline = time.monotonic() + 20
+        while True:
+            error = commit_with_retention(
+                d.bootstrap, group, topic, partition, offset, retention_ms
+            )
+            if error == 0:
+                break
+            if error not in (14, 15, 16) or time.monotonic() > deadline:  # coordinator not ready
+                raise RuntimeError(f"OffsetCommit v2 answered error {error}")
+            time.sleep(0.2)
     return Outcome([group])
 
 
@@ -414,7 +487,7 @@ def _txn_offsets(d: Driver, producer: Producer, group: str, offsets: dict) -> No
     metadata_source.close()
 
 
-@situation("txn-committed")
+@situation("txn-committed", since=(2, 0))
 def txn_committed(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 2)
     group = f"{name}-g"
@@ -424,7 +497,7 @@ def txn_committed(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("txn-aborted")
+@situation("txn-aborted", since=(2, 0))
 def txn_aborted(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 2)
     group = f"{name}-g"
@@ -438,7 +511,7 @@ def txn_aborted(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("txn-pending")
+@situation("txn-pending", since=(2, 0))
 def txn_pending(d: Driver, name: str) -> Outcome:
     """Offsets staged by a transaction left open: OffsetFetch(require_stable) says unstable."""
     topic = d.topic(f"{name}-t", 2)
@@ -452,7 +525,7 @@ def txn_pending(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("txn-plain-commit-before-marker")
+@situation("txn-plain-commit-before-marker", since=(2, 0))
 def txn_commit_between(d: Driver, name: str) -> Outcome:
     """A plain commit lands between a transaction's offsets and its COMMIT marker."""
     topic = d.topic(f"{name}-t", 2)
@@ -528,16 +601,18 @@ def classic_upgrade(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
+_TXN4_SCALA = (
+    {},
+    "offsets: the live Scala coordinator drops the pending transactional offset with the"
+    " committed one (removeOffsets); its loader keeps it (semantics.md section 1.3)",
+)
+
+
 @situation(
     "txn-offset-delete-before-marker",
     late=True,
-    documented_live={
-        3: (
-            {},
-            "offsets: the live Scala coordinator drops the pending transactional offset with the"
-            " committed one (removeOffsets); its loader keeps it (semantics.md section 1.3)",
-        )
-    },
+    documented_live={3: _TXN4_SCALA, 2: _TXN4_SCALA},
+    since=(2, 4),  # OffsetDelete
 )
 def txn_tombstone_between(d: Driver, name: str) -> Outcome:
     """An OffsetDelete tombstone lands between a transaction's offsets and its COMMIT marker.

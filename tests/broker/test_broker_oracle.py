@@ -4,35 +4,60 @@ from __future__ import annotations
 
 import pytest
 
-from tests.broker.conftest import VERSIONS
+from tests.broker.eras import VERSIONS
 from tests.broker.situations import SITUATIONS
 
 # Known disagreements another change fixes (issue 16, "Known disagreements"); the lead removes
 # the marks when merging that fix. strict: a mark that no longer applies fails.
-KNOWN: dict[tuple[int, str], str] = {
+KNOWN: dict[tuple[str, str], str] = {
     # (3, "txn-offset-delete-before-marker") was here until main's TXN-4 fix (0fb294e): the
     # reloaded 3.9 broker shows the transaction's offset, and the job now does too.
 }
+# `--source kafka` reads read_committed, which never returns control records: the COMMIT marker
+# that lands after the OffsetDelete tombstone is not seen, the transaction's offset is applied
+# at its own position, before the tombstone, and the group reads as Dead where the reloaded
+# Scala coordinator shows the offset (TXN-4). On main already (3.9.1); the fix belongs in the
+# Kafka source, not here.
+_TXN4_KAFKA = "--source kafka loses the COMMIT marker's position (read_committed): TXN-4"
+KNOWN[("3.9.1", "txn-offset-delete-before-marker")] = _TXN4_KAFKA
+KNOWN[("2.8.2", "txn-offset-delete-before-marker")] = _TXN4_KAFKA
+
+# Kafka 2.3's loader reads current_state_timestamp from GroupMetadataValue v2 only, not from
+# the v3 that 2.3 writes (GroupMetadataManager.readGroupMessageValue, `version == 2`): after
+# the restart its Empty groups expire by commit time (their commits are minutes old: Dead),
+# where semantics.md (EXP-EMPTY-STATE-TS) and the job keep the state time. No row says so yet.
+_LOADER_23 = (
+    "Kafka 2.3 loads GroupMetadataValue v3 without its state timestamp: Empty groups expire"
+    " by commit time after a restart (no semantics.md row)"
+)
+for _name in (
+    "classic-eager-two-members",
+    "classic-cooperative-member-left",
+    "classic-subscription-changes",
+    "classic-emptied-then-rejoined",
+    "offset-delete",
+):
+    KNOWN[("2.3.1", _name)] = _LOADER_23
 
 
 def _cases():
-    for major in VERSIONS:
+    for version in VERSIONS:
         for s in SITUATIONS:
-            if s.min_major > major:
+            if not s.runs_on(version):
                 continue
             marks = []
-            if (major, s.name) in KNOWN:
-                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[(major, s.name)]))
-            yield pytest.param(major, s.name, id=f"{VERSIONS[major]}-{s.name}", marks=marks)
+            if (version, s.name) in KNOWN:
+                marks.append(pytest.mark.xfail(strict=True, reason=KNOWN[(version, s.name)]))
+            yield pytest.param(version, s.name, id=f"{version}-{s.name}", marks=marks)
 
 
 @pytest.mark.broker
 @pytest.mark.spark
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@pytest.mark.parametrize(("major", "situation"), list(_cases()))
-def test_job_agrees_with_broker(request, major: int, situation: str) -> None:
-    world = request.getfixturevalue(f"world_{major}")
+@pytest.mark.parametrize(("version", "situation"), list(_cases()))
+def test_job_agrees_with_broker(broker_world, version: str, situation: str) -> None:
+    world = broker_world(version)
     print(f"{world.version} timings: {world.timings}")
     assert situation not in world.errors, world.errors.get(situation)
     compared = [

@@ -4,14 +4,16 @@ Phases (one broker start, one retention wait per version):
 
 1. *live*: every situation runs; the broker's answers (ListGroups, DescribeGroups,
    OffsetFetch with and without require_stable) are taken, its log segments dumped and audited
-   with ``offsets run --as-of <now>``; the two views are compared per group.
-2. *offset-delete*: the job's ``delete_error`` of each requested partition is compared with the
-   error code of the real OffsetDelete.
+   with ``offsets run --as-of <now>``; the two views are compared per group. *live (kafka)*:
+   the same with ``--source kafka`` on the live topic (groups an open transaction holds back
+   and the OffsetDeletes' groups left out).
+2. *offset-delete*: the job's ``delete_error`` of each requested partition (sent right after
+   the dump) is compared with the error code of the real OffsetDelete.
 3. *expiry*: the log is dumped again and audited ``--as-of T`` (T after the 1-minute retention);
    the broker's cleanup passes T; the offset and group tombstones it wrote must be exactly the
    predicted ones, each written within one cleanup interval after the predicted ``expires_at``.
 4. *reload*: the broker restarts on the same log dir; its answers are compared with an audit of
-   the final log.
+   the final log, and (*reload (kafka)*) with the next incremental ``--source kafka`` run.
 """
 
 from __future__ import annotations
@@ -29,17 +31,23 @@ from typing import Any
 
 from click.testing import CliRunner
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+from confluent_kafka.admin import AdminClient
 
 from offsets_lib.cli import main as offsets_cli
 from tests.broker import segments
 from tests.broker.brokers import KafkaBroker
+from tests.broker.eras import (
+    coordinator_for,
+    describes_instance_ids,
+    has_require_stable,
+    lists_group_types,
+)
 from tests.broker.recorder import Recorder
 from tests.broker.situations import SITUATIONS, Driver, Outcome, Situation, java_admin
 
 RETENTION = "1m"
 CLEANUP_INTERVAL_MS = 500
 EXPIRY_SLACK_MS = 1500  # a cleanup pass that starts late still writes within this
-COORDINATOR = {4: "new", 3: "classic-2.4"}
 # Record types whose tombstone deletes a group: classic, consumer, share, streams metadata
 # (records.md section 2).
 GROUP_METADATA_KEY_TYPES = (2, 3, 11, 17)
@@ -82,7 +90,10 @@ def _state_name(state: Any) -> str:
 def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, GroupView]:
     groups = list(groups)
     views = {g: GroupView() for g in groups}
+    # a new client asks ListGroups of the brokers it knows: none before its first metadata
+    admin.list_topics(timeout=10)
     listing = admin.list_consumer_groups(request_timeout=10).result()
+    assert not listing.errors, listing.errors
     for item in listing.valid:
         if item.group_id in views:
             views[item.group_id].listed = True
@@ -222,14 +233,28 @@ def run_kafka_job(
     ), held
 
 
-def offsets_partition(group: str, partitions: int = 50) -> int:
-    """The __consumer_offsets partition of a group: Kafka's abs(groupId.hashCode) % partitions."""
-    h = 0
-    units = group.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) & 0xFFFFFFFF
-    h = h - (1 << 32) if h >= 1 << 31 else h
-    return 0 if h == -(1 << 31) else abs(h) % partitions
+def groups_after_open_transactions(dump) -> dict[str, int]:
+    """Groups (-> their offsets partition) with a record at or after the first offset of a
+    transaction still open in `dump`, Kafka's last stable offset: a read_committed reader
+    sees none of them until the transaction ends."""
+    rows = dump.select(
+        ["partition", "offset", "key", "producer_id", "is_transactional", "is_control"]
+    ).to_pylist()
+    open_from: dict[tuple[int, int], int] = {}  # (partition, producer id) -> first offset
+    for row in sorted(rows, key=lambda r: (r["partition"], r["offset"])):
+        producer = (row["partition"], row["producer_id"])
+        if row["is_control"]:
+            open_from.pop(producer, None)
+        elif row["is_transactional"]:
+            open_from.setdefault(producer, row["offset"])
+    stable_end: dict[int, int] = {}
+    for (partition, _), offset in open_from.items():
+        stable_end[partition] = min(stable_end.get(partition, offset), offset)
+    return {
+        _key_group(row["key"])[1]: row["partition"]
+        for row in rows
+        if not row["is_control"] and row["offset"] >= stable_end.get(row["partition"], 1 << 62)
+    }
 
 
 def compare_kafka_read(
@@ -240,16 +265,19 @@ def compare_kafka_read(
     seen: dict[str, GroupView],
     run: JobRun,
     held: dict[int, int],
+    unread: dict[str, int],
     names: dict[str, str],
+    changed: set[str] = frozenset(),
 ) -> None:
-    """The `--source kafka` run against the broker: every group whose offsets partition the
-    run could read whole is compared as for the segment dump; a partition an open transaction
-    holds back must be reported by the run (checked against the txn-pending situation's), and
-    its groups are not compared (read_committed cannot show the open transaction)."""
+    """The `--source kafka` run against the broker: every group the run could read whole is
+    compared as for the segment dump. A group with records after an open transaction's first
+    one (`unread`, from the log the run read) is not compared, read_committed cannot show them
+    yet; the run must report its offsets partition as held back. `changed`: groups written to
+    after the broker's answers were taken (not compared)."""
     groups = {g for o in outcomes.values() for g in o.groups}
     mine = job_view(run, groups, names)
     for name, outcome in outcomes.items():
-        readable = [g for g in outcome.groups if offsets_partition(g) not in held]
+        readable = [g for g in outcome.groups if g not in unread and g not in changed]
         compare_views(
             recorder,
             version,
@@ -259,14 +287,9 @@ def compare_kafka_read(
             {g: mine[g] for g in readable},
         )
         for g in outcome.groups:
-            if seen[g].unstable:  # an open transaction: its partition must be reported
+            if g in unread:
                 recorder.compare(
-                    version,
-                    name,
-                    phase,
-                    f"{g} offsets partition reported held back",
-                    True,
-                    offsets_partition(g) in held,
+                    version, name, phase, f"{g} reported held back", True, unread[g] in held
                 )
 
 
@@ -349,13 +372,19 @@ def compare_views(
             check("group epoch, target assignment epoch", seen.epochs, mine.epochs)
             check("member epochs", seen.member_epochs, mine.member_epochs)
         if seen.listed:
-            check("type", seen.group_type, mine.group_type)
-            if seen.group_type == "classic":
+            # a broker before 3.8 lists no type (librdkafka: unknown): all its groups are classic
+            seen_type = seen.group_type if lists_group_types(version) else "classic"
+            check("type", seen_type, mine.group_type)
+            if seen_type == "classic":
                 check("protocol_type is null", seen.simple, mine.simple)
                 if not seen.simple:
                     check("protocol", seen.protocol, mine.protocol)
-            check("members", seen.members, mine.members)
-        check("unstable (require_stable)", seen.unstable, mine.unstable)
+            members = mine.members
+            if not describes_instance_ids(version):  # the broker cannot show them
+                members = [(m[0], None, *m[2:]) for m in members]
+            check("members", seen.members, members)
+        if has_require_stable(version):
+            check("unstable (require_stable)", seen.unstable, mine.unstable)
         for key in sorted(set(seen.offsets) | set(mine.offsets)):
             check(f"offset {key[0]}/{key[1]}", seen.offsets.get(key), mine.offsets.get(key))
 
@@ -434,14 +463,14 @@ def _topic_names(admin) -> dict[str, str]:
     return out
 
 
-def situations_for(major: int, *, late: bool) -> list[Situation]:
-    chosen = [s for s in SITUATIONS if s.min_major <= major and s.late == late]
+def situations_for(version: str, *, late: bool) -> list[Situation]:
+    chosen = [s for s in SITUATIONS if s.runs_on(version) and s.late == late]
     return sorted(chosen, key=lambda s: not s.keeps_members)  # stable: file order otherwise
 
 
 def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
     broker = KafkaBroker(version, work / "broker")
-    coordinator = COORDINATOR[broker.major]
+    coordinator = coordinator_for(version)
     broker.start()
     driver = Driver(broker.bootstrap)
     outcomes: dict[str, Outcome] = {}
@@ -449,7 +478,7 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
     timings: dict[str, float] = {}
     started = time.monotonic()
     try:
-        for s in situations_for(broker.major, late=False):
+        for s in situations_for(version, late=False):
             began = time.monotonic()
             try:
                 outcomes[s.name] = s.drive(driver, s.name)
@@ -467,12 +496,9 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         live_ms = now_ms()
         live = segments.write_dump(broker.log_dir, work / "dump-live")
         live_ends = _end_offsets(live)
-        # the live topic itself, read as users run the job (before the OffsetDeletes change it)
-        kafka_tables = work / "tables-kafka"
-        run, held = run_kafka_job(
-            broker.bootstrap, kafka_tables, "live-kafka", live_ms, coordinator
-        )
-        compare_kafka_read(recorder, version, "live (kafka)", outcomes, seen, run, held, names)
+        # The OffsetDeletes at once: the job's answers are those of the live log, and a simple
+        # group's offsets expire one retention after their commit (the Spark runs below take
+        # a good part of that).
         requests = [
             f"{g}/{t}:{p}" for o in outcomes.values() for g, ps in o.offset_deletes for t, p in ps
         ]
@@ -480,6 +506,24 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
             (r["group"], r["topic"], r["partition"]): r["error"]
             for r in java_admin(broker.bootstrap, "delete-offsets", requests)
         }
+        # the live topic itself, read as users run the job; it reads the OffsetDeletes' records
+        # too, so their groups are compared in the reload phases only
+        kafka_tables = work / "tables-kafka"
+        run, held = run_kafka_job(
+            broker.bootstrap, kafka_tables, "live-kafka", live_ms, coordinator
+        )
+        compare_kafka_read(
+            recorder,
+            version,
+            "live (kafka)",
+            outcomes,
+            seen,
+            run,
+            held,
+            groups_after_open_transactions(live),
+            names,
+            {g for o in outcomes.values() for g, _ in o.offset_deletes},
+        )
         run = run_job(spark, work / "dump-live", work / "tables", "live", live_ms, coordinator)
         mine = job_view(run, groups, names)
         for name, outcome in outcomes.items():
@@ -500,7 +544,7 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
                 for topic, partition in partitions:
                     actual = deleted.get((group, topic, partition), "NO ANSWER")
                     decision = decisions.get((group, topic, partition))
-                    predicted = _predicted_delete_error(run, group, decision)
+                    predicted = _predicted_delete_error(run, group, decision, coordinator)
                     recorder.compare(
                         version,
                         name,
@@ -530,7 +574,7 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         # now (their offsets must not have expired when the broker loads them back).
         driver.close()
         late = Driver(broker.bootstrap)
-        for s in situations_for(broker.major, late=True):
+        for s in situations_for(version, late=True):
             try:
                 outcomes[s.name] = s.drive(late, s.name)
             except Exception as exc:
@@ -547,12 +591,14 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         groups = {g for o in outcomes.values() for g in o.groups}
         time.sleep(1.0)
         broker.stop()
-        segments.write_dump(broker.log_dir, work / "dump-final")
+        final = segments.write_dump(broker.log_dir, work / "dump-final")
         broker.start()
-        seen = broker_view(driver.admin, groups, broker.bootstrap)
+        # a new client: the old one's reconnect backoff (up to 10 s) outlasts a request timeout
+        reloaded = AdminClient(broker.client_conf)
+        seen = broker_view(reloaded, groups, broker.bootstrap)
         reload_ms = now_ms()
         run = run_job(spark, work / "dump-final", work / "tables", "reload", reload_ms, coordinator)
-        names |= _topic_names(driver.admin)
+        names |= _topic_names(reloaded)
         mine = job_view(run, groups, names)
         for name, outcome in outcomes.items():
             compare_views(
@@ -568,7 +614,17 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         run, held = run_kafka_job(
             broker.bootstrap, kafka_tables, "reload-kafka", reload_ms, coordinator
         )
-        compare_kafka_read(recorder, version, "reload (kafka)", outcomes, seen, run, held, names)
+        compare_kafka_read(
+            recorder,
+            version,
+            "reload (kafka)",
+            outcomes,
+            seen,
+            run,
+            held,
+            groups_after_open_transactions(final),
+            names,
+        )
         timings["total"] = time.monotonic() - started
     finally:
         driver.close()
@@ -577,9 +633,13 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
     return World(version, recorder, outcomes, errors, timings)
 
 
-def _predicted_delete_error(run: JobRun, group: str, decision: dict | None) -> str | None:
+def _predicted_delete_error(
+    run: JobRun, group: str, decision: dict | None, coordinator: str
+) -> str | None:
     if decision is not None:
         return decision["delete_error"]
+    if coordinator in ("classic-2.1", "pre-2.1"):
+        return "UNSUPPORTED_VERSION"  # no OffsetDelete before 2.4 (semantics.md section 6)
     row = run.groups.get(group)
     if row is None or row["state"] == "Dead":
         return "GROUP_ID_NOT_FOUND"

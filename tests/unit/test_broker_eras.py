@@ -1,0 +1,84 @@
+"""The broker oracle's bookkeeping (tests/broker): eras, the per-version summary, and which
+groups a read_committed run cannot see yet. No broker, no Spark."""
+
+from __future__ import annotations
+
+import struct
+
+import pyarrow as pa
+
+from tests.broker.eras import VERSIONS, coordinator_for, describes_instance_ids
+from tests.broker.recorder import version_lines
+from tests.broker.situations import SITUATIONS
+from tests.broker.world import groups_after_open_transactions
+
+
+def test_one_broker_per_regime() -> None:
+    assert {v: coordinator_for(v) for v in VERSIONS} == {
+        "4.4.0": "new",
+        "3.9.1": "classic-2.4",
+        "2.8.2": "classic-2.4",
+        "2.3.1": "classic-2.1",
+        "2.0.1": "pre-2.1",
+    }
+    assert [describes_instance_ids(v) for v in ("2.3.1", "2.4.0")] == [False, True]
+
+
+def test_situations_run_on_the_eras_that_have_their_feature() -> None:
+    runs = {s.name: [v for v in VERSIONS if s.runs_on(v)] for s in SITUATIONS}
+    assert runs["classic-static-member"] == ["4.4.0", "3.9.1", "2.8.2", "2.3.1"]
+    assert runs["txn-offset-delete-before-marker"] == ["4.4.0", "3.9.1", "2.8.2"]
+    assert runs["explicit-retention"] == list(VERSIONS)
+    assert runs["consumer-emptied"] == ["4.4.0"]
+
+
+def test_version_lines_say_which_broker_did_not_run() -> None:
+    rows = [
+        {"version": "2.8.2", "situation": "a", "agrees": True},
+        {"version": "2.8.2", "situation": "b", "agrees": False},
+        {"version": "2.8.2", "situation": "b", "agrees": True},
+    ]
+    lines = version_lines(rows, {"2.0.1": "RuntimeError: Kafka 2.0.1 did not start"})
+    assert lines == [
+        "broker 4.4.0 (new): not run: no test of it ran in this session",
+        "broker 3.9.1 (classic-2.4): not run: no test of it ran in this session",
+        "broker 2.8.2 (classic-2.4): 2 situations, 3 values compared, 2 agree",
+        "broker 2.3.1 (classic-2.1): not run: no test of it ran in this session",
+        "broker 2.0.1 (pre-2.1): not run: RuntimeError: Kafka 2.0.1 did not start",
+    ]
+
+
+def _offset_key(group: str) -> bytes:
+    """OffsetCommitKey v1: group, topic "t", partition 0."""
+    out = struct.pack(">h", 1)
+    for text in (group, "t"):
+        out += struct.pack(">h", len(text)) + text.encode()
+    return out + struct.pack(">i", 0)
+
+
+def test_groups_after_an_open_transactions_first_record() -> None:
+    # partition 0: g1 plain, producer 7 transactional (committed by the marker at 2), g2 plain,
+    # producer 8 opens a transaction at 4 (never ends), g3 after it; partition 1: g4 plain
+    rows = [
+        (0, 0, "g1", -1, False, False),
+        (0, 1, "gt", 7, True, False),
+        (0, 2, "gt", 7, True, True),
+        (0, 3, "g2", -1, False, False),
+        (0, 4, "open", 8, True, False),
+        (0, 5, "g3", -1, False, False),
+        (1, 0, "g4", -1, False, False),
+    ]
+    dump = pa.Table.from_pylist(
+        [
+            {
+                "partition": p,
+                "offset": o,
+                "key": _offset_key(g),
+                "producer_id": pid,
+                "is_transactional": txn,
+                "is_control": control,
+            }
+            for p, o, g, pid, txn, control in rows
+        ]
+    )
+    assert groups_after_open_transactions(dump) == {"open": 0, "g3": 0}
