@@ -116,6 +116,15 @@ def _notes(results) -> list[str]:
 )
 @click.option("--all-groups", is_flag=True, help="Every group of the run that exists.")
 @click.option(
+    "--topic-id",
+    "topic_ids",
+    multiple=True,
+    metavar="TOPIC=ID",
+    help="Name TOPIC by this topic id, as OffsetFetch v10+ does (Kafka's 22-character form or a"
+    " UUID): an offset stored with another id answers -1 (FETCH-TOPICID: the topic was deleted"
+    " and re-created). Repeatable.",
+)
+@click.option(
     "--require-stable",
     is_flag=True,
     help="Partitions with a pending transactional offset get UNSTABLE_OFFSET_COMMIT.",
@@ -128,15 +137,27 @@ def fetch_command(
     warehouse: str | None,
     groups: tuple[str, ...],
     all_groups: bool,
+    topic_ids: tuple[str, ...],
     require_stable: bool,
     as_json: bool,
     run_id: str | None,
 ) -> None:
     """Committed offsets of groups, as a batched OffsetFetch (KIP-709) would return them."""
-    from offsets_lib.tools.fetch import NoRunError, fetch_offsets
+    from offsets_lib.tools.fetch import NoRunError, fetch_offsets, parse_topic_id
 
     if bool(groups) == all_groups:
         fail(EXIT_USAGE, "fetch needs --group G[:TOPIC[:P,P..]] ... or --all-groups (not both)")
+    if topic_ids and all_groups:
+        fail(EXIT_USAGE, "--topic-id names topics of --group requests (not --all-groups)")
+    ids: dict[str, str] = {}
+    for pair in topic_ids:
+        topic, sep, text = pair.partition("=")
+        if not sep or not topic:
+            fail(EXIT_USAGE, f"--topic-id {pair!r}: expected TOPIC=ID")
+        try:
+            ids[topic] = parse_topic_id(text)
+        except ValueError as exc:
+            fail(EXIT_USAGE, f"--topic-id {pair!r}: {exc}")
     root = tables_root(output, database, warehouse)
     try:
         results = fetch_offsets(
@@ -144,6 +165,7 @@ def fetch_command(
             None if all_groups else list(groups),
             require_stable=require_stable,
             run_id=run_id,
+            topic_ids=ids,
         )
     except NoRunError as exc:
         fail(EXIT_INPUT, str(exc))
