@@ -210,9 +210,7 @@ def run_stats(stats_rows: Iterable[Mapping[str, Any]]) -> RunStats:
         load_failures=sum(r["load_failures"] or 0 for r in rows),
         load_failures_shown=tuple(
             sorted(
-                tuple(shown)
-                for r in rows
-                for shown in json.loads(r["load_failures_shown"] or "[]")
+                tuple(shown) for r in rows for shown in json.loads(r["load_failures_shown"] or "[]")
             )
         ),
         **{name: sum(r[name] or 0 for r in rows) for name in _DECISION_COUNTS},
