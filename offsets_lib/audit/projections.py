@@ -1,8 +1,9 @@
 """Which column of the audit tasks' results each table column is (pure; no Spark).
 
-The tables `offsets`, `offset_decisions`, `groups`, `members`, `group_decisions` and `rejects`
-are plain projections of the tasks' result tables (task_audit.KIND_ARROW, decisions included):
-renamed columns, epoch milliseconds shown as UTC timestamps, members unnested. The projections
+The tables `offsets`, `offset_decisions`, `groups`, `members`, `group_decisions`,
+`load_failures` and `rejects` are plain projections of the tasks' result tables
+(task_audit.KIND_ARROW, decisions included): renamed columns, epoch milliseconds shown as UTC
+timestamps, members and load failures unnested. The projections
 are defined here once: `pipeline` applies them to Spark frames (the Spark writer, the Spark
 shuffle), `table_rows` to Arrow tables, so that an audit task writes those tables' files itself.
 """
@@ -90,5 +91,9 @@ PROJECTIONS: dict[str, tuple[str, tuple[ProjectedColumn, ...]]] = {
     ),
     # one row per element of the group's `members` list: these columns, then the member's fields
     "members": (GROUP, (ProjectedColumn("group_id", "group_id"), _OFFSETS_PARTITION)),
+    # one row per element of the group's `load_failures` list (LOG-6), the same way
+    "load_failures": (GROUP, (_OFFSETS_PARTITION, ProjectedColumn("group_id", "group_id"))),
 }
 MEMBERS_LIST = "members"
+# tables of one row per element of a list column of their kind: table -> list column
+EXPLODED: dict[str, str] = {"members": MEMBERS_LIST, "load_failures": "load_failures"}

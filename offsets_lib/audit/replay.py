@@ -69,7 +69,7 @@ _TARGET_MEMBER_TYPES = frozenset({7, 13, 21})
 
 LOAD_FAILURE = pa.struct(
     [
-        ("check", pa.string()),
+        ("failed_check", pa.string()),
         ("log_offset", pa.int64()),
         ("member_id", pa.string()),
         ("detail", pa.string()),
@@ -232,7 +232,7 @@ def replay_group(
     if failures:
         notes.append(
             f"LOG-6: the broker fails to load offsets partition {log_partition} "
-            f"({', '.join(sorted({f['check'] for f in failures}))}; table load_failures)"
+            f"({', '.join(sorted({f['failed_check'] for f in failures}))}; table load_failures)"
         )
     row.update(
         log_partition=log_partition,
@@ -268,7 +268,7 @@ def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
         if member_id in group.target_members:
             failed.append((MEMBER_IN_TARGET, member_id, "the member is in the target assignment"))
     return [
-        {"check": check, "log_offset": event.log_offset, "member_id": member, "detail": detail}
+        dict(zip(LOAD_FAILURE.names, (check, event.log_offset, member, detail), strict=True))
         for check, member, detail in failed
     ]
 

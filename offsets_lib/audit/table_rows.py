@@ -17,14 +17,15 @@ import pyarrow.compute as pc
 from offsets_lib.audit.lag import lag_rows, with_end_offsets
 from offsets_lib.audit.metrics import METRIC_COUNTS
 from offsets_lib.audit.projections import (
+    EXPLODED,
     MAX_TIMESTAMP_MS,
-    MEMBERS_LIST,
     PROJECTIONS,
     ProjectedColumn,
 )
 
 DIRECT_TABLES = (
-    "offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects", "lag",
+    "offsets", "offset_decisions", "groups", "members", "group_decisions", "load_failures",
+    "rejects", "lag",
 )  # fmt: skip
 # the result kind each table is built from (the projections', and lag's: the offsets); a kind
 # whose tables a task writes all of itself needs no staging (engine.staging.TableFiles)
@@ -61,12 +62,13 @@ def _projected(table: pa.Table, name: str) -> pa.Table:
     return pa.table({c.name: _column(table, c) for c in columns})
 
 
-def _members(groups: pa.Table) -> pa.Table:
-    """One row per member: the group's key columns, then the member's fields (explode)."""
-    members = groups.column(MEMBERS_LIST).combine_chunks()
+def _exploded(groups: pa.Table, name: str) -> pa.Table:
+    """One row per element of the table's list column (projections.EXPLODED), e.g. per member:
+    the group's key columns, then the element's fields (explode)."""
+    members = groups.column(EXPLODED[name]).combine_chunks()
     lengths = np.asarray(pc.fill_null(pc.list_value_length(members), 0), dtype=np.int64)
     parents = pa.array(np.repeat(np.arange(groups.num_rows), lengths))
-    keys = _projected(groups, "members")
+    keys = _projected(groups, name)
     flat = pc.list_flatten(members)
     columns = {name: keys.column(name).take(parents) for name in keys.column_names}
     for i, field in enumerate(flat.type):
@@ -103,8 +105,8 @@ def table_rows(
     elif name == "lag":
         offsets = _projected(results[PROJECTIONS["offsets"][0]], "offsets")
         table = lag_rows(with_end_offsets(offsets, end_offsets), as_of_ms=as_of_ms)
-    elif name == "members":
-        table = _members(results[PROJECTIONS["members"][0]])
+    elif name in EXPLODED:
+        table = _exploded(results[PROJECTIONS[name][0]], name)
     else:
         table = _projected(results[PROJECTIONS[name][0]], name)
     n = table.num_rows

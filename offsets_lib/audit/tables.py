@@ -409,6 +409,44 @@ GROUP_DECISIONS = TableSpec(
     ),
 )
 
+LOAD_FAILURES = TableSpec(
+    name="load_failures",
+    comment="One row per record the new coordinator's loader refuses to replay (LOG-6), per "
+    "run: the broker fails to load that offsets partition, and serves no group of it.",
+    schema=StructType(
+        [
+            _offsets_partition("the record (the partition the broker would not load)"),
+            _col("group_id", StringType(), "Group whose record fails the check."),
+            _col(
+                "failed_check",
+                StringType(),
+                "The replay check that fails: GROUP_TOMBSTONE_WITH_MEMBERS, "
+                "GROUP_TOMBSTONE_WITH_TARGET_ASSIGNMENT_MEMBERS, "
+                "GROUP_TOMBSTONE_WITHOUT_TARGET_ASSIGNMENT_TOMBSTONE (group tombstones), "
+                "MEMBER_TOMBSTONE_WITH_EPOCH_NOT_MINUS_ONE or "
+                "MEMBER_TOMBSTONE_WITH_TARGET_ASSIGNMENT (member tombstones).",
+            ),
+            _col(
+                "log_offset",
+                LongType(),
+                "Offset in __consumer_offsets of the tombstone that fails the check.",
+            ),
+            _col(
+                "member_id",
+                StringType(),
+                "Member of a member tombstone; null for a group tombstone.",
+            ),
+            _col(
+                "detail",
+                StringType(),
+                "What the group still held, e.g. 'members a, b remain' or 'member epoch 3'.",
+            ),
+            _run_id(),
+            _as_of(),
+        ]
+    ),
+)
+
 REJECTS = TableSpec(
     name="rejects",
     comment="One row per input record that could not be decoded, per run.",
@@ -550,6 +588,7 @@ TABLES: dict[str, TableSpec] = {
         MEMBERS,
         OFFSET_DECISIONS,
         GROUP_DECISIONS,
+        LOAD_FAILURES,
         REJECTS,
         RUNS,
         LAG,

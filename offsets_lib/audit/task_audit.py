@@ -116,6 +116,10 @@ KIND_ARROW: dict[str, pa.Schema] = {
             ("max_timestamp_ms", pa.int64()),
             # groups by "group_type/state", as a JSON object (for the run's summary line)
             ("group_counts", pa.string()),
+            # LOG-6 checks failed, and the first LOAD_FAILURES_SHOWN of them as JSON
+            # [[offsets partition, group id, check], ...] (for the run's summary lines)
+            ("load_failures", pa.int64()),
+            ("load_failures_shown", pa.string()),
             # the decisions' counts (for the run's summary line)
             ("offsets_total", pa.int64()),
             ("offsets_expired", pa.int64()),
@@ -167,9 +171,28 @@ def audit_records(
             "orphaned_offsets": pa.array([orphaned], pa.int64()),
             "max_timestamp_ms": pa.array([pc.max(timestamps).as_py()], pa.int64()),
             "group_counts": pa.array([_group_counts(groups)], pa.string()),
+            **_load_failures(groups),
         }
     )
     return out
+
+
+LOAD_FAILURES_SHOWN = 10  # per task; every one is in the load_failures table
+
+
+def _load_failures(groups: pa.Table) -> dict[str, pa.Array]:
+    """The stats row's LOG-6 columns: how many checks the task's groups fail, and the first
+    few as (offsets partition, group id, check)."""
+    counts = pc.fill_null(pc.list_value_length(groups.column("load_failures")), 0)
+    failing = groups.filter(pc.greater(counts, 0))
+    shown: list[list[Any]] = []
+    for row in failing.select(["log_partition", "group_id", "load_failures"]).to_pylist():
+        for failure in row["load_failures"]:
+            shown.append([row["log_partition"], row["group_id"], failure["failed_check"]])
+    return {
+        "load_failures": pa.array([len(shown)], pa.int64()),
+        "load_failures_shown": pa.array([json.dumps(shown[:LOAD_FAILURES_SHOWN])], pa.string()),
+    }
 
 
 def _group_counts(groups: pa.Table) -> str:

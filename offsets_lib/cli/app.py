@@ -10,6 +10,9 @@ import click
 
 # Exit statuses of every command (contract.md): 1 is left to unexpected errors.
 EXIT_USAGE, EXIT_INPUT, EXIT_REJECTS, EXIT_LOCKED = 2, 3, 4, 5
+# fence-check's answer: the commit would be fenced (the broker answers an error), or the tables
+# cannot tell; both are answers a script branches on, not failures of the command
+EXIT_FENCED, EXIT_UNDECIDED = 6, 7
 EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report it: 128 + 2
 
 

@@ -124,6 +124,15 @@ def _notes(results) -> list[str]:
 )
 @click.option("--all-groups", is_flag=True, help="Every group of the run that exists.")
 @click.option(
+    "--topic-id",
+    "topic_ids",
+    multiple=True,
+    metavar="TOPIC=ID",
+    help="Name TOPIC by this topic id, as OffsetFetch v10+ does (Kafka's 22-character form or a"
+    " UUID): an offset stored with another id answers -1 (FETCH-TOPICID: the topic was deleted"
+    " and re-created). Repeatable.",
+)
+@click.option(
     "--require-stable",
     is_flag=True,
     help="Partitions with a pending transactional offset get UNSTABLE_OFFSET_COMMIT.",
@@ -137,18 +146,30 @@ def fetch_command(
     groups: tuple[str, ...],
     group_ids: tuple[str, ...],
     all_groups: bool,
+    topic_ids: tuple[str, ...],
     require_stable: bool,
     as_json: bool,
     run_id: str | None,
 ) -> None:
     """Committed offsets of groups, as a batched OffsetFetch (KIP-709) would return them."""
-    from offsets_lib.tools.fetch import FetchRequest, NoRunError, fetch_offsets
+    from offsets_lib.tools.fetch import FetchRequest, NoRunError, fetch_offsets, parse_topic_id
 
     if bool(groups or group_ids) == all_groups:
         fail(
             EXIT_USAGE,
             "fetch needs --group G[:TOPIC[:P,P..]] or --group-id ID ... or --all-groups (not both)",
         )
+    if topic_ids and all_groups:
+        fail(EXIT_USAGE, "--topic-id names topics of --group requests (not --all-groups)")
+    ids: dict[str, str] = {}
+    for pair in topic_ids:
+        topic, sep, text = pair.partition("=")
+        if not sep or not topic:
+            fail(EXIT_USAGE, f"--topic-id {pair!r}: expected TOPIC=ID")
+        try:
+            ids[topic] = parse_topic_id(text)
+        except ValueError as exc:
+            fail(EXIT_USAGE, f"--topic-id {pair!r}: {exc}")
     root = tables_root(output, database, warehouse)
     try:
         results = fetch_offsets(
@@ -156,6 +177,7 @@ def fetch_command(
             None if all_groups else [*(FetchRequest(g) for g in group_ids), *groups],
             require_stable=require_stable,
             run_id=run_id,
+            topic_ids=ids,
         )
     except NoRunError as exc:
         fail(EXIT_INPUT, str(exc))
@@ -310,9 +332,13 @@ def fence_check_command(**kw: Any) -> None:
     """Would this offset commit be fenced? Strict (== epoch) and relaxed (KIP-1251) rules.
 
     The last line says what the chosen coordinator's own rule answers (new: relaxed, as Kafka
-    4.3+; the Scala coordinators: strict). Exit 0 whatever the answer; 2 bad usage, 3 no tables
-    or no such run.
+    4.3+; the Scala coordinators: strict), and so does the exit status: 0 accepted, 6 fenced
+    (the broker answers an error), 7 the tables cannot tell; 2 bad usage, 3 no tables or no
+    such run.
     """
+    import sys
+
+    from offsets_lib.cli.app import EXIT_FENCED, EXIT_UNDECIDED
     from offsets_lib.audit.coordinator import Coordinator
     from offsets_lib.tools.fence import (
         CommitRequest,
@@ -380,3 +406,7 @@ def fence_check_command(**kw: Any) -> None:
             click.echo(f"  {name + ':':<8} {d.reason}")
         verdict = {True: "yes", False: "no", None: "cannot tell"}[fenced]
         click.echo(f"fenced: {verdict} ({deciding} rule of the {coordinator} coordinator)")
+    if fenced is None:
+        sys.exit(EXIT_UNDECIDED)
+    if fenced:
+        sys.exit(EXIT_FENCED)

@@ -493,6 +493,23 @@ def _lag_summary(
     return line + f"; {behind} groups behind" + (f", largest: {largest}" if largest else "")
 
 
+LOAD_FAILURE_LINES = 10  # the summary's LOG-6 lines at most
+
+
+def load_failure_lines(report: RunReport) -> list[str]:
+    """LOG-6: one line per record the broker's loader refuses (a few; all are in the
+    load_failures table)."""
+    lines = [
+        f"the broker would fail to load offsets partition {partition} because of group"
+        f" {group!r} ({check}, LOG-6)"
+        for partition, group, check in report.load_failures_shown[:LOAD_FAILURE_LINES]
+    ]
+    more = report.load_failures - len(lines)
+    if more > 0:
+        lines.append(f"... and {more} more in the load_failures table")
+    return lines
+
+
 def print_summary(report: RunReport, options: RunOptions, lag_line: str | None = None) -> None:
     """The few lines an operator wants after a run."""
     as_of = (
@@ -518,6 +535,8 @@ def print_summary(report: RunReport, options: RunOptions, lag_line: str | None =
         click.echo(lag_line)
     if report.orphaned_offsets:
         click.echo(f"orphaned offsets (group tombstoned, G-S3): {report.orphaned_offsets}")
+    for line in load_failure_lines(report):
+        click.echo(line)
     if options.database is not None:
         click.echo(f"tables in database {options.database}: {', '.join(sorted(report.tables))}")
     else:

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from offsets_lib.audit import table_rows
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.metrics import hourly_sums
-from offsets_lib.audit.projections import MAX_TIMESTAMP_MS, MEMBERS_LIST, PROJECTIONS
+from offsets_lib.audit.projections import EXPLODED, MAX_TIMESTAMP_MS, PROJECTIONS
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.audit.tables import TABLES
@@ -58,18 +58,19 @@ def _projected(frame: DataFrame, table: str) -> DataFrame:
     )
 
 
-def _members_frame(groups: DataFrame) -> DataFrame:
-    keys = [F.col(c.source).alias(c.name) for c in PROJECTIONS["members"][1]]
-    return groups.select(*keys, F.explode(MEMBERS_LIST).alias("m")).select(
-        *[c.name for c in PROJECTIONS["members"][1]], "m.*"
+def _exploded_frame(groups: DataFrame, table: str) -> DataFrame:
+    """One row per element of the table's list column (projections.EXPLODED)."""
+    keys = [F.col(c.source).alias(c.name) for c in PROJECTIONS[table][1]]
+    return groups.select(*keys, F.explode(EXPLODED[table]).alias("m")).select(
+        *[c.name for c in PROJECTIONS[table][1]], "m.*"
     )
 
 
 def projected_frame(results: Mapping[str, DataFrame], table: str) -> DataFrame:
     """Table `table`'s frame from the results by kind (projections.PROJECTIONS)."""
     kind = PROJECTIONS[table][0]
-    if table == "members":
-        return _members_frame(results[kind])
+    if table in EXPLODED:
+        return _exploded_frame(results[kind], table)
     return _projected(results[kind], table)
 
 
@@ -191,6 +192,9 @@ class RunStats:
     offsets_expired: int = 0
     offsets_expiring_24h: int = 0
     groups_deleted: int = 0
+    load_failures: int = 0  # LOG-6 checks failed (rows of load_failures)
+    # some of them: (offsets partition, group id, check), sorted
+    load_failures_shown: tuple[tuple[int, str, str], ...] = ()
 
 
 def run_stats(stats_rows: Iterable[Mapping[str, Any]]) -> RunStats:
@@ -203,6 +207,12 @@ def run_stats(stats_rows: Iterable[Mapping[str, Any]]) -> RunStats:
         orphaned_offsets=sum(r["orphaned_offsets"] or 0 for r in rows),
         latest_ms=max(stamps) if stamps else None,
         groups_by_type_state=_summed_counts(r["group_counts"] for r in rows),
+        load_failures=sum(r["load_failures"] or 0 for r in rows),
+        load_failures_shown=tuple(
+            sorted(
+                tuple(shown) for r in rows for shown in json.loads(r["load_failures_shown"] or "[]")
+            )
+        ),
         **{name: sum(r[name] or 0 for r in rows) for name in _DECISION_COUNTS},
     )
 
@@ -220,7 +230,8 @@ def _summed_counts(tasks: Iterable[str | None]) -> dict[str, int]:
 
 
 DECIDED_TABLES = (
-    "offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects", "metrics",
+    "offsets", "offset_decisions", "groups", "members", "group_decisions", "load_failures",
+    "rejects", "metrics",
 )  # fmt: skip
 
 

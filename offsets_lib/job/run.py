@@ -134,6 +134,9 @@ class RunReport:
     offsets_expired: int = 0
     offsets_expiring_24h: int = 0
     groups_deleted: int = 0
+    # LOG-6: checks failed, and some of them (offsets partition, group id, check)
+    load_failures: int = 0
+    load_failures_shown: tuple[tuple[int, str, str], ...] = ()
     tables: dict[str, str] = field(default_factory=dict)
     stage_seconds: dict[str, float] = field(default_factory=dict)
     largest_task_records: int | None = None  # input records of the largest audit task (files)
@@ -749,6 +752,8 @@ def _summarise(report: RunReport, stats: pipeline.RunStats) -> None:
     report.offsets_expired = stats.offsets_expired
     report.offsets_expiring_24h = stats.offsets_expiring_24h
     report.orphaned_offsets = stats.orphaned_offsets
+    report.load_failures = stats.load_failures
+    report.load_failures_shown = stats.load_failures_shown
 
 
 def _write(

@@ -16,9 +16,11 @@ partition may exist. With ``require_stable`` such a partition is reported FETCH-
 
 from __future__ import annotations
 
+import base64
 import re
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -34,6 +36,7 @@ __all__ = [
     "fetch_offsets",
     "load_run",
     "parse_group_spec",
+    "parse_topic_id",
 ]
 
 UNSTABLE = "UNSTABLE_OFFSET_COMMIT"
@@ -53,12 +56,15 @@ class FetchRequest:
     ``topics`` maps a topic to its partition indexes, or to None = every partition of that topic
     with a committed offset (a CLI convenience; Kafka's request always lists the partitions).
     ``member_id``/``member_epoch`` are the optional KIP-848 member fields (FETCH-MEMBER).
+    ``topic_ids`` maps a listed topic to the id the request names it by (OffsetFetch v10+,
+    FETCH-TOPICID); a topic not in it is named by name.
     """
 
     group_id: str | None
     topics: Mapping[str, tuple[int, ...] | None] | None = None
     member_id: str | None = None
     member_epoch: int | None = None
+    topic_ids: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,7 @@ class OffsetRow:
     expired: bool | None = None
     log_end_offset: int | None = None
     lag: int | None = None
+    topic_id: str | None = None  # stored with the offset (OffsetCommitValue v4+), UUID form
 
 
 @dataclass(frozen=True)
@@ -114,6 +121,7 @@ class PartitionResult:
     log_end_offset: int | None = None
     lag: int | None = None
     note: str | None = None
+    topic_id: str | None = None  # the id the request named the topic by (v10+), UUID form
 
 
 @dataclass(frozen=True)
@@ -178,7 +186,12 @@ def fetch_member(request: FetchRequest, group: GroupSnapshot) -> GroupResult | N
 
 
 def fetch_unstable(
-    row: OffsetRow | None, group: GroupSnapshot, topic: str, partition: int, require_stable: bool
+    row: OffsetRow | None,
+    group: GroupSnapshot,
+    topic: str,
+    partition: int,
+    require_stable: bool,
+    topic_id: str | None = None,
 ) -> PartitionResult | None:
     """FETCH-UNSTABLE: require_stable and a pending transactional offset -> UNSTABLE, -1."""
     if require_stable and row is not None and row.has_pending_transaction:
@@ -187,7 +200,12 @@ def fetch_unstable(
 
 
 def fetch_none(
-    row: OffsetRow | None, group: GroupSnapshot, topic: str, partition: int, require_stable: bool
+    row: OffsetRow | None,
+    group: GroupSnapshot,
+    topic: str,
+    partition: int,
+    require_stable: bool,
+    topic_id: str | None = None,
 ) -> PartitionResult | None:
     """FETCH-NONE: no committed offset -> -1, leader epoch -1, metadata ""."""
     if row is not None:
@@ -201,8 +219,33 @@ def fetch_none(
     return _none_result(topic, partition, "FETCH-NONE", note)
 
 
+def fetch_topicid(
+    row: OffsetRow | None,
+    group: GroupSnapshot,
+    topic: str,
+    partition: int,
+    require_stable: bool,
+    topic_id: str | None = None,
+) -> PartitionResult | None:
+    """FETCH-TOPICID: the request names the topic by an id (v10+) and the offset was stored with
+    another one (a topic deleted and re-created under the same name) -> as FETCH-NONE. An
+    offset stored without an id (value v0-v3) matches any id."""
+    if row is None or topic_id is None or row.topic_id is None or row.topic_id == topic_id:
+        return None
+    note = (
+        f"the offset was committed for topic id {row.topic_id}, not {topic_id}: the topic was "
+        "deleted and re-created since"
+    )
+    return _none_result(topic, partition, "FETCH-TOPICID", note)
+
+
 def fetch_ok(
-    row: OffsetRow | None, group: GroupSnapshot, topic: str, partition: int, require_stable: bool
+    row: OffsetRow | None,
+    group: GroupSnapshot,
+    topic: str,
+    partition: int,
+    require_stable: bool,
+    topic_id: str | None = None,
 ) -> PartitionResult | None:
     """FETCH-OK: the committed offset, its leader epoch (-1 if absent) and metadata."""
     if row is None:
@@ -223,17 +266,24 @@ def fetch_ok(
     )
 
 
-PARTITION_ROWS = (fetch_unstable, fetch_none, fetch_ok)
+PARTITION_ROWS = (fetch_unstable, fetch_none, fetch_topicid, fetch_ok)
 
 
 def decide_partition(
-    group: GroupSnapshot, topic: str, partition: int, *, require_stable: bool
+    group: GroupSnapshot,
+    topic: str,
+    partition: int,
+    *,
+    require_stable: bool,
+    topic_id: str | None = None,
 ) -> PartitionResult:
+    """The first partition row that applies; `topic_id`: the id the request names the topic by
+    (None: by name)."""
     row = group.offsets.get((topic, partition))
     for rule in PARTITION_ROWS:
-        result = rule(row, group, topic, partition, require_stable)
+        result = rule(row, group, topic, partition, require_stable, topic_id)
         if result is not None:
-            return result
+            return replace(result, topic_id=topic_id)
     raise AssertionError("FETCH-OK/NONE cover every partition")
 
 
@@ -257,7 +307,12 @@ def decide_group(
                 wanted += sorted(k for k in group.offsets if k[0] == topic)
             else:
                 wanted += [(topic, p) for p in sorted(set(parts))]
-    partitions = [decide_partition(group, t, p, require_stable=require_stable) for t, p in wanted]
+    # a request for all topics names none, by id or by name
+    ids = request.topic_ids if request.topics is not None else {}
+    partitions = [
+        decide_partition(group, t, p, require_stable=require_stable, topic_id=ids.get(t))
+        for t, p in wanted
+    ]
     return GroupResult(
         request.group_id,
         None,
@@ -294,6 +349,21 @@ def parse_group_spec(
     if spec.endswith(":"):
         raise ValueError(f"--group {spec!r}: expected G, G:TOPIC or G:TOPIC:P,P..")
     return spec, None, None
+
+
+def parse_topic_id(text: str) -> str:
+    """A topic id as Kafka prints it (22 characters of URL-safe base64, e.g. in
+    `kafka-topics --describe`) or as a UUID -> the UUID form the tables store. ValueError with
+    one line otherwise."""
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        pass
+    if re.fullmatch(r"[A-Za-z0-9_-]{22}", text):
+        return str(uuid.UUID(bytes=base64.urlsafe_b64decode(text + "==")))
+    raise ValueError(
+        f"topic id {text!r}: expected Kafka's 22-character form (kafka-topics --describe) or a UUID"
+    )
 
 
 def merge_requests(specs: Sequence[tuple[str, str | None, tuple[int, ...] | None]]):
@@ -429,6 +499,7 @@ _OFFSET_COLUMNS = [
     "commit_timestamp",
     "has_pending_transaction",
     "offsets_partition",
+    "topic_id",
 ]
 
 
@@ -471,6 +542,7 @@ def load_groups(run: RunSnapshot, group_ids: Sequence[str] | None) -> dict[str, 
             expired=decision.get("expired"),
             log_end_offset=lagged.get("log_end_offset"),
             lag=lagged.get("lag"),
+            topic_id=r["topic_id"],
         )
     out = {}
     for g, (row, note) in chosen.items():
@@ -518,11 +590,14 @@ def fetch_offsets(
     *,
     require_stable: bool = False,
     run_id: str | None = None,
+    topic_ids: Mapping[str, str] | None = None,
 ) -> list[GroupResult]:
     """Batched OffsetFetch on the tables of the latest successful run (or ``run_id``).
 
     ``requests``: FetchRequests, or ``--group`` style strings (``"g1"``, ``"g1:orders:0,1"``);
-    None = every group of the run that exists (like ``--all-groups``). Raises NoRunError.
+    None = every group of the run that exists (like ``--all-groups``). ``topic_ids``: topic
+    name -> the id (UUID form) the string requests name it by (OffsetFetch v10+). Raises
+    NoRunError.
     """
     run = load_run(output, run_id)
     if requests is None:
@@ -530,6 +605,8 @@ def fetch_offsets(
         reqs = [FetchRequest(g) for g in sorted(groups) if groups[g].state != "Dead"]
     else:
         reqs = _as_requests(run, requests)
+        if topic_ids:
+            reqs = [r if r.topic_ids else replace(r, topic_ids=dict(topic_ids)) for r in reqs]
         ids = sorted({r.group_id for r in reqs if r.group_id is not None})
         groups = load_groups(run, ids)
     _with_members(run, groups, reqs)

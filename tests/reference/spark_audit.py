@@ -146,6 +146,7 @@ def audit(
         "groups": projected_frame(results, "groups"),
         "members": projected_frame(results, "members"),
         "group_decisions": projected_frame({"group": deletion}, "group_decisions"),
+        "load_failures": projected_frame(results, "load_failures"),
         "rejects": projected_frame(results, "rejects"),
         "metrics": metrics_frame(decoded),
     }

@@ -92,10 +92,11 @@ def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> Non
     fence += ["--topic", "t", "--partition", "0", "--json"]
     for command in (["fetch", "--all-groups", "--json"], ["lag", "--json"], fence):
         by_path = runner.invoke(main, [*command, "--output", root])
-        assert by_path.exit_code == 0, by_path.output
+        # fence-check's status is its answer: 0 accepted, 6 fenced, 7 cannot tell
+        assert by_path.exit_code in ((0, 6, 7) if command is fence else (0,)), by_path.output
         assert by_path.stdout.strip()
         from_catalog = runner.invoke(main, [*command, *by_name])
-        assert from_catalog.exit_code == 0, from_catalog.output
+        assert from_catalog.exit_code == by_path.exit_code, from_catalog.output
         assert from_catalog.stdout == by_path.stdout, command
 
     loaded = notebook_queries.load_run(None, database="audit", warehouse=str(warehouse))

@@ -60,6 +60,16 @@ LOG = [
     commit(3, group="streams-empty"),
     # share: an Empty share group
     group_record(11, "share", {"Epoch": 1, "MetadataHash": 0}),
+    # streams-plugin: Empty, its offset expired, written under a topology-description plugin
+    group_record(17, "streams-plugin",
+                 {"Epoch": 4, "MetadataHash": 0, "StoredDescriptionTopologyEpoch": 2}),
+    commit(4, group="streams-plugin"),
+    # unloadable (LOG-6): its member's tombstones and the target-assignment tombstone were
+    # compacted away before the group tombstone (log offsets 18-20)
+    group_record(3, "unloadable", {"Epoch": 1}),
+    group_record(5, "unloadable", {"ClientId": "c", "SubscribedTopicNames": ["orders"]},
+                 MemberId="m"),
+    group_record(3, "unloadable", None),
 ]  # fmt: skip
 
 
@@ -75,7 +85,7 @@ def _decide(spark, tmp_path, coordinator: Coordinator) -> dict[str, list[dict]]:
     frames = pipeline.table_frames(
         results,
         orphaned_offsets=0,
-        tables=("offsets", "offset_decisions", "groups", "group_decisions"),
+        tables=("offsets", "offset_decisions", "groups", "group_decisions", "load_failures"),
     ).frames
     return {name: [r.asDict() for r in frame.collect()] for name, frame in frames.items()}
 
@@ -143,3 +153,30 @@ def test_streams_and_share_groups(decided) -> None:
     assert _group(new, "streams-empty")["deleted"] is True
     assert (groups["share"]["group_type"], groups["share"]["state"]) == ("share", "Empty")
     assert _group(new, "share")["blocked_by"] == "SHARE_GROUP"
+
+
+def test_a_stored_topology_description_keeps_the_streams_group(decided) -> None:
+    """DEL-STREAMS-PLUGIN: its expired offset goes, the group stays at T (deletes_at null)."""
+    new = decided[Coordinator.NEW]
+    assert _offsets(new, "streams-plugin") == {"orders": (True, "EXP-MODERN-COMMIT-TS", None)}
+    row = _group(new, "streams-plugin")
+    assert (row["deleted"], row["deletes_at"], row["rule"], row["blocked_by"]) == (
+        False, None, "DEL-STREAMS-PLUGIN", "TOPOLOGY_DESCRIPTION_STORED",
+    )  # fmt: skip
+
+
+def test_a_group_tombstone_the_loader_refuses_is_reported(decided) -> None:
+    """LOG-6: one load_failures row per failed check; the group is Dead with a note."""
+    new = decided[Coordinator.NEW]
+    assert sorted(new["load_failures"], key=lambda r: r["failed_check"]) == [
+        {"offsets_partition": 0, "group_id": "unloadable",
+         "failed_check": "GROUP_TOMBSTONE_WITHOUT_TARGET_ASSIGNMENT_TOMBSTONE",
+         "log_offset": 20, "member_id": None, "detail": "target assignment epoch 0"},
+        {"offsets_partition": 0, "group_id": "unloadable",
+         "failed_check": "GROUP_TOMBSTONE_WITH_MEMBERS", "log_offset": 20, "member_id": None,
+         "detail": "members m remain"},
+    ]  # fmt: skip
+    (group,) = [r for r in new["groups"] if r["group_id"] == "unloadable"]
+    assert group["state"] == "Dead"
+    assert group["state_notes"].startswith("LOG-6: the broker fails to load offsets partition 0")
+    assert decided[Coordinator.CLASSIC_2_4]["load_failures"] == []

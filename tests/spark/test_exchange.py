@@ -103,7 +103,7 @@ def test_both_shuffles_publish_the_same_tables(spark, dumps, tmp_path) -> None:
         assert report.status == "succeeded"
         assert list((Path(output) / "_staging").iterdir()) == []
         # the file shuffle's audit tasks write every table but metrics (and runs)
-        direct = ", 7 tables written by the audit tasks" in lines[0]
+        direct = ", 8 tables written by the audit tasks" in lines[0]
         assert direct == (shuffle == "files"), lines[0]
         results[shuffle] = (report, output)
     (files_report, files_out), (spark_report, spark_out) = results["files"], results["spark"]

@@ -3,7 +3,9 @@
 One dump, built once for the module: golden scenarios 17, 20, 22, 24 and 25 (each on its own
 range of offsets-topic partitions, group ids prefixed with the scenario number) plus a few
 records for fencing (a KIP-1251 consumer group with assignment epochs, a classic group with
-members, a share group). One CLI run writes the tables; every test only reads them.
+members, a share group) and for Kafka 4.4's rows (an offset of a re-created topic, a group
+tombstone the loader refuses, a streams group under a topology-description plugin). One CLI run
+writes the tables; every test only reads them.
 
 Run this file as a script to regenerate the column reference of TABLES.md:
 ``PYTHONPATH=. .venv/bin/python tests/spark/test_fetch_cli.py``.
@@ -11,8 +13,10 @@ Run this file as a script to regenerate the column reference of TABLES.md:
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,6 +38,7 @@ TABLES_MD = ROOT / "TABLES.md"
 RUN_ID = "fetch-cli"
 AS_OF_MS = 1_700_000_000_000
 ORDERS_ID = "3f1c9a2e-5b7d-4e10-9a3b-0c2d4e6f8a01"
+OLD_ORDERS_ID = "5d2a8f10-0c4e-4b7a-9f3d-2e6b8c1a7d44"  # "orders" before it was re-created
 BEGIN, END = "<!-- BEGIN GENERATED COLUMNS -->", "<!-- END GENERATED COLUMNS -->"
 
 
@@ -223,6 +228,70 @@ FENCE_RECORDS = [
         "key": {"group_id": "sg"},
         "value": {"version": 0, "epoch": 1},
     },
+    # simple group "tid": an offset of topic id OLD_ORDERS_ID (value v4), of a topic since
+    # deleted and re-created (FETCH-TOPICID)
+    {
+        "type": "offset_commit",
+        "key": {"group": "tid", "topic": "orders", "partition": 0},
+        "value": {
+            "version": 4,
+            "offset": 17,
+            "leader_epoch": 2,
+            "metadata": "",
+            "commit_timestamp_ms": AS_OF_MS - 1000,
+            "topic_id": OLD_ORDERS_ID,
+        },
+    },
+    # "unloadable" (LOG-6): its member's tombstones were compacted away, the group's survived
+    {
+        "type": "consumer_group_metadata",
+        "key": {"group_id": "unloadable"},
+        "value": {"version": 0, "epoch": 1},
+    },
+    {
+        "type": "consumer_group_target_assignment_metadata",
+        "key": {"group_id": "unloadable"},
+        "value": None,
+    },
+    {
+        "type": "consumer_group_member_metadata",
+        "key": {"group_id": "unloadable", "member_id": "m1"},
+        "value": {
+            "version": 0,
+            "instance_id": None,
+            "rack_id": None,
+            "client_id": "c",
+            "client_host": "/10.0.0.3",
+            "subscribed_topic_names": ["orders"],
+            "subscribed_topic_regex": None,
+            "rebalance_timeout_ms": 300000,
+            "server_assignor": "uniform",
+        },
+    },
+    {"type": "consumer_group_metadata", "key": {"group_id": "unloadable"}, "value": None},
+    # "plugin" (DEL-STREAMS-PLUGIN): an Empty streams group written under a topology-description
+    # plugin; its only offset expired
+    {
+        "type": "streams_group_metadata",
+        "key": {"group_id": "plugin"},
+        "value": {
+            "version": 0,
+            "epoch": 3,
+            "metadata_hash": 0,
+            "stored_description_topology_epoch": 2,
+        },
+    },
+    {
+        "type": "offset_commit",
+        "key": {"group": "plugin", "topic": "orders", "partition": 0},
+        "value": {
+            "version": 3,
+            "offset": 5,
+            "leader_epoch": -1,
+            "metadata": "",
+            "commit_timestamp_ms": AS_OF_MS - 8 * 86_400_000,
+        },
+    },
 ]
 
 
@@ -271,6 +340,7 @@ def tables(spark, tmp_path_factory: pytest.TempPathFactory) -> str:
         RUN_ID,
     )
     assert result.exit_code == 0, result.output
+    (root / "run-output.txt").write_text(result.output)
     # a lag partition for the run (written by another job in production)
     lag = spark.createDataFrame(
         [("s20-g1", "orders", 0, 20, 25, 5, RUN_ID)],
@@ -664,7 +734,8 @@ def fence(tables: str, *args: str):
 )
 def test_fence_check(tables: str, args: list[str], strict: str, relaxed: str) -> None:
     result = fence(tables, *args)
-    assert result.exit_code == 0, result.output
+    # the coordinator's (here the new one's relaxed) rule decides: 0 accepted, 6 fenced
+    assert result.exit_code == (0 if relaxed.startswith("ACCEPTED") else 6), result.output
     lines = result.stdout.splitlines()
     assert lines[0] == f"strict: {strict}"
     assert lines[1] == f"relaxed: {relaxed}"
@@ -694,7 +765,7 @@ def test_fence_check_json_and_unnamed_topics(tables: str) -> None:
     assert (doc["relaxed"]["outcome"], doc["relaxed"]["rule"]) == ("UNDECIDED", "FEN-R3")
     assert (doc["coordinator"], doc["decided_by"], doc["fenced"]) == ("new", "relaxed", None)
     assert doc["request"]["api_version"] == 10  # the newest OffsetCommit the coordinator speaks
-    assert result.exit_code == 0  # an answer, even "cannot tell"
+    assert result.exit_code == 7  # the tables cannot tell
     by_id = fence(
         tables,
         "--group",
@@ -732,6 +803,75 @@ def test_fence_check_json_and_unnamed_topics(tables: str) -> None:
     )
     assert too_new.exit_code == 2
     assert "classic-2.4 coordinator answers TxnOffsetCommit v0-v4" in too_new.stderr
+
+
+# ---- Kafka 4.4's rows: FETCH-TOPICID, LOG-6, DEL-STREAMS-PLUGIN ---------------------------------
+
+NEW_ORDERS_ID = "0b9e7c34-6a51-4f2d-8e0a-3c5b7d9f1e22"  # "orders" re-created
+
+
+def _fetched(tables: str, *args: str) -> list[tuple]:
+    result = invoke("fetch", "--output", tables, *args, "--json")
+    assert result.exit_code == 0, result.output
+    (group,) = json.loads(result.stdout)["groups"]
+    return [
+        (p["topic"], p["partition"], p["committed_offset"], p["rule"], p["topic_id"])
+        for p in group["partitions"]
+    ]
+
+
+@pytestmark_spark
+def test_fetch_by_topic_id(tables: str) -> None:
+    """FETCH-TOPICID: by the id the offset was stored with, the offset; by the re-created
+    topic's id, -1 with a note; by name, the offset."""
+    kafka_form = base64.urlsafe_b64encode(uuid.UUID(NEW_ORDERS_ID).bytes).decode().rstrip("=")
+    by_new = _fetched(tables, "--group", "tid:orders:0", "--topic-id", f"orders={kafka_form}")
+    assert by_new == [("orders", 0, -1, "FETCH-TOPICID", NEW_ORDERS_ID)]
+    by_old = _fetched(tables, "--group", "tid:orders:0", "--topic-id", f"orders={OLD_ORDERS_ID}")
+    assert by_old == [("orders", 0, 17, "FETCH-OK", OLD_ORDERS_ID)]
+    assert _fetched(tables, "--group", "tid:orders:0") == [("orders", 0, 17, "FETCH-OK", None)]
+    text = invoke("fetch", "--output", tables, "--group", "tid:orders:0", "--topic-id",
+                  f"orders={NEW_ORDERS_ID}")  # fmt: skip
+    assert text.stdout.splitlines()[1].split()[:4] == ["tid", "orders", "0", "-"]
+    note = f"the offset was committed for topic id {OLD_ORDERS_ID}, not {NEW_ORDERS_ID}"
+    assert note in text.stderr
+    bad = invoke("fetch", "--output", tables, "--group", "tid", "--topic-id", "orders=nope")
+    assert bad.exit_code == 2
+    assert "--topic-id 'orders=nope': topic id 'nope': expected" in bad.stderr
+
+
+@pytestmark_spark
+def test_load_failures_table_and_summary(tables: str) -> None:
+    """LOG-6: the partition the broker would not load is in the run's summary and the
+    load_failures table; DEL-STREAMS-PLUGIN keeps the streams group."""
+    rows = sink.read_table(tables, "load_failures", run_id=RUN_ID).to_pylist()
+    partition = rows[0]["offsets_partition"]
+    assert sorted(
+        (r["group_id"], r["failed_check"], r["member_id"], r["detail"]) for r in rows
+    ) == [
+        ("unloadable", "GROUP_TOMBSTONE_WITH_MEMBERS", None, "members m1 remain"),
+    ]
+    # the group tombstone, third from the end of FENCE_RECORDS (record i at log offset i)
+    assert [r["log_offset"] for r in rows] == [len(FENCE_RECORDS) - 3]
+    summary = (Path(tables).parent / "run-output.txt").read_text().splitlines()
+    assert (
+        f"the broker would fail to load offsets partition {partition} because of group"
+        " 'unloadable' (GROUP_TOMBSTONE_WITH_MEMBERS, LOG-6)"
+    ) in summary
+    assert "load_failures" in summary[-1]  # among the tables written
+    groups = {
+        r["group_id"]: r for r in sink.read_table(tables, "groups", run_id=RUN_ID).to_pylist()
+    }
+    assert groups["unloadable"]["state"] == "Dead"
+    assert f"offsets partition {partition}" in groups["unloadable"]["state_notes"]
+    decisions = {
+        r["group_id"]: r
+        for r in sink.read_table(tables, "group_decisions", run_id=RUN_ID).to_pylist()
+    }
+    plugin = decisions["plugin"]
+    assert (plugin["deleted"], plugin["deletes_at"], plugin["rule"], plugin["blocked_by"]) == (
+        False, None, "DEL-STREAMS-PLUGIN", "TOPOLOGY_DESCRIPTION_STORED",
+    )  # fmt: skip
 
 
 # ---- TABLES.md queries ------------------------------------------------------------------------

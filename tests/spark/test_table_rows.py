@@ -58,6 +58,13 @@ def _results() -> dict[str, pa.Table]:
         {"log_partition": 3, "group_id": "k", "group_type": "classic", "state": "Dead",
          "members": None, "offset_count": 0, "deleted": False, "deletion_rule": "DEL-NEW",
          "blocked_by": "DEAD"},
+        {"log_partition": 3, "group_id": "u", "group_type": "consumer", "state": "Dead",
+         "members": [], "offset_count": 0, "deleted": False, "deletion_rule": "DEL-NEW",
+         "blocked_by": "DEAD", "load_failures": [
+             {"failed_check": "GROUP_TOMBSTONE_WITH_MEMBERS", "log_offset": 9,
+              "member_id": None, "detail": "members m remain"},
+             {"failed_check": "MEMBER_TOMBSTONE_WITH_TARGET_ASSIGNMENT", "log_offset": 8,
+              "member_id": "m", "detail": None}]},
     ]  # fmt: skip
     rejects = [
         {"log_partition": 4, "log_offset": 9, "key": b"\x00", "value": None,

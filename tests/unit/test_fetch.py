@@ -136,9 +136,59 @@ def test_pending_only_partitions_are_flagged_not_guessed() -> None:
 
 
 def test_every_fetch_row_has_a_named_function() -> None:
-    for row in ["nullid", "nogroup", "member", "unstable", "none", "ok"]:
+    for row in ["nullid", "nogroup", "member", "unstable", "none", "topicid", "ok"]:
         function = getattr(fetch, f"fetch_{row}")
         assert function.__doc__.startswith(f"FETCH-{row.upper()}")
+
+
+OLD_ID = "3f1c9a2e-5b7d-4e10-9a3b-0c2d4e6f8a01"
+NEW_ID = "00000000-0000-4000-8000-000000000002"
+
+
+def test_fetch_topicid_answers_none_for_an_offset_of_a_re_created_topic() -> None:
+    """FETCH-TOPICID (v10+, by id): -1 when the stored id differs; an offset stored without an
+    id (v0-v3) matches; a topic named by name or "all topics" is never compared."""
+    offsets = {
+        ("orders", 0): OffsetRow("orders", 0, 10, leader_epoch=3, topic_id=OLD_ID),
+        ("orders", 1): OffsetRow("orders", 1, 5),  # value v3: no topic id
+        ("payments", 0): OffsetRow("payments", 0, 8, topic_id=OLD_ID),
+    }
+    snap = group(offsets=offsets)
+    by_new_id = FetchRequest(
+        "g1", {"orders": (0, 1), "payments": (0,)}, topic_ids={"orders": NEW_ID}
+    )
+    result = decide_group(by_new_id, snap)
+    assert triples(result) == [
+        ("orders", 0, -1, -1, "", None, "FETCH-TOPICID"),
+        ("orders", 1, 5, -1, "", None, "FETCH-OK"),
+        ("payments", 0, 8, -1, "", None, "FETCH-OK"),  # named by name
+    ]
+    assert [p.topic_id for p in result.partitions] == [NEW_ID, NEW_ID, None]
+    assert result.partitions[0].note == (
+        f"the offset was committed for topic id {OLD_ID}, not {NEW_ID}: the topic was deleted "
+        "and re-created since"
+    )
+    by_old_id = FetchRequest("g1", {"orders": (0,)}, topic_ids={"orders": OLD_ID})
+    assert triples(decide_group(by_old_id, snap)) == [("orders", 0, 10, 3, "", None, "FETCH-OK")]
+    every_topic = FetchRequest("g1", None, topic_ids={"orders": NEW_ID})
+    assert [p.rule for p in decide_group(every_topic, snap).partitions] == ["FETCH-OK"] * 3
+    # FETCH-UNSTABLE is decided first
+    pending = group(
+        offsets={
+            ("orders", 1): OffsetRow("orders", 1, 5, has_pending_transaction=True, topic_id=OLD_ID)
+        }
+    )
+    request = FetchRequest("g1", {"orders": (1,)}, topic_ids={"orders": NEW_ID})
+    unstable = decide_group(request, pending, require_stable=True)
+    assert [p.rule for p in unstable.partitions] == ["FETCH-UNSTABLE"]
+
+
+def test_parse_topic_id_takes_kafkas_form_and_uuids() -> None:
+    assert fetch.parse_topic_id("PxyaLlt9ThCaOwwtTm-KAQ") == OLD_ID
+    assert fetch.parse_topic_id(OLD_ID) == OLD_ID
+    assert fetch.parse_topic_id(OLD_ID.replace("-", "").upper()) == OLD_ID
+    with pytest.raises(ValueError, match="expected Kafka's 22-character form"):
+        fetch.parse_topic_id("orders")
 
 
 # ---- --group specs ------------------------------------------------------------------------------

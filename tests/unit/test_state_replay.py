@@ -644,9 +644,7 @@ def consumer_group_with(*member_ids: str) -> list[Event]:
 
 
 def failures(row: dict) -> list[tuple]:
-    return [
-        (f["check"], f["log_offset"], f["member_id"], f["detail"]) for f in row["load_failures"]
-    ]
+    return [tuple(failure.values()) for failure in row["load_failures"]]
 
 
 def test_a_group_deleted_as_the_coordinator_writes_it_loads():
