@@ -338,8 +338,8 @@ def fence_check_command(**kw: Any) -> None:
     """
     import sys
 
-    from offsets_lib.cli.app import EXIT_FENCED, EXIT_UNDECIDED
     from offsets_lib.audit.coordinator import Coordinator
+    from offsets_lib.cli.app import EXIT_FENCED, EXIT_UNDECIDED
     from offsets_lib.tools.fence import (
         CommitRequest,
         decide_relaxed,

@@ -67,8 +67,7 @@ def parse_retention(text: str, option: str = "--retention") -> int:
     match = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h|d)\s*", text or "")
     if not match:
         raise UsageError(
-            f"{option} {text!r}: expected a number with a unit,"
-            " e.g. 7d, 168h, 10080m, 604800000ms"
+            f"{option} {text!r}: expected a number with a unit, e.g. 7d, 168h, 10080m, 604800000ms"
         )
     value = int(match.group(1)) * _RETENTION_UNITS[match.group(2)]
     if value <= 0:
