@@ -171,7 +171,6 @@ def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
     from dataclasses import replace
 
     from offsets_lib.cli import run as cli_run
-    from offsets_lib.engine import exchange
     from offsets_lib.io import incremental
     from offsets_lib.job.run import RunOptions
 
@@ -198,9 +197,6 @@ def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
     assert not cli_run._jvm_moves_few_records(spark_writer, ends, full=False)
     database_only = replace(kafka, output_given=False, database="audit")
     assert not cli_run._jvm_moves_few_records(database_only, ends, full=False)
-    with monkeypatch.context() as unstageable:  # auto falls back to the Spark shuffle
-        unstageable.setattr(exchange, "can_stage", lambda _uri: False)
-        assert not cli_run._jvm_moves_few_records(kafka, ends, full=False)
     monkeypatch.setattr(incremental, "read_checkpoint", lambda _output, _topic: None)
     assert not cli_run._jvm_moves_few_records(kafka, ends, full=False)  # the first run
     dump = RunOptions(output=out, run_id="r", inputs=("dump",))
