@@ -27,7 +27,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP) broker-jars ## create .venv with the project (editable) and the dev tools; fetch the JVM packages
-	@$(BIN)/python -m offsets_lib.job.local_tuning --warm
+	@$(BIN)/python -m offsets_lib.job.session --warm
 
 # Apache Kafka broker jars for tests/broker (Maven Central -> ~/.cache/kafka-offsets-audit;
 # a no-op when the cache is complete), and the Java 11 runtime the 2.x brokers and their

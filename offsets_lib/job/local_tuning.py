@@ -10,8 +10,8 @@ cost is memory and a few files in the user's cache, which is why a cluster gets 
 The layers: `TUNED_CONF` (Spark settings and the executors' allocators), `QUICK_START_JIT` for a
 driver JVM that moves few records, the driver JVM's class-data archive (`class_archive`), the jars
 Spark resolved once listed in a manifest (`resolved_jars`), and a filter on the JVM's start-up
-lines (`jvm_start_noise_dropped`). ``python -m offsets_lib.job.local_tuning --warm`` (``make
-setup``) fetches the JVM packages into Ivy's cache and builds the class archive.
+lines (`jvm_start_noise_dropped`). ``make setup`` fetches the JVM packages into Ivy's cache and
+builds the class archive (``python -m offsets_lib.job.session --warm``, `build_class_archive`).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from offsets_lib.job.session import JAVA_OPTIONS, get_or_create, jvm_packages
+from offsets_lib.job.jvm import JAVA_OPTIONS, jvm_packages
 
 TUNED_CONF: dict[str, str] = {
     # session start 9.6-10.8 -> 5.6-6.3 s, measured together with the loopback binding and few
@@ -138,28 +138,32 @@ def class_archive() -> Path | None:
     return Path.home() / ".cache" / "kafka-offsets-audit" / f"spark-classes-{digest}.jsa"
 
 
-def _session_with(java_options: str) -> SparkSession:
-    """A local session whose driver JVM gets `java_options` too (the class archive's steps)."""
-    return get_or_create(
-        "offsets-class-archive",
-        show_progress=False,
-        extra_conf={JAVA_OPTIONS: java_options},
-    )
+ARCHIVE_STEPS = ("--dump-classes", "--check-classes")
 
 
-def _typical_work(spark: SparkSession, folder: Path) -> None:
-    """What a run's JVM does, in small: SQL, an Arrow round trip through a Python worker, a
-    Parquet write and read, an aggregation."""
-    frame = spark.range(1000).selectExpr("id", "cast(id % 7 as string) as key")
-    frame = frame.mapInArrow(lambda batches: batches, frame.schema)
-    frame.write.mode("overwrite").parquet(str(folder / "work"))
-    spark.read.parquet(str(folder / "work")).groupBy("key").count().collect()
+def archive_step_options(step: str, candidate: Path) -> str:
+    """The driver JVM's options of a step of `build_class_archive`: write the classes it loaded
+    at its exit, or start only with the archive mapped (-Xshare:on)."""
+    if step == "--dump-classes":
+        option = f"-XX:ArchiveClassesAtExit={candidate}"
+    else:  # the archive under test, required: a JVM that cannot map it fails to start
+        option = f"-XX:SharedArchiveFile={candidate} -Xshare:on"
+    return f"{option} -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def _stop_jvm(spark: SparkSession) -> None:
-    """Stop the session and wait for its JVM to exit (it writes the class archive on exit)."""
+def record_classes(spark: SparkSession) -> None:
+    """A step's work, what a run's JVM does in small (SQL, an Arrow round trip through a Python
+    worker, a Parquet write and read, an aggregation); then the session stops and its JVM exits
+    (it writes the archive on exit)."""
+    import tempfile
+
     from pyspark import SparkContext
 
+    with tempfile.TemporaryDirectory() as folder:
+        frame = spark.range(1000).selectExpr("id", "cast(id % 7 as string) as key")
+        frame = frame.mapInArrow(lambda batches: batches, frame.schema)
+        frame.write.mode("overwrite").parquet(f"{folder}/work")
+        spark.read.parquet(f"{folder}/work").groupBy("key").count().collect()
     process = SparkContext._gateway.proc
     spark.stop()
     process.stdin.close()  # the gateway JVM exits when its stdin closes
@@ -167,19 +171,25 @@ def _stop_jvm(spark: SparkSession) -> None:
 
 
 def build_class_archive(archive: Path) -> bool:
-    """Build the class-data archive (`class_archive`) in two child processes: one JVM runs
-    typical work and writes the classes it loaded at its exit; a second must start with the
-    archive required (-Xshare:on) and do the same work. Only then is it moved into place: a
-    truncated archive would crash the JVMs that map it."""
+    """Build the class-data archive (`class_archive`) in two child processes (job/session.py's
+    ARCHIVE_STEPS): one JVM runs typical work and writes the classes it loaded at its exit; a
+    second must start with the archive required (-Xshare:on) and do the same work. Only then is
+    it moved into place: a truncated archive would crash the JVMs that map it."""
     import subprocess
     import tempfile
 
+    print(f"building the driver JVM's class archive: {archive}", file=sys.stderr)
+    print(
+        "  once, about 100 s: two Spark sessions record and check the ~15,000 classes a run"
+        " loads, so that every later run's JVM starts 2-3 s sooner",
+        file=sys.stderr,
+    )
     archive.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=archive.parent) as scratch:
         candidate = Path(scratch) / archive.name
-        for step in ("--dump-classes", "--check-classes"):
+        for step in ARCHIVE_STEPS:
             done = subprocess.run(
-                [sys.executable, "-m", "offsets_lib.job.local_tuning", step, str(candidate)],
+                [sys.executable, "-m", "offsets_lib.job.session", step, str(candidate)],
                 capture_output=True,
                 text=True,
             )
@@ -321,50 +331,3 @@ def _forward(read_end: int, terminal: int) -> None:
                 pending = b""
     if pending:
         os.write(terminal, pending)
-
-
-# ---- make setup -----------------------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m offsets_lib.job.local_tuning --warm``: fetch every JVM package into Ivy's
-    cache by starting a local session once (``make setup``; no JVM when the cache holds them),
-    then build the driver JVM's class archive if there is none (`build_class_archive`)."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) == 2 and args[0] in ("--dump-classes", "--check-classes"):
-        import tempfile
-
-        if args[0] == "--dump-classes":
-            option = f"-XX:ArchiveClassesAtExit={args[1]}"
-        else:  # the archive under test, required: a JVM that cannot map it fails to start
-            option = f"-XX:SharedArchiveFile={args[1]} -Xshare:on"
-        spark = _session_with(f"{option} -Xlog:cds=off -Xlog:cds+dynamic=off")
-        with tempfile.TemporaryDirectory() as folder:
-            _typical_work(spark, Path(folder))
-        _stop_jvm(spark)
-        return 0
-    if args != ["--warm"]:
-        print("usage: python -m offsets_lib.job.local_tuning --warm", file=sys.stderr)
-        return 2
-    missing = missing_jars()
-    if missing:
-        print(f"fetching JVM packages into Ivy's cache: {', '.join(missing)}", file=sys.stderr)
-        get_or_create("offsets-warm-ivy-cache", show_progress=False).stop()
-        missing = missing_jars()
-        if missing:
-            print(f"not in Ivy's cache after a session start: {missing}", file=sys.stderr)
-            return 1
-    archive = class_archive()
-    if archive is not None and not archive.exists():
-        print(f"building the driver JVM's class archive: {archive}", file=sys.stderr)
-        print(
-            "  once, about 100 s: two Spark sessions record and check the ~15,000 classes a run"
-            " loads, so that every later run's JVM starts 2-3 s sooner",
-            file=sys.stderr,
-        )
-        build_class_archive(archive)  # a session without it only starts slower
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -32,13 +32,14 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
 
 from offsets_lib.io import storage
+from offsets_lib.job import local_tuning
+from offsets_lib.job.jvm import JAVA_OPTIONS, jvm_packages
 
 # Settings of every session this module starts with our layers: what the tables and the tasks
 # rely on, and a driver that listens on loopback only.
@@ -59,31 +60,12 @@ DELTA_CONF: dict[str, str] = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
 
-SCALA_VERSION = "2.13"  # Spark 4 is built for Scala 2.13 only
-
 # The log level of the sessions this module starts: Spark's start-up warnings (native-hadoop,
 # loopback address, Ivy's resolution report) are not for the person at the terminal; --verbose
 # shows them.
 QUIET_LOG_LEVEL = "ERROR"
 VERBOSE_LOG_LEVEL = "WARN"
-JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 LOG4J2_CONF = Path(__file__).with_name("log4j2.properties")
-
-
-def jvm_packages() -> list[str]:
-    """Maven coordinates of the JVM packages a local session loads: Delta Lake's jars for the
-    installed ``delta-spark`` (its artifact is named after Spark's major.minor, as
-    ``delta.pip_utils.configure_spark_with_delta_pip`` names it) and the Kafka connector built
-    for the installed ``pyspark``."""
-    import pyspark
-
-    spark_version = pyspark.__version__
-    spark_minor = ".".join(spark_version.split(".")[:2])
-    delta_version = metadata.version("delta_spark")
-    return [
-        f"io.delta:delta-spark_{spark_minor}_{SCALA_VERSION}:{delta_version}",
-        f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_VERSION}:{spark_version}",
-    ]
 
 
 def catalog_conf(warehouse: str | os.PathLike[str] | None) -> dict[str, str]:
@@ -204,8 +186,6 @@ def new_session(
     """The master and settings of a session this process starts (see `get_or_create` for the
     arguments): our layers, and with a local master the local tuning; none of them when
     spark-submit or a launcher's cluster master configured it."""
-    from offsets_lib.job import local_tuning  # it builds on this module
-
     extra = dict(extra_conf or {})
     storage_conf = s3a_conf(storage_uris)
     if master is None:
@@ -306,8 +286,6 @@ def get_or_create(
     running = running_session()
     if running is not None:
         return running
-    from offsets_lib.job import local_tuning  # it builds on this module
-
     plan = new_session(
         master=master,
         show_progress=show_progress,
@@ -372,3 +350,37 @@ def _imported(modules: tuple[str, ...], batches: Iterator[Any]) -> Iterator[Any]
     for module in modules:
         importlib.import_module(module)
     yield from batches
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m offsets_lib.job.session --warm`` (``make setup``): fetch every JVM package
+    into Ivy's cache by starting a local session once (no JVM when the cache holds them), then
+    build the driver JVM's class archive if there is none (local_tuning.build_class_archive,
+    whose steps run here: ``--dump-classes`` / ``--check-classes ARCHIVE``)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 2 and args[0] in local_tuning.ARCHIVE_STEPS:
+        options = local_tuning.archive_step_options(args[0], Path(args[1]))
+        spark = get_or_create(
+            "offsets-class-archive", show_progress=False, extra_conf={JAVA_OPTIONS: options}
+        )
+        local_tuning.record_classes(spark)
+        return 0
+    if args != ["--warm"]:
+        print("usage: python -m offsets_lib.job.session --warm", file=sys.stderr)
+        return 2
+    missing = local_tuning.missing_jars()
+    if missing:
+        print(f"fetching JVM packages into Ivy's cache: {', '.join(missing)}", file=sys.stderr)
+        get_or_create("offsets-warm-ivy-cache", show_progress=False).stop()
+        missing = local_tuning.missing_jars()
+        if missing:
+            print(f"not in Ivy's cache after a session start: {missing}", file=sys.stderr)
+            return 1
+    archive = local_tuning.class_archive()
+    if archive is not None and not archive.exists():
+        local_tuning.build_class_archive(archive)  # a session without it only starts slower
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
