@@ -338,12 +338,12 @@ def _kafka_range(options: RunOptions) -> tuple[dict[int, int] | None, dict[int, 
 
 
 def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None, *, full: bool) -> bool:
-    """`session.is_quick_start` for a Kafka run: the records its connector reads since the
+    """`local_tuning.is_quick_start` for a Kafka run: the records its connector reads since the
     stored checkpoint, when the file shuffle (`stages_kafka_records`) and delta-rs keep every
     other record out of the JVM. Dumps keep Spark's default (measured gain within the noise); so
     does --database alone (the output, and so the checkpoint, is known once Spark runs)."""
     from offsets_lib.io import incremental
-    from offsets_lib.job import session
+    from offsets_lib.job import local_tuning
 
     if (
         ends is None
@@ -354,7 +354,7 @@ def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None, *, 
         return False
     previous = None if full else incremental.read_checkpoint(options.output, options.topic)
     start = previous.next_offsets if previous is not None else None
-    return session.is_quick_start(incremental.records_between(start, ends))
+    return local_tuning.is_quick_start(incremental.records_between(start, ends))
 
 
 def _source_reading(spark, ends: dict[int, int] | None) -> contextlib.AbstractContextManager:

@@ -14,8 +14,9 @@ Spark kept are read. A Kafka run's records are cut the same way as Spark's conne
 their task whole (`stored_pieces`).
 
 It needs the input files and the output folder reachable by pyarrow from every executor (local
-paths, file://, s3://, gs://, hdfs:// with libhdfs); `plan` returns None otherwise and the run
-uses the Spark shuffle (I/O module: shell side).
+paths, file://, s3://, gs://, hdfs:// with libhdfs). For input pyarrow cannot read `plan` returns
+None and the run uses the Spark shuffle; an output it cannot write fails either shuffle, whose
+audit tasks stage their results there too (I/O module: shell side).
 """
 
 from __future__ import annotations
@@ -124,17 +125,16 @@ arrow_uri = storage.arrow_uri  # the name pieces and tests use
 
 def plan(
     files: list[str],
-    staging_uri: str,
     *,
     map_tasks: int,
     positioned: tuple[str, ...] = (),
     history: tuple[str, ...] = (),
 ) -> list[list[Unit]] | None:
     """The dump's files (URIs, as Spark lists them) split into map tasks of similar size, or
-    None when pyarrow cannot reach a file or the staging folder (then the Spark shuffle runs).
+    None when pyarrow cannot reach a file (then the Spark shuffle runs).
     Files also in `positioned` have the positioned columns, those in `history` are history
     (Unit)."""
-    if not files or not can_stage(staging_uri):
+    if not files:
         return None
     try:
         located = [(uri, *storage.filesystem(uri)) for uri in files]
@@ -144,7 +144,7 @@ def plan(
         else:
             infos = [other.get_file_info(path) for _uri, other, path in located]
     except (pa.ArrowException, OSError, ValueError) as exc:
-        log.info("pyarrow cannot read the input or the staging folder (%s)", exc)
+        log.info("pyarrow cannot read the input (%s)", exc)
         return None
     if any(i.type != pafs.FileType.File for i in infos):
         return None
@@ -178,16 +178,6 @@ def plan(
         assigned[i].append(unit)
         loads[i] += unit.size
     return [units_of_task for units_of_task in assigned if units_of_task]
-
-
-def can_stage(staging_uri: str) -> bool:
-    """Whether pyarrow can write the staging folder (else the Spark shuffle runs)."""
-    try:
-        storage.filesystem(staging_uri)
-    except (pa.ArrowException, OSError, ValueError) as exc:
-        log.info("pyarrow cannot write the staging folder (%s)", exc)
-        return False
-    return True
 
 
 def _footers(
@@ -235,12 +225,11 @@ def map_pieces(
     *,
     staging_uri: str,
     tasks: int,
-    by_offset_key: bool = False,
     by_section: bool = False,
 ) -> list[dict[str, Any]]:
     """The map stage (one Spark job): the dump files `assigned` to map tasks, cut into pieces
-    per audit task (routing.task_buckets, `by_offset_key` for the split audit's first step;
-    `by_section`: large tasks' records cut by first-step section too, LARGE_IN_BATCH);
+    per audit task (routing.task_buckets; `by_section`: large tasks' records cut by first-step
+    section too, LARGE_IN_BATCH);
     returns the pieces' manifest (MAP_ARROW rows, one per audit task per `batch_rows` records)."""
     pieces_uri = arrow_uri(f"{staging_uri}/pieces")
 
@@ -258,10 +247,7 @@ def map_pieces(
                 rows=batch_rows(tasks),
             )
         )
-        yield write_piece_file(
-            cut(tables, tasks, by_offset_key=by_offset_key, by_section=by_section),
-            pieces_uri,
-        )
+        yield write_piece_file(cut(tables, tasks, by_section=by_section), pieces_uri)
 
     mapped = task_ids(spark, len(assigned)).mapInArrow(write_pieces, spark_schema(MAP_ARROW))
     return [r.asDict() for r in mapped.collect()]
@@ -272,7 +258,6 @@ def map_records(
     *,
     staging_uri: str,
     tasks: int,
-    by_offset_key: bool = False,
     by_section: bool = False,
 ) -> list[dict[str, Any]]:
     """`map_pieces` over records Spark reads (a Kafka run's: positioned columns, e.g.
@@ -285,10 +270,7 @@ def map_records(
 
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tables = (_raw_records(table, is_history=False) for table in _rebatched(batches, rows))
-        yield write_piece_file(
-            cut(tables, tasks, by_offset_key=by_offset_key, by_section=by_section),
-            pieces_uri,
-        )
+        yield write_piece_file(cut(tables, tasks, by_section=by_section), pieces_uri)
 
     mapped = records.select(*POSITIONED_ARROW.names).mapInArrow(
         write_pieces, spark_schema(MAP_ARROW)

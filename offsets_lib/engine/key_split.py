@@ -9,10 +9,9 @@ the kept commits and the group-level records then reach the per-group audit as s
 offset key instead of every commit of the group.
 
 Both shuffles use it: `--shuffle files` reduces the oversized tasks' commits only
-(`oversized_pieces`: from the map's sections, or cut again by offset key) or, with
-`--split-commits always`, maps the whole dump by offset key (exchange.map_pieces), and
-`reduce_pieces` runs the first step over those pieces; the Spark shuffle routes the records by
-offset key in Spark (`reduce_records`). Either way the first step writes the forwarded records
+(`oversized_pieces`: from the map's sections, or cut again by offset key), and `reduce_pieces`
+runs the first step over those pieces; the Spark shuffle routes the records by offset key in
+Spark (`reduce_records`). Either way the first step writes the forwarded records
 as pieces under the run's staging folder, and its counts as staged metric and stats rows that
 join the audit's manifest.
 """
@@ -99,8 +98,8 @@ def gathered(pieces: list[dict[str, Any]], *, tasks: int, cores: int) -> tuple[l
 def reduce_pieces(
     spark: SparkSession, pieces: list[dict[str, Any]], *, staging: Staging, tasks: int
 ) -> list[dict[str, Any]]:
-    """First step over pieces cut by offset-key task (exchange.map_pieces with `by_offset_key`,
-    oversized_pieces), in `gathered` tasks -> REDUCED_ARROW rows (one Spark job)."""
+    """First step over pieces cut by offset-key task (`oversized_pieces`), in `gathered` tasks
+    -> REDUCED_ARROW rows (one Spark job)."""
     reducing, reducers = gathered(pieces, tasks=tasks, cores=spark.sparkContext.defaultParallelism)
     routes = exchange.routed_pieces(reducing, tasks=reducers)
 

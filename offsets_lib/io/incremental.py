@@ -48,8 +48,7 @@ Stored under the output root as Delta tables (names start with ``_``, not contra
   the new records), partitioned by ``run_id`` = the kept id ``<run_id>@<sequence>``. The audit
   tasks write them while they audit (engine.staging.KeptFiles), one file per task, whose
   footer names the task (the next run hands the file whole to its task: exchange.stored_cuts;
-  files without it are mapped like new records). Earlier versions stored them decoded in
-  ``_state`` (``LEGACY_KEPT_TABLE``), which is still read once;
+  files without it are mapped like new records);
 * ``_checkpoint``: (topic, partition, next_offset, sequence, state_id = the kept id, committed_at,
   run_id).
 
@@ -88,12 +87,6 @@ from offsets_lib.wire.decoded import POSITIONED_ARROW
 log = logging.getLogger(__name__)
 
 KEPT_TABLE, CHECKPOINT_TABLE = "_kept", "_checkpoint"
-LEGACY_KEPT_TABLE = "_state"  # decoded kept records of earlier versions (read, then dropped)
-
-
-class KeptFormatError(RuntimeError):
-    """The stored kept records cannot be used by this version (rerun with --full)."""
-
 
 # the positioned columns, with DECODED's column comments
 _POSITIONED = StructType([DECODED[name] for name in POSITIONED_ARROW.names])
@@ -128,7 +121,7 @@ CHECKPOINT_SPEC = TableSpec(
             _col("partition", IntegerType(), "Partition of that topic."),
             _col("next_offset", LongType(), "First offset the next incremental run reads."),
             _col("sequence", LongType(), "Checkpoint number; the highest one is current."),
-            _col("state_id", StringType(), "The _state partition that goes with this checkpoint."),
+            _col("state_id", StringType(), "The _kept partition that goes with this checkpoint."),
             _col("committed_at", TimestampType(), "UTC instant the checkpoint was written."),
             _col(RUN_ID, StringType(), "Run that wrote the checkpoint; partition.", nullable=False),
         ]
@@ -206,52 +199,39 @@ def read_checkpoint(output: str, topic: str) -> Checkpoint | None:
 
 @dataclass(frozen=True)
 class StoredKept:
-    """Where the kept records of a checkpoint are: their files, rows (Delta's stats), and
-    whether they are in the legacy decoded table."""
+    """Where the kept records of a checkpoint are: their files and rows (Delta's stats)."""
 
     files: tuple[str, ...] = ()
     rows: int = 0
-    is_legacy: bool = False
 
 
 def kept_files(output: str, checkpoint: Checkpoint) -> StoredKept:
-    """The stored records of ``checkpoint``: in KEPT_TABLE, else (an earlier version's
-    checkpoint) in LEGACY_KEPT_TABLE."""
-    for name, is_legacy in ((KEPT_TABLE, False), (LEGACY_KEPT_TABLE, True)):
-        uri = sink.table_uri(output, name)
-        if not storage.is_delta_table(uri):
-            continue
-        dt = storage.delta_table(uri)
-        actions = pa.table(dt.get_add_actions(flatten=True)).to_pydict()
-        rows = [
-            int(n or 0)
-            for n, kept_id in zip(
-                actions.get("num_records", []),
-                actions.get(f"partition.{RUN_ID}", []),
-                strict=True,
-            )
-            if kept_id == checkpoint.kept_id
-        ]
-        if rows:
-            pruning = [(RUN_ID, "=", checkpoint.kept_id)]
-            files = dt.file_uris(file_pruning_predicate=pruning)
-            return StoredKept(tuple(files), sum(rows), is_legacy)
-    return StoredKept()
+    """The stored records of ``checkpoint`` in KEPT_TABLE."""
+    uri = sink.table_uri(output, KEPT_TABLE)
+    if not storage.is_delta_table(uri):
+        return StoredKept()
+    dt = storage.delta_table(uri)
+    actions = pa.table(dt.get_add_actions(flatten=True)).to_pydict()
+    rows = [
+        int(n or 0)
+        for n, kept_id in zip(
+            actions.get("num_records", []),
+            actions.get(f"partition.{RUN_ID}", []),
+            strict=True,
+        )
+        if kept_id == checkpoint.kept_id
+    ]
+    if not rows:
+        return StoredKept()
+    files = dt.file_uris(file_pruning_predicate=[(RUN_ID, "=", checkpoint.kept_id)])
+    return StoredKept(tuple(files), sum(rows))
 
 
-def read_kept(spark: SparkSession, kept: StoredKept, output: str, kept_id: str) -> DataFrame:
+def read_kept(spark: SparkSession, kept: StoredKept) -> DataFrame:
     """The stored records (positioned columns) of `kept_files`."""
     if not kept.files:
         return spark.createDataFrame([], _POSITIONED)
-    if not kept.is_legacy:
-        return spark.read.schema(_POSITIONED).parquet(*kept.files)
-    legacy = spark.read.schema(DECODED).parquet(*kept.files).select(*_POSITIONED.names)
-    if legacy.filter(F.col("key").isNull()).limit(1).count():
-        raise KeptFormatError(
-            f"the kept records {kept_id} under {output} holds decoded records"
-            " without their raw bytes (written by an older version); rerun with --full once"
-        )
-    return legacy
+    return spark.read.schema(_POSITIONED).parquet(*kept.files)
 
 
 def begin(
@@ -269,9 +249,7 @@ def begin(
     stored, kept = StoredKept(), None
     if previous is not None:
         stored = kept_files(output, previous)
-        kept = partial(read_kept, spark, stored, output, previous.kept_id)
-        if stored.is_legacy:
-            kept()  # checked at once: the oldest versions stored no raw bytes (KeptFormatError)
+        kept = partial(read_kept, spark, stored)
     return Increment(
         topic=topic,
         end_offsets=dict(end_offsets),
@@ -326,8 +304,5 @@ def _drop_old_kept(output: str, *, keep: str) -> None:
         dt = storage.delta_table(sink.table_uri(output, KEPT_TABLE))
         quoted = keep.replace("'", "''")
         dt.delete(predicate=f"{RUN_ID} != '{quoted}'")
-        legacy = sink.table_uri(output, LEGACY_KEPT_TABLE)
-        if storage.is_delta_table(legacy):
-            storage.delta_table(legacy).delete()  # no checkpoint refers to it any more
     except Exception as exc:  # the checkpoint is committed; an old partition is only space
         log.warning("could not drop old kept partitions: %s", exc)

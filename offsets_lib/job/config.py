@@ -75,7 +75,7 @@ RUN_KEYS: dict[str, tuple[str, tuple[type, ...], str]] = {
     "max_reject_ratio": ("max_reject_ratio", (int, float), "number between 0 and 1"),
     "delta_writer": ("delta_writer", (str,), "delta-rs or spark"),
     "shuffle": ("shuffle", (str,), "auto, files or spark"),
-    "split_commits": ("split_commits", (str,), "auto | always | never"),
+    "split_commits": ("split_commits", (str,), "auto | never"),
     "full": ("full", (bool,), "true: kafka re-reads the whole topic (no checkpoint)"),
     "end_offsets": ("end_offsets", (str,), "CSV/Parquet of log-end offsets for the lag table"),
 }

@@ -112,9 +112,10 @@ class RunOptions:
     # tables; the job's internal tables and staging go there too)
     output_given: bool = True
     shuffle: str = "auto"  # how records reach their audit task: auto, files or spark
-    # offset commits reduced per offset key first (engine.key_split); None: when a task of the
-    # per-group routing would hold more than SKEWED_TASK times the average (`_is_skewed`)
-    split_commits: bool | None = None
+    # a dominant group's offset commits reduced per offset key first (engine.key_split): when a
+    # task of the per-group routing would hold more than SKEWED_TASK times the average
+    # (`_oversized`); False: never
+    split_commits: bool = True
     kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
     topic: str = "__consumer_offsets"
 
@@ -204,6 +205,9 @@ def execute(
     end_offsets: EndOffsets | None = None,
 ) -> RunReport:
     """Decode, audit and publish one run; `runs` is written last (failed or succeeded).
+
+    `echo` gets one line per finished stage, `step` one line as each step starts (the command
+    line shows those on a terminal only).
 
     `increment` (kafka): `raw` holds only the records after the stored checkpoint; they are
     audited together with the kept records, and those and the checkpoint advance after every
@@ -329,12 +333,11 @@ def _audit(
     tasks = inputs.tasks
     kept_emit = _kept_emitter(options, increment, tasks)
     direct: tuple[str, ...] = ()
-    split = options.split_commits
     decide_at = {"coordinator": options.coordinator, "tasks": tasks, "keep": keep}
     if inputs.units is not None:
         # the map stage first: its pieces tell the evaluation time, which the audit tasks
         # decide at (and write the tables with)
-        pieces, split, oversized = _mapped(spark, inputs, staging, split)
+        pieces, oversized = _mapped(spark, inputs, staging, split=options.split_commits)
         report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
         direct = _direct_tables(options)
         ends = end_offsets() if end_offsets is not None else None
@@ -349,7 +352,7 @@ def _audit(
                 end_offsets_uri=stage_end_offsets(staging, ends) if ends is not None else None,
             )
         emit = kept_emit(emit)
-        pieces, first_step, steps = _first_step(spark, pieces, split, oversized, staging, tasks)
+        pieces, first_step, steps = _first_step(spark, pieces, oversized, staging, tasks)
         _report_task_sizes(report, steps)
         audited = exchange.audit_pieces(
             spark, pieces, params=_params(options, report), emit=emit, **decide_at
@@ -360,7 +363,7 @@ def _audit(
         report.as_of_ms = _as_of(options, _latest_timestamp_ms(options, records), started_ms)
         params = _params(options, report)
         ends = end_offsets() if end_offsets is not None else None
-        if split or (split is None and _is_skewed(pipeline.task_sizes(records, tasks=tasks))):
+        if options.split_commits and _is_skewed(pipeline.task_sizes(records, tasks=tasks)):
             manifest = key_split.audit_split(
                 records, params=params, staging=staging, emit=kept_emit(staging), **decide_at
             )
@@ -382,14 +385,13 @@ def _audit(
 def _first_step(
     spark: SparkSession,
     pieces: list[dict[str, Any]],
-    split: bool,
     oversized: set[int],
     staging: Staging,
     tasks: int,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[np.ndarray]]:
-    """The split audit's first step over the mapped pieces (the oversized tasks' pieces, or all
-    of them with `split`, or none): the pieces the per-group audit reads, the first step's
-    manifest rows, and the task sizes of each step."""
+    """The split audit's first step over the oversized tasks' mapped pieces (none: no first
+    step): the pieces the per-group audit reads, the first step's manifest rows, and the task
+    sizes of each step."""
     steps = [exchange.task_sizes(pieces, tasks)]
     if oversized:
         first, direct = key_split.oversized_pieces(
@@ -403,11 +405,6 @@ def _first_step(
             reduced,
             [_first_step_sizes(spark, first, tasks), exchange.task_sizes(audited, tasks)],
         )
-    if split:
-        reduced = key_split.reduce_pieces(spark, pieces, staging=staging, tasks=tasks)
-        forwarded = key_split.forwarded_pieces(reduced)
-        first_step = _first_step_sizes(spark, pieces, tasks)
-        return forwarded, reduced, [first_step, exchange.task_sizes(forwarded, tasks)]
     return pieces, [], steps
 
 
@@ -532,7 +529,7 @@ def _error_line(exc: BaseException, options: RunOptions) -> str:
     return scrub(first_line, options.kafka_options)[:1000]
 
 
-# The automatic split (split_commits None) starts when an audit task of the per-group routing
+# The split audit (split_commits, the default) starts when an audit task of the per-group routing
 # holds more than this many times the average task's records, and more than RECORDS_PER_TASK:
 # below that one task is not what the run waits for. Measured at 10M records on 2 cores
 # (issue 19): the split costs 5-9 s of 18 s on a dump without a dominant group. With the file
@@ -555,15 +552,14 @@ def _is_skewed(sizes: np.ndarray) -> bool:
 
 
 def _mapped(
-    spark: SparkSession, inputs: _Inputs, staging: Staging, split: bool | None
-) -> tuple[list[dict[str, Any]], bool, set[int]]:
+    spark: SparkSession, inputs: _Inputs, staging: Staging, *, split: bool
+) -> tuple[list[dict[str, Any]], set[int]]:
     """The file shuffle's map stage (none when every record is in a stored piece): its pieces
-    and the stored ones, whether the split audit runs on all of them (`split`), and with the
-    automatic split (`split` None) the oversized audit tasks, whose records alone go through
-    the split audit's first step (key_split.oversized_pieces; the map cuts the records of
-    tasks that look large by first-step section too, exchange.LARGE_IN_BATCH)."""
+    and the stored ones, and with `split` the oversized audit tasks, whose records alone go
+    through the split audit's first step (key_split.oversized_pieces; the map cuts the records
+    of tasks that look large by first-step section too, exchange.LARGE_IN_BATCH)."""
     tasks = inputs.tasks
-    cutting = {"by_offset_key": bool(split), "by_section": split is None}
+    cutting = {"by_section": split}
     pieces = list(inputs.stored)
     if inputs.units:
         pieces += exchange.map_pieces(
@@ -573,15 +569,15 @@ def _mapped(
         pieces += exchange.map_records(
             inputs.records, staging_uri=staging.uri, tasks=tasks, **cutting
         )
-    if split is not None:
-        return pieces, split, set()
+    if not split:
+        return pieces, set()
     oversized = _oversized(exchange.task_sizes(pieces, tasks))
     if oversized:
         log.info(
             "a dominant group: the commits of %d audit tasks are reduced per key first",
             len(oversized),
         )
-    return pieces, False, oversized
+    return pieces, oversized
 
 
 def _report_task_sizes(report: RunReport, steps: list[np.ndarray]) -> None:
@@ -648,22 +644,20 @@ def _inputs(
     staging: Staging,
 ) -> _Inputs:
     """The input files by map task for `--shuffle files` (also `auto` when pyarrow can read
-    the input and write the staging folder), or None for the Spark shuffle. A Kafka run's
-    records are mapped as Spark reads them (`_kafka_records`), its kept records from their
-    files, except those stored cut by audit task already."""
+    the dump), or None for the Spark shuffle. A Kafka run's records are mapped as Spark reads
+    them (`_kafka_records`), its kept records from their files, except those stored cut by
+    audit task already."""
     units = None
     stored: list[exchange.StoredCut] = []
     tasks = None
     records = None
-    if options.shuffle == "spark":
-        pass
-    elif increment is None:
-        units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=_map_tasks(spark))
+    if increment is None:
+        if options.shuffle != "spark":
+            units = exchange.plan(raw.inputFiles(), map_tasks=_map_tasks(spark))
     elif stages_kafka_records(options):
         new = increment.new_records
         kept = increment.kept_files
-        # --split-commits always: every piece is cut by offset key, none by group
-        cuts = exchange.stored_cuts(kept) if kept and options.split_commits is not True else []
+        cuts = exchange.stored_cuts(kept) if kept else []
         tasks = _incremental_tasks(spark, new + increment.kept_rows, cuts)
         stored = [cut for cut in cuts if cut is not None and cut.tasks % tasks == 0]
         to_map = [uri for uri in kept if uri not in {cut.path for cut in stored}]
@@ -672,16 +666,14 @@ def _inputs(
         if to_map:
             units = exchange.plan(
                 to_map,
-                staging.uri,
                 map_tasks=_map_tasks(spark),
                 positioned=tuple(to_map),
                 history=tuple(to_map),
             )
     if units is None and options.shuffle == "files":
         raise UsageError(
-            "--shuffle files needs input that pyarrow can read and an --output that"
-            " pyarrow can write (local paths, file://, s3://, gs://, hdfs://);"
-            " use --shuffle spark or auto"
+            "--shuffle files needs input that pyarrow can read"
+            " (local paths, file://, s3://, gs://, hdfs://); use --shuffle spark or auto"
         )
     if tasks is None:
         tasks = _audit_tasks(spark, _expected_records(raw, increment, units))
@@ -689,11 +681,11 @@ def _inputs(
 
 
 def stages_kafka_records(options: RunOptions) -> bool:
-    """Whether a Kafka run's records reach their audit tasks through the file shuffle: not
-    --shuffle spark, and pyarrow can write the output's staging folder (else `auto` runs
-    Spark's shuffle). The run (`_inputs`) and the CLI's choice of a quick-start JVM both ask
-    this."""
-    return options.shuffle != "spark" and exchange.can_stage(Staging.root(options.output))
+    """Whether a Kafka run's records reach their audit tasks through the file shuffle: unless
+    --shuffle spark, always (the staging folder is written with pyarrow on either shuffle, so
+    an output pyarrow cannot write fails the run before this choice). The run (`_inputs`) and
+    the CLI's choice of a quick-start JVM both ask this."""
+    return options.shuffle != "spark"
 
 
 def _map_tasks(spark: SparkSession) -> int:

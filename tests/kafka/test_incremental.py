@@ -10,7 +10,6 @@ the full run's (same as_of). Plus unit checks of the pure state compaction (tran
 
 from __future__ import annotations
 
-import shutil
 import time
 import uuid
 
@@ -250,41 +249,3 @@ def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_p
     )
     whole = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
     assert conformed(audited.frames) == conformed(whole.frames)
-
-
-@pytest.mark.kafka
-@pytest.mark.spark
-def test_kept_records_of_an_earlier_version_are_read_once(spark, tansu_bootstrap, tmp_path):
-    """Earlier versions stored the kept records decoded in `_state`: a run after the upgrade
-    continues from them (same tables as a full re-read), stores `_kept` and empties `_state`."""
-    from deltalake import write_deltalake
-
-    from offsets_lib.engine.decode import decode_positioned
-
-    topic = f"upgrade-{uuid.uuid4().hex[:8]}"
-    create_topic(tansu_bootstrap, topic, PARTITIONS)
-    out = str(tmp_path / "tables")
-    common = ["--source", "kafka", "--bootstrap-servers", tansu_bootstrap, "--topic", topic]
-    common += ["--output", out, "--as-of", AS_OF]
-    produce_rows(tansu_bootstrap, topic, _batch_rows(BATCHES[0]) + _batch_rows(BATCHES[1]))
-    run_cli(*common, "--run-id", "old")
-    # the kept records as the earlier version stored them: decoded, raw bytes kept, in _state
-    kept = sink.table_uri(out, incremental.KEPT_TABLE)
-    positioned = spark.read.format("parquet").load(DeltaTable(kept).file_uris())
-    legacy = decode_positioned(positioned, keep_raw=True).toPandas()
-    legacy["run_id"] = "old@1"
-    write_deltalake(
-        sink.table_uri(out, incremental.LEGACY_KEPT_TABLE), legacy, partition_by=["run_id"]
-    )
-    shutil.rmtree(kept)
-
-    produce_rows(tansu_bootstrap, topic, _batch_rows(BATCHES[2]))
-    run_cli(*common, "--run-id", "upgraded")
-    run_cli(*common, "--run-id", "full", "--full")
-    upgraded, full = table_rows(out, "upgraded"), table_rows(out, "full")
-    assert all(full[name] for name in ("offsets", "groups", "offset_decisions"))
-    for name in full:
-        assert upgraded[name] == full[name], name
-    legacy_left = DeltaTable(sink.table_uri(out, incremental.LEGACY_KEPT_TABLE))
-    assert legacy_left.to_pyarrow_table().num_rows == 0
-    assert set(DeltaTable(kept).to_pyarrow_table().column("run_id").to_pylist()) == {"full@3"}

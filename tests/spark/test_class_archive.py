@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from offsets_lib.job import session
+from offsets_lib.job import local_tuning
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -16,9 +16,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 _CHILD = textwrap.dedent(
     """
     from offsets_lib.job import session
-    options = session.local_conf()[session.JAVA_OPTIONS].replace("-Xshare:auto", "-Xshare:on")
+    # after the tuning's options: the last -Xshare wins
     spark = session.get_or_create(
-        "class-archive-check", show_progress=False, extra_conf={session.JAVA_OPTIONS: options}
+        "class-archive-check", show_progress=False, extra_conf={session.JAVA_OPTIONS: "-Xshare:on"}
     )
     assert spark.range(3).count() == 3
     spark.stop()
@@ -29,7 +29,7 @@ _CHILD = textwrap.dedent(
 def test_a_local_session_maps_the_class_archive() -> None:
     """With -Xshare:auto a JVM that cannot map the archive starts anyway, ~2.5 s slower and
     silently: as when another checkout's venv built it (its class path entries are elsewhere)."""
-    archive = session.class_archive()
+    archive = local_tuning.class_archive()
     assert archive is not None and archive.exists(), "make setup builds the class archive"
     done = subprocess.run(
         [sys.executable, "-c", _CHILD], capture_output=True, text=True, timeout=300, check=False

@@ -73,7 +73,7 @@ def test_file_shuffle_equals_reference(
     params = Params(retention_ms=7 * DAY_MS, as_of_ms=as_of_ms)
     reference = spark_audit.audit(decode_records(raw), coordinator=coordinator, params=params)
     staging = Staging(str(tmp_path / "staging"))
-    units = exchange.plan(raw.inputFiles(), staging.uri, map_tasks=map_tasks)
+    units = exchange.plan(raw.inputFiles(), map_tasks=map_tasks)
     assert units is not None
     if map_tasks > 3:  # three files over five map tasks: split by row groups
         assert len(units) == map_tasks
@@ -172,12 +172,9 @@ def test_an_empty_dump_publishes_empty_tables_and_zero_counts(spark, dumps, tmp_
 
 
 def test_plan_declines_what_pyarrow_cannot_read(tmp_path) -> None:
-    staging = str(tmp_path / "staging")
-    assert exchange.plan([], staging, map_tasks=2) is None
-    assert (
-        exchange.plan(["nosuchscheme://bucket/dump/part-0.parquet"], staging, map_tasks=2) is None
-    )
-    assert exchange.plan([str(tmp_path / "missing.parquet")], staging, map_tasks=2) is None
+    assert exchange.plan([], map_tasks=2) is None
+    assert exchange.plan(["nosuchscheme://bucket/dump/part-0.parquet"], map_tasks=2) is None
+    assert exchange.plan([str(tmp_path / "missing.parquet")], map_tasks=2) is None
 
 
 def test_plan_counts_the_records_from_the_footers(tmp_path, monkeypatch) -> None:
@@ -186,15 +183,14 @@ def test_plan_counts_the_records_from_the_footers(tmp_path, monkeypatch) -> None
         path = tmp_path / f"part-{i}.parquet"
         pq.write_table(pa.table({"offset": pa.array(range(rows), pa.int64())}), path)
         files.append(str(path))
-    staging = str(tmp_path / "staging")
-    units = exchange.plan(files, staging, map_tasks=2, positioned=(files[1],), history=(files[1],))
+    units = exchange.plan(files, map_tasks=2, positioned=(files[1],), history=(files[1],))
     by_path = {u.path: u for task in units for u in task}
     assert {p: u.rows for p, u in by_path.items()} == dict(zip(files, (3, 5, 0), strict=True))
     assert [(u.is_positioned, u.is_history) for u in map(by_path.get, files)] == [
         (False, False), (True, True), (False, False),
     ]  # fmt: skip
     monkeypatch.setattr(exchange, "MAX_FOOTERS", 2)  # too many files: Spark counts them
-    units = exchange.plan(files, staging, map_tasks=2)
+    units = exchange.plan(files, map_tasks=2)
     assert {u.rows for task in units for u in task} == {None}
 
 

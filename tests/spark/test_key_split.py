@@ -68,57 +68,18 @@ def dominant(tmp_path_factory):
     return root
 
 
-def test_dominant_group_spreads_over_tasks_and_tables_match(spark, dominant, tmp_path) -> None:
-    tasks = 8
-    files = sorted(str(p) for p in dominant.glob("*.parquet"))
-    raw = read_parquet_dump(spark, [str(dominant)])
-    params = _params(raw)
-    staging = Staging(str(tmp_path / "staging"))
-    units = exchange.plan(files, staging.uri, map_tasks=2)
-    assert units is not None
-    # one task per group: the dominant group's task holds more than twice the average
-    by_group = exchange.map_pieces(spark, units, staging_uri=f"{staging.uri}/g", tasks=tasks)
-    per_group = exchange.task_sizes(by_group, tasks)
-    assert per_group.max() > 2 * per_group.mean()
-    # the Spark shuffle's count of the same routing (the automatic split decides on it)
-    assert pipeline.task_sizes(positioned(raw), tasks=tasks).tolist() == per_group.tolist()
-    # split: neither step's tasks hold more than twice the average
-    by_key = exchange.map_pieces(
-        spark, units, staging_uri=staging.uri, tasks=tasks, by_offset_key=True
-    )
-    first = exchange.task_sizes(by_key, tasks)
-    assert first.sum() >= raw.count()
-    assert first.max() <= 2 * first.mean()
-    reduced = key_split.reduce_pieces(spark, by_key, staging=staging, tasks=tasks)
-    second = exchange.task_sizes(key_split.forwarded_pieces(reduced), tasks)
-    assert second.max() <= 2 * first.mean()
-    audited = exchange.audit_pieces(
-        spark,
-        key_split.forwarded_pieces(reduced),
-        coordinator=Coordinator.NEW,
-        params=params,
-        tasks=tasks,
-        emit=staging,
-    )
-    manifest = key_split.staged_rows(reduced) + [r.asDict() for r in audited.collect()]
-    reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
-    assert_staged_equals_reference(
-        spark, raw, reference, staging, manifest, coordinator=Coordinator.NEW, params=params
-    )
-
-
 def _oversized_only(spark, files, staging, tasks, params, oversized=None):
     """The file shuffle's automatic split as the job runs it (run._first_step): a per-group map
     that cuts large tasks by first-step section too, then only the oversized tasks' pieces
     through the first step; the manifest and the sizes of each step's tasks."""
-    units = exchange.plan(files, staging.uri, map_tasks=2)
+    units = exchange.plan(files, map_tasks=2)
     by_group = exchange.map_pieces(
         spark, units, staging_uri=staging.uri, tasks=tasks, by_section=True
     )
     sizes = exchange.task_sizes(by_group, tasks)
     if oversized is None:  # the largest task, as run._oversized picks it at scale
         oversized = {int(sizes.argmax())}
-    pieces, reduced, steps = run._first_step(spark, by_group, False, oversized, staging, tasks)
+    pieces, reduced, steps = run._first_step(spark, by_group, oversized, staging, tasks)
     audited = exchange.audit_pieces(
         spark, pieces, coordinator=Coordinator.NEW, params=params, tasks=tasks, emit=staging
     )
@@ -127,8 +88,11 @@ def _oversized_only(spark, files, staging, tasks, params, oversized=None):
 
 
 def test_only_the_oversized_tasks_are_split_and_tables_match(spark, dominant, tmp_path) -> None:
-    """The first step reads the dominant task's commits from the map's sections (both map
-    tasks' batches hold enough of the dominant group): nothing is cut again."""
+    """One task per group leaves the dominant group's task over twice the average, in the map's
+    pieces and in the Spark shuffle's count of the same routing (the split decides on either).
+    The first step reads that task's commits from the map's sections (both map tasks' batches
+    hold enough of the dominant group): nothing is cut again, and neither step's tasks hold
+    more than twice the average."""
     files = sorted(str(p) for p in dominant.glob("*.parquet"))
     raw = read_parquet_dump(spark, [str(dominant)])
     staging_dir = tmp_path / "staging"
@@ -136,6 +100,7 @@ def test_only_the_oversized_tasks_are_split_and_tables_match(spark, dominant, tm
     params = _params(raw)
     manifest, by_group, first, audit = _oversized_only(spark, files, staging, 8, params)
     assert by_group.max() > 2 * by_group.mean()
+    assert pipeline.task_sizes(positioned(raw), tasks=8).tolist() == by_group.tolist()
     assert first.max() <= 2 * by_group.mean() and audit.max() <= 2 * by_group.mean()
     assert not (staging_dir / "remapped").exists()
     reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
@@ -172,7 +137,7 @@ def test_a_run_splits_a_dominant_task_itself_and_publishes_the_same_tables(
     the same."""
     monkeypatch.setattr(run, "RECORDS_PER_TASK", 1_000)  # the oversized bound, scaled down
     published = {}
-    for split in (False, None):
+    for split in (False, True):
         output = str(tmp_path / f"split-{split}")
         options = run.RunOptions(
             output=output, run_id="r", inputs=(str(dominant),), split_commits=split
@@ -180,7 +145,7 @@ def test_a_run_splits_a_dominant_task_itself_and_publishes_the_same_tables(
         report = run.execute(spark, read_parquet_dump(spark, [str(dominant)]), options)
         assert report.status == "succeeded"
         published[split] = (report, output)
-    (whole, whole_out), (split, split_out) = published[False], published[None]
+    (whole, whole_out), (split, split_out) = published[False], published[True]
     # the first step's tasks are few here (routing.tasks_for: one per core for small stages)
     assert whole.task_skew > 2 >= split.task_skew
     assert split.records_read == whole.records_read == 20_000

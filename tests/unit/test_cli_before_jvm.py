@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from offsets_lib.cli import main
-from offsets_lib.job import session
+from offsets_lib.job import local_tuning, session
 
 
 @pytest.fixture
@@ -63,8 +63,9 @@ def test_local_sessions_use_every_core_and_load_delta_and_kafka() -> None:
     packages = session.jvm_packages()
     assert packages[0].startswith("io.delta:delta-spark_4.2_2.13:")
     assert packages[1] == "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0"
-    on_class_path = conf.get("spark.driver.extraClassPath", "")
-    assert "delta-spark" in on_class_path or conf["spark.jars.packages"] == ",".join(packages)
+    assert conf["spark.jars.packages"] == ",".join(packages)
+    on_class_path = local_tuning.tuned(conf).get("spark.driver.extraClassPath", "")
+    assert "delta-spark" in on_class_path or not local_tuning.resolved_jars()
     assert "-Doffsets.log.level=error" in conf["spark.driver.extraJavaOptions"]
     verbose = session.local_conf(verbose=True)["spark.driver.extraJavaOptions"]
     assert "-Doffsets.log.level=warn" in verbose
@@ -73,13 +74,14 @@ def test_local_sessions_use_every_core_and_load_delta_and_kafka() -> None:
 def test_local_driver_jvms_map_the_class_archive_that_setup_built(monkeypatch, tmp_path) -> None:
     """`make setup` built the archive for this Java and these jars; a session maps it (quietly:
     a JVM of another build ignores it) and starts as before when there is none."""
-    archive = session.class_archive()
+    archive = local_tuning.class_archive()
     assert archive is not None and archive.exists(), "make setup builds the class archive"
-    options = session.local_conf()["spark.driver.extraJavaOptions"].split()
+    options = local_tuning.tuned(session.local_conf())[session.JAVA_OPTIONS].split()
     assert f"-XX:SharedArchiveFile={archive}" in options
     assert {"-Xshare:auto", "-Xlog:cds=off"} <= set(options)
-    monkeypatch.setattr(session, "class_archive", lambda: tmp_path / "none.jsa")
-    assert "SharedArchiveFile" not in session.local_conf()["spark.driver.extraJavaOptions"]
+    monkeypatch.setattr(local_tuning, "class_archive", lambda: tmp_path / "none.jsa")
+    tuned = local_tuning.tuned(session.local_conf())
+    assert "SharedArchiveFile" not in tuned[session.JAVA_OPTIONS]
 
 
 def test_catalog_conf_puts_the_metastore_in_the_warehouse(tmp_path: Path) -> None:
@@ -94,7 +96,7 @@ def test_catalog_conf_puts_the_metastore_in_the_warehouse(tmp_path: Path) -> Non
 
 
 class _Session:
-    """What `session.remember_resolved_jars` reads of a session: its resolved conf."""
+    """What `local_tuning.remember_resolved_jars` reads of a session: its resolved conf."""
 
     def __init__(self, conf: dict[str, str]) -> None:
         self._conf = conf
@@ -114,28 +116,28 @@ def test_the_jars_manifest_lists_only_the_resolution_of_our_packages(monkeypatch
     """A session that resolved S3A's packages with ours (the first session of `make setup`)
     does not write the manifest every later session loads: its AWS SDK bundle alone is
     ~690 MB, copied at each local session's start."""
-    monkeypatch.setattr(session, "ivy_jars_folder", lambda: tmp_path / "jars")
+    monkeypatch.setattr(local_tuning, "ivy_jars_folder", lambda: tmp_path / "jars")
     jars = [tmp_path / name for name in ("delta.jar", "kafka.jar", "aws-bundle.jar")]
     for jar in jars:
         jar.write_bytes(b"")
     uris = [f"file://{jar}" for jar in jars]
     ours = ",".join(session.jvm_packages())
     with_s3a = f"{ours},{session.s3a_packages()[0]}"
-    session.remember_resolved_jars(
+    local_tuning.remember_resolved_jars(
         _Session({"spark.jars.packages": with_s3a, "spark.jars": ",".join(uris)})
     )
-    assert session.resolved_jars() == []
-    session.remember_resolved_jars(
+    assert local_tuning.resolved_jars() == []
+    local_tuning.remember_resolved_jars(
         _Session({"spark.jars.packages": ours, "spark.jars": ",".join(uris[:2])})
     )
-    assert session.resolved_jars() == uris[:2]
-    assert f"offsets-lib-{session.MANIFEST_VERSION}-" in session._manifest().name
+    assert local_tuning.resolved_jars() == uris[:2]
+    assert f"offsets-lib-{local_tuning.MANIFEST_VERSION}-" in local_tuning._manifest().name
 
 
 def test_a_local_driver_has_the_resolved_jars_on_its_class_path_but_not_spark_own(tmp_path):
     """A local session puts the resolved jars on the driver's class path (the local executor
     copies spark.jars at every start), without the artifacts Spark ships in its own version; a
-    cluster master gets them as spark.jars, to ship to its executors."""
+    cluster master has Spark resolve the packages (no local tuning)."""
     ivy = "file:///ivy/jars/"
     jars = [
         f"{ivy}io.delta_delta-spark_4.2_2.13-4.4.0.jar",
@@ -143,23 +145,27 @@ def test_a_local_driver_has_the_resolved_jars_on_its_class_path_but_not_spark_ow
         f"{ivy}com.fasterxml.jackson.core_jackson-databind-2.13.5.jar",  # Spark has 2.21
         f"{ivy}org.apache.hadoop_hadoop-client-api-3.5.0.jar",  # Spark has the same
     ]
-    assert session.driver_class_path(jars) == [
+    assert local_tuning.driver_class_path(jars) == [
         "/ivy/jars/io.delta_delta-spark_4.2_2.13-4.4.0.jar",
         "/ivy/jars/org.apache.kafka_kafka-clients-3.9.2.jar",
     ]
-    if session.resolved_jars():  # make setup resolved them
-        assert set(session.jvm_package_conf("spark://127.0.0.1:7077")) == {"spark.jars"}
-        assert set(session.jvm_package_conf("local[2]")) == {"spark.driver.extraClassPath"}
+    cluster = session.new_session(master="spark://127.0.0.1:7077").conf
+    assert cluster["spark.jars.packages"] == ",".join(session.jvm_packages())
+    assert "spark.driver.extraClassPath" not in cluster
+    if local_tuning.resolved_jars():  # make setup resolved them
+        local = local_tuning.tuned(session.local_conf())
+        assert "spark.driver.extraClassPath" in local and "spark.jars.packages" not in local
 
 
 def test_a_quick_start_jvm_compiles_with_c1_only() -> None:
     """QUICK_START_JIT goes to the driver JVM of a quick-start session only."""
-    assert session.QUICK_START_JIT == ("-XX:TieredStopAtLevel=1",)
-    quick = session.local_conf(quick_start=True)[session.JAVA_OPTIONS].split()
-    default = session.local_conf()[session.JAVA_OPTIONS].split()
+    assert local_tuning.QUICK_START_JIT == ("-XX:TieredStopAtLevel=1",)
+    conf = session.local_conf()
+    quick = local_tuning.tuned(conf, quick_start=True)[session.JAVA_OPTIONS].split()
+    default = local_tuning.tuned(conf)[session.JAVA_OPTIONS].split()
     assert [o for o in quick if o not in default] == ["-XX:TieredStopAtLevel=1"]
-    assert session.is_quick_start(session.QUICK_START_MAX_RECORDS)
-    assert not session.is_quick_start(session.QUICK_START_MAX_RECORDS + 1)
+    assert local_tuning.is_quick_start(local_tuning.QUICK_START_MAX_RECORDS)
+    assert not local_tuning.is_quick_start(local_tuning.QUICK_START_MAX_RECORDS + 1)
 
 
 def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
@@ -171,11 +177,10 @@ def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
     from dataclasses import replace
 
     from offsets_lib.cli import run as cli_run
-    from offsets_lib.engine import exchange
     from offsets_lib.io import incremental
     from offsets_lib.job.run import RunOptions
 
-    monkeypatch.setattr(session, "QUICK_START_MAX_RECORDS", 100)
+    monkeypatch.setattr(local_tuning, "QUICK_START_MAX_RECORDS", 100)
     out = str(tmp_path / "tables")
     stored = incremental.Checkpoint("t", {0: 950, 1: 1000}, sequence=3, kept_id="a@3")
     asked = []
@@ -198,9 +203,6 @@ def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
     assert not cli_run._jvm_moves_few_records(spark_writer, ends, full=False)
     database_only = replace(kafka, output_given=False, database="audit")
     assert not cli_run._jvm_moves_few_records(database_only, ends, full=False)
-    with monkeypatch.context() as unstageable:  # auto falls back to the Spark shuffle
-        unstageable.setattr(exchange, "can_stage", lambda _uri: False)
-        assert not cli_run._jvm_moves_few_records(kafka, ends, full=False)
     monkeypatch.setattr(incremental, "read_checkpoint", lambda _output, _topic: None)
     assert not cli_run._jvm_moves_few_records(kafka, ends, full=False)  # the first run
     dump = RunOptions(output=out, run_id="r", inputs=("dump",))
