@@ -46,18 +46,31 @@ def tables_options(command: F) -> F:
 
 def tables_root(output: str | None, database: str | None, warehouse: str | None) -> str:
     """The folder the reading commands read: --output, or the database's tables' from the
-    catalog (a Spark session is started only for a database). Fails with exit 2 or 3."""
+    catalog (a Spark session is started only for a database, and stopped once it answered:
+    the tables are read without it). Fails with exit 2 or 3."""
     from offsets_lib.io.catalog import NoTablesInDatabase, resolve_tables_root
     from offsets_lib.job import session
 
+    started: list[object] = []
+
+    def open_session(**options: object) -> object:
+        from pyspark.sql import SparkSession
+
+        running = SparkSession.getActiveSession()
+        spark = session.get_or_create(**options)
+        if running is None:
+            started.append(spark)
+        return spark
+
     try:
-        return resolve_tables_root(
-            output, database, warehouse=warehouse, open_session=session.get_or_create
-        )
+        return resolve_tables_root(output, database, warehouse=warehouse, open_session=open_session)
     except NoTablesInDatabase as exc:
         fail(EXIT_INPUT, str(exc))
     except ValueError as exc:
         fail(EXIT_USAGE, str(exc))
+    finally:
+        for spark in started:
+            spark.stop()
 
 
 DISTRIBUTION = "kafka-offsets-audit"  # pyproject's project name: `offsets --version`

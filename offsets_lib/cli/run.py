@@ -60,8 +60,8 @@ SPLIT_COMMITS = {"auto": True, "never": False}  # RunOptions.split_commits
 @click.option("--output", help="Root folder (or URI) of the Delta tables.")
 @click.option(
     "--database",
-    help="Register every table in the catalog as DATABASE.<table> (created if missing):"
-    " managed, or external at --output when both are given.",
+    help="Register every table in the catalog as DATABASE.<table> (created if missing),"
+    " external at their folder: --output, else the database's.",
 )
 @click.option(
     "--warehouse",
@@ -87,8 +87,9 @@ SPLIT_COMMITS = {"auto": True, "never": False}  # RunOptions.split_commits
 @click.option(
     "--delta-writer",
     type=click.Choice(["delta-rs", "spark"]),
-    help="Who commits the Delta tables: spark = Delta's Spark writer (always for --database),"
-    " delta-rs = the audit tasks' files committed by delta-rs (tables at a path only).",
+    help="Who commits the Delta tables: delta-rs (default) = the audit tasks' files committed"
+    " by delta-rs (with --database, then registered in the catalog), spark = Delta's Spark"
+    " writer.",
 )
 @click.option(
     "--shuffle",
@@ -206,7 +207,7 @@ def _run(
                 increment=increment,
                 end_offsets=_kept(given, taken),
             )
-        lag_line = _lag_summary(spark, options, report, taken[0] if taken else None)
+        lag_line = _lag_summary(options, report, taken[0] if taken else None)
     except InputNotReadable as exc:
         fail(EXIT_INPUT, str(exc))
     except UsageError as exc:
@@ -296,7 +297,7 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
     if not kw.get("output") and database is None:
         raise UsageError("--output PATH (or --database NAME) is required")
     try:
-        delta_writer = sink.choose_writer(kw.get("delta_writer"), database=database)
+        delta_writer = sink.choose_writer(kw.get("delta_writer"))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     run_id = kw["run_id"] or datetime.fromtimestamp(now_ms / 1000, UTC).strftime(
@@ -322,9 +323,15 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
 
 
 def _with_database(spark, options: RunOptions) -> RunOptions:
-    """Create the database; without --output the job's folder is the database's own."""
-    location = sink.ensure_database(spark, options.database)
-    return options if options.output_given else replace(options, output=location)
+    """Create the database unless it exists; the tables' folder is where the catalog has them,
+    else --output, else the database's own (`sink.run_root`)."""
+    try:
+        root = sink.run_root(
+            spark, options.database, options.output if options.output_given else None
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return replace(options, output=root)
 
 
 def _kafka_range(options: RunOptions) -> tuple[dict[int, int] | None, dict[int, int]]:
@@ -452,9 +459,7 @@ def held_back_line(held_back: dict[int, int]) -> str:
 LARGEST_LAGS = 3
 
 
-def _lag_summary(
-    spark, options: RunOptions, report: RunReport, ends: pa.Table | None
-) -> str | None:
+def _lag_summary(options: RunOptions, report: RunReport, ends: pa.Table | None) -> str | None:
     """The summary's lag line: how many offsets have a log-end offset, and the largest lags
     (by group, summed over its partitions). None when the run took no log-end offsets; a
     warning on stderr when it took some and none matched a committed offset."""
@@ -463,15 +468,7 @@ def _lag_summary(
     if ends is None or "lag" not in report.tables:
         return None
     columns = ["group_id", "log_end_offset", "lag"]
-    if options.database is not None and not options.output_given:
-        rows = (
-            spark.table(f"{options.database}.lag")
-            .where(sink.replace_where(options.run_id))
-            .select(*columns)
-            .toArrow()
-        )
-    else:
-        rows = sink.read_table(options.output, "lag", run_id=options.run_id, columns=columns)
+    rows = sink.read_table(options.output, "lag", run_id=options.run_id, columns=columns)
     known = rows.num_rows - rows.column("log_end_offset").null_count
     if rows.num_rows and not known:
         where = "--end-offsets" if options.source == "parquet" else "the cluster"

@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 # contract tables, `runs` first: its rows go before the partitions they vouch for
 RUN_TABLES = ("runs", *(name for name in TABLES if name != "runs"))
-KEPT_TABLES = (incremental.KEPT_TABLE, incremental.LEGACY_KEPT_TABLE)
+KEPT_TABLES = (incremental.KEPT_TABLE,)
 
 
 @dataclass

@@ -31,11 +31,15 @@ Public API::
 ``runs`` row means the run's tables are complete. Files of failed or speculative task attempts
 are never referenced by the log; ``DeltaTable.vacuum`` removes them.
 
+Catalog tables (``--database``) are written the same way, at their folder (``run_root``: where
+the catalog has them, else ``--output``, else the database's folder); ``register_tables`` then
+registers the ones the catalog lacks (``CREATE TABLE ... USING delta LOCATION``).
+
 ``write_with_spark_delta(spark, df, name, output=..., run_id=..., database=...)`` writes through
-Delta's own Spark writer (``--delta-writer spark``; always for catalog tables, ``--database``),
-one table per call, ``publish_run_with_spark`` the runs row; local sessions of job/session.py
-load Delta Lake, on a cluster ``delta_spark_available(spark)`` tells whether it can run.
-``choose_writer`` is the one place that picks the writer (why both stay: see there).
+Delta's own Spark writer (``--delta-writer spark``), one table per call,
+``publish_run_with_spark`` the runs row; local sessions of job/session.py load Delta Lake, on a
+cluster ``delta_spark_available(spark)`` tells whether it can run. ``choose_writer`` is the one
+place that picks the writer (why: see there).
 
 Limits: the output must be a path both the driver and the executors can reach (local, or any
 URI that Spark's Hadoop file systems, pyarrow and delta-rs all understand: local, and
@@ -50,7 +54,7 @@ import math
 import os
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -66,7 +70,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from offsets_lib.audit.tables import RUN_ID, TableSpec, table_spec
+from offsets_lib.audit.tables import RUN_ID, TABLES, TableSpec, table_spec
 from offsets_lib.io import catalog, storage
 
 __all__ = [
@@ -80,7 +84,9 @@ __all__ = [
     "delta_spark_available",
     "publish_run",
     "read_table",
+    "register_tables",
     "replace_where",
+    "run_root",
     "table_uri",
     "write_files",
     "write_frame",
@@ -674,8 +680,8 @@ def delta_spark_available(spark: SparkSession) -> bool:
     return DELTA_EXTENSION in (spark.conf.get("spark.sql.extensions", "") or "")
 
 
-def _sql_string(value: str) -> str:
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+_sql_string = catalog.sql_string
+_identifier = catalog.identifier
 
 
 def replace_where(run_id: str) -> str:
@@ -683,31 +689,22 @@ def replace_where(run_id: str) -> str:
     return f"{RUN_ID} = {_sql_string(run_id)}"
 
 
-# The one place that chooses the writer. Both stay, and both run in CI (tests/spark/test_sink.py
-# shows Spark-Delta, delta-rs and DuckDB read the same tables from either):
-# - Delta's Spark writer: every catalog table (--database) and --delta-writer spark;
-# - delta-rs commits of the files the audit tasks wrote themselves: tables at a path (default).
-#   Why: with it the audit tasks write 5 of the tables during the audit (no second pass over
-#   the staged results, no Spark job per table). Measured here, on a loaded shared 2-core
-#   machine, one rough run: one small table 15 s with delta-rs vs 47 s through the Spark
-#   writer (CREATE TABLE + replaceWhere commit); `make bench` was not rerun per writer.
+# The one place that chooses the writer: delta-rs, for tables at a path and catalog tables
+# alike (a catalog run writes the tables at their folder as a path run does, then registers
+# the ones the catalog lacks: register_tables). Measured on the `make run` sample (200k
+# records; FIGURES).
+# Delta's Spark writer stays for --delta-writer spark (e.g. a catalog whose tables only Spark
+# may write); it writes every table in a Spark job of its own after the audit.
 DELTA_WRITERS = ("spark", "delta-rs")
-DEFAULT_PATH_WRITER = "delta-rs"
+DEFAULT_WRITER = "delta-rs"
 
 
-def choose_writer(requested: str | None, *, database: str | None) -> str:
-    """The writer of a run: catalog tables (``--database``) need Delta's Spark writer."""
+def choose_writer(requested: str | None) -> str:
+    """The writer of a run: ``--delta-writer`` when given, else delta-rs (with or without
+    ``--database``)."""
     if requested is not None and requested not in DELTA_WRITERS:
         raise ValueError(f"--delta-writer {requested!r}: expected one of {DELTA_WRITERS}")
-    if database is not None:
-        if requested == "delta-rs":
-            raise ValueError("--database registers catalog tables: use --delta-writer spark")
-        return "spark"
-    return requested or DEFAULT_PATH_WRITER
-
-
-def _identifier(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    return requested or DEFAULT_WRITER
 
 
 def table_identifier(name: str, *, output: str | None, database: str | None) -> str:
@@ -766,6 +763,63 @@ def ensure_database(spark: SparkSession, database: str) -> str:
     managed tables, and of the job's internal tables when no --output is given)."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {_identifier(database)}")
     return catalog.local_path(spark.catalog.getDatabase(database).locationUri)
+
+
+def run_root(spark: SparkSession, database: str, output: str | None) -> str:
+    """Where a run writes the tables of catalog ``database`` (created unless it exists): where
+    the catalog has them already, else ``output``, else the database's folder. Fails
+    (ValueError) when ``output`` is given and the catalog has one of them elsewhere."""
+    location = ensure_database(spark, database)
+    registered = {
+        name: uri
+        for name, uri in catalog.table_locations(spark, database).items()
+        if name in TABLES
+    }
+    root = output if output is not None else location
+    if registered and output is None:
+        root = catalog.tables_root(database, registered)
+    elsewhere = {
+        name: uri
+        for name, uri in registered.items()
+        if uri.rstrip("/") != table_uri(root, name).rstrip("/")
+    }
+    if elsewhere:
+        raise ValueError(
+            f"database {database!r} has tables of another folder than {root}:"
+            f" {dict(sorted(elsewhere.items()))}; give that folder as --output, or another"
+            " --database"
+        )
+    return root
+
+
+def register_tables(
+    spark: SparkSession, names: Iterable[str], *, output: str, database: str
+) -> list[str]:
+    """Register the Delta tables ``names`` under ``output`` that the catalog lacks, as
+    ``database.<name>``, external at their folder (``CREATE TABLE ... USING delta
+    LOCATION``: Delta takes the schema, comments, description and partitioning from the
+    table's log). Returns the names registered now; a table registered already costs nothing
+    more than the one metastore query."""
+    registered = catalog.table_locations(spark, database)
+    missing = {
+        name: table_uri(output, name)
+        for name in names
+        if name not in registered and storage.is_delta_table(table_uri(output, name))
+    }
+
+    def register(name: str) -> None:
+        target = f"{_identifier(database)}.{_identifier(name)}"
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {target} USING delta LOCATION {_sql_string(missing[name])}"
+        )
+
+    # Delta reads each table's log in Spark jobs of its own: concurrent, they fill the cores
+    # (the metastore's calls are serialised by Spark itself)
+    with ThreadPoolExecutor(max_workers=WRITE_JOBS) as pool:
+        list(pool.map(register, missing))
+    if missing:
+        log.info("registered in %s: %s", database, ", ".join(missing))
+    return list(missing)
 
 
 def write_with_spark_delta(

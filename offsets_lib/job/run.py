@@ -106,10 +106,10 @@ class RunOptions:
     as_of: int | str = "latest"  # epoch ms, or "latest" = newest record timestamp of the input
     coordinator: Coordinator = Coordinator.NEW
     max_reject_ratio: float = 0.01
-    delta_writer: str = "delta-rs"  # sink.choose_writer decides (spark for --database)
+    delta_writer: str = "delta-rs"  # sink.choose_writer decides
     database: str | None = None  # tables registered in the catalog as <database>.<table>
-    # False: --database without --output; `output` is then the database's folder (managed
-    # tables; the job's internal tables and staging go there too)
+    # False: --database without --output; `output` is then where the catalog has the tables,
+    # else the database's folder (the job's internal tables and staging go there too)
     output_given: bool = True
     shuffle: str = "auto"  # how records reach their audit task: auto, files or spark
     # a dominant group's offset commits reduced per offset key first (engine.key_split): when a
@@ -258,6 +258,7 @@ def _execute(
         _publish(spark, report, options, started_ms)
         if staging is not None:
             staging.remove()
+    _register(spark, report, options)
     return report
 
 
@@ -786,6 +787,14 @@ def _table_name(options: RunOptions, name: str) -> str:
     if options.database is not None:
         return f"{options.database}.{name}"
     return sink.table_uri(options.output, name)
+
+
+def _register(spark: SparkSession, report: RunReport, options: RunOptions) -> None:
+    """A catalog run's tables written by delta-rs: the catalog learns the ones it lacks, once
+    every table and the runs row are committed (a failed run's tables are registered by the
+    next run that succeeds; Delta's Spark writer registers its tables itself)."""
+    if options.database is not None and options.delta_writer != "spark":
+        sink.register_tables(spark, report.tables, output=options.output, database=options.database)
 
 
 def _publish(spark: SparkSession, report: RunReport, options: RunOptions, started_ms: int) -> None:

@@ -11,10 +11,17 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
+from offsets_lib.audit.tables import TABLES
 from offsets_lib.engine.pipeline import DECIDED_TABLES
 from offsets_lib.io import sink
 from offsets_lib.tools.generate import generate_dump
@@ -23,48 +30,94 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 BIN = Path(sys.executable).parent
 
+# A new session reads every table by its catalog name through Delta's Spark reader and leaves
+# each as Parquet in argv[2], with what the catalog says about the tables.
 READER = """
 import json, sys
+import pyarrow.parquet as pq
 from offsets_lib.job import session
 spark = session.get_or_create("reader", master="local[1]", warehouse=sys.argv[1])
-rows = spark.table("audit.offset_decisions").select("group_id", "topic", "partition", "run_id")
 tables = sorted(t.name for t in spark.catalog.listTables("audit"))
-print(json.dumps({"rows": sorted(map(list, rows.collect())), "tables": tables}))
+about = {}
+for name in tables:
+    frame = spark.table(f"audit.{name}")
+    pq.write_table(frame.toArrow(), f"{sys.argv[2]}/{name}.parquet")
+    detail = spark.sql(f"DESCRIBE DETAIL audit.{name}").first()
+    about[name] = {
+        "type": spark.catalog.getTable(f"audit.{name}").tableType,
+        "location": detail["location"],
+        "description": detail["description"],
+        "partitions": list(detail["partitionColumns"]),
+        "comments": {f.name: f.metadata.get("comment") for f in frame.schema.fields},
+    }
+print(json.dumps({"tables": tables, "about": about}))
 spark.stop()
 """
 
 
+def _rows(table: pa.Table, columns: list[str]) -> list[str]:
+    """A table's rows in the spec's column order, as sorted JSON lines (engines differ in
+    representation only: string views, large lists)."""
+    rows = table.select(columns).to_pylist()
+    return sorted(json.dumps(r, default=_json_value, sort_keys=True) for r in rows)
+
+
+def _json_value(value: object) -> str:
+    """Timestamps as UTC (DuckDB hands them in its session's time zone), the rest as text."""
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat()
+    return str(value)
+
+
 def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path) -> None:
-    dump, warehouse = tmp_path / "dump", tmp_path / "warehouse"
+    """The tables a catalog run writes with delta-rs and registers read identically by name
+    through Delta's Spark reader (a new session on the same catalog), by path through delta-rs,
+    Polars and DuckDB; nothing is left in the working directory (Derby's log and metastore sit
+    in the warehouse)."""
+    dump, warehouse, spark_read = tmp_path / "dump", tmp_path / "warehouse", tmp_path / "read"
+    spark_read.mkdir()
     generate_dump(str(dump), groups=12, records=400, seed=5, partitions=3)
     env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    work = tmp_path / "work"  # the working directory of both processes
+    work.mkdir()
     command = [str(BIN / "offsets"), "run", "--input", str(dump), "--database", "audit"]
     command += ["--warehouse", str(warehouse), "--run-id", "r1"]
-    run = subprocess.run(
-        command, env=env, capture_output=True, text=True, timeout=1200, cwd=tmp_path
-    )
+    command += ["--end-offsets", str(dump / "_end_offsets.csv")]
+    run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200, cwd=work)
     assert run.returncode == 0, run.stderr
     assert "tables in database audit:" in run.stdout
     assert "WARN" not in run.stderr  # no Spark start-up warnings on the terminal
 
     read = subprocess.run(
-        [sys.executable, "-c", READER, str(warehouse)],
+        [sys.executable, "-c", READER, str(warehouse), str(spark_read)],
         env=env,
         capture_output=True,
         text=True,
         timeout=1200,
-        cwd=tmp_path,
+        cwd=work,
     )
     assert read.returncode == 0, read.stderr
     got = json.loads(read.stdout.strip().splitlines()[-1])
-    # managed tables: in the database's folder of the warehouse, read here with delta-rs too
-    managed = sink.read_table(str(warehouse / "audit.db"), "offset_decisions")
-    expected = sorted(
-        [r["group_id"], r["topic"], r["partition"], r["run_id"]] for r in managed.to_pylist()
-    )
-    assert got["rows"] == expected
-    assert got["rows"] and {r[3] for r in got["rows"]} == {"r1"}
     assert got["tables"] == sorted([*DECIDED_TABLES, "lag", "runs"])
+    assert list(work.iterdir()) == []  # no derby.log, no metastore_db
+    assert sorted(p.name for p in warehouse.iterdir()) == ["audit.db", "derby.log", "metastore_db"]
+
+    root = warehouse / "audit.db"  # the database's folder: the tables are external there
+    for name in got["tables"]:
+        spec, about = TABLES[name], got["about"][name]
+        uri = str(root / name)
+        assert (about["type"], about["location"]) == ("EXTERNAL", f"file:{uri}"), name
+        assert (about["description"], about["partitions"]) == (spec.comment, ["run_id"]), name
+        assert about["comments"] == {f.name: f.metadata["comment"] for f in spec.schema.fields}
+        by_spark = _rows(pq.read_table(spark_read / f"{name}.parquet"), spec.columns)
+        by_delta_rs = _rows(sink.read_table(str(root), name), spec.columns)
+        by_polars = _rows(pl.read_delta(uri).to_arrow(), spec.columns)
+        dataset = DeltaTable(uri).to_pyarrow_dataset()  # noqa: F841 (read by DuckDB)
+        by_duckdb = _rows(duckdb.sql("select * from dataset").to_arrow_table(), spec.columns)
+        assert by_spark == by_delta_rs == by_polars == by_duckdb, name
+        assert by_spark or name in ("rejects",), name
+    offsets = [json.loads(r) for r in _rows(sink.read_table(str(root), "offsets"), ["run_id"])]
+    assert offsets and {r["run_id"] for r in offsets} == {"r1"}
 
 
 def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> None:

@@ -483,9 +483,37 @@ def test_spark_writer_registers_catalog_tables(spark: SparkSession, tmp_path: Pa
 
 
 def test_choose_writer_is_the_one_place() -> None:
-    assert sink.choose_writer(None, database="audit") == "spark"
-    assert sink.choose_writer("spark", database=None) == "spark"
-    assert sink.choose_writer("delta-rs", database=None) == "delta-rs"
-    assert sink.choose_writer(None, database=None) == sink.DEFAULT_PATH_WRITER
-    with pytest.raises(ValueError, match="--delta-writer spark"):
-        sink.choose_writer("delta-rs", database="audit")
+    assert sink.choose_writer(None) == sink.DEFAULT_WRITER == "delta-rs"
+    assert sink.choose_writer("spark") == "spark"
+    assert sink.choose_writer("delta-rs") == "delta-rs"
+    with pytest.raises(ValueError, match="expected one of"):
+        sink.choose_writer("parquet")
+
+
+def test_delta_rs_tables_are_registered_once_where_they_are(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A catalog run writes with delta-rs at the tables' folder (`run_root`), then registers
+    the tables the catalog lacks, external at that folder; Spark reads them by name."""
+    spec = TABLES["offsets"]
+    rows = [offset_row("g", "t", p, 7 * p, "r") for p in range(3)]
+    location = sink.ensure_database(spark, "audit_rs")
+    assert sink.run_root(spark, "audit_rs", None) == location  # nothing registered yet
+    root = str(tmp_path / "tables")
+    assert sink.run_root(spark, "audit_rs", root) == root
+    sink.write_run_tables({"offsets": frame(spark, spec, rows)}, output=root, run_id="r")
+    sink.publish_run(
+        {"run_id": "r", "status": "succeeded", "started_at": AS_OF, "records_read": 3}, output=root
+    )
+    names = ["offsets", "runs", "groups"]  # no groups table under root: not registered
+    assert sink.register_tables(spark, names, output=root, database="audit_rs") == names[:2]
+    assert sink.register_tables(spark, names, output=root, database="audit_rs") == []
+    assert spark.catalog.getTable("audit_rs.offsets").tableType == "EXTERNAL"
+    got = spark.table("audit_rs.offsets").select(*spec.columns).toArrow()
+    assert rows_of(got, OFFSET_KEYS) == rows_of(sink.read_table(root, "offsets"), OFFSET_KEYS)
+    assert spark.sql("DESCRIBE DETAIL audit_rs.offsets").first()["description"] == spec.comment
+    # where the catalog has them: the next run's folder, and no other --output
+    assert sink.run_root(spark, "audit_rs", None) == root
+    assert sink.run_root(spark, "audit_rs", root) == root
+    with pytest.raises(ValueError, match="has tables of another folder than"):
+        sink.run_root(spark, "audit_rs", str(tmp_path / "elsewhere"))

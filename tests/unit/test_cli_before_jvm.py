@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from offsets_lib.cli import main
+from offsets_lib.cli.run import _options
 from offsets_lib.job import local_tuning, session
 
 
@@ -49,11 +50,33 @@ def test_output_or_database_is_required(no_spark: None, tmp_path: Path) -> None:
     assert result.output == "offsets: --output PATH (or --database NAME) is required\n"
 
 
-def test_database_refuses_the_delta_rs_writer(no_spark: None, tmp_path: Path) -> None:
-    args = ["run", "--input", str(tmp_path), "--database", "audit", "--delta-writer", "delta-rs"]
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 2
-    assert "--delta-writer spark" in result.output
+@pytest.mark.parametrize(("requested", "writer"), [(None, "delta-rs"), ("spark", "spark")])
+def test_database_tables_are_written_by_delta_rs_unless_asked(
+    requested: str | None, writer: str
+) -> None:
+    kw = {
+        "source": "parquet",
+        "inputs": ("dump/",),
+        "bootstrap_servers": None,
+        "as_of": None,
+        "kafka_options": (),
+        "max_reject_ratio": 0.01,
+        "database": "audit",
+        "output": None,
+        "delta_writer": requested,
+        "run_id": "r1",
+        "retention": "7d",
+        "coordinator": "new",
+        "shuffle": "auto",
+        "split_commits": "auto",
+        "topic": "__consumer_offsets",
+    }
+    options = _options(kw, now_ms=0)
+    assert (options.database, options.delta_writer, options.output_given) == (
+        "audit",
+        writer,
+        False,
+    )
 
 
 def test_local_sessions_use_every_core_and_load_delta_and_kafka() -> None:
