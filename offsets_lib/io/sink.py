@@ -666,10 +666,13 @@ def write_rows(rows: list[Mapping[str, Any]], spec: TableSpec, *, output: str, r
 def read_table(
     output: str, name: str, *, run_id: str | None = None, columns: list[str] | None = None
 ) -> pa.Table:
-    """Read a table (one run's partition when ``run_id`` is given) with delta-rs."""
-    dt = storage.delta_table(table_uri(output, name))
-    filters = [(RUN_ID, "=", run_id)] if run_id is not None else None
-    return dt.to_pyarrow_table(filters=filters, columns=columns)
+    """Read a table (one run's partition when ``run_id`` is given) as the readers do
+    (`storage.delta_dataset`: no Python file system left running at interpreter exit)."""
+    import pyarrow.dataset as ds
+
+    dataset = storage.delta_dataset(table_uri(output, name))
+    condition = ds.field(RUN_ID) == run_id if run_id is not None else None
+    return dataset.to_table(filter=condition, columns=columns)
 
 
 # ---- optional: Spark's own Delta writer (clusters with delta-spark) --------------------------
