@@ -4,7 +4,7 @@ The readers (`offsets fetch`, `fence-check`, `lag`, the lag-audit notebook) read
 of a root folder, ``<root>/<table>``, with delta-rs and pyarrow, no Spark. `offsets run
 --database NAME` registers every table in the catalog, managed in the database's folder or
 external at ``--output``; either way all of a run's tables sit side by side under one root. For
-a database this module asks the catalog for each table's location (``DESCRIBE DETAIL``) and
+a database this module asks the catalog for each table's location (``SHOW TABLE EXTENDED``) and
 returns that root, so the path-based readers work unchanged. Only the catalog needs Spark: the
 caller passes the function that opens one (``session.get_or_create`` of job/session.py, which io
 may not import)::
@@ -44,17 +44,25 @@ def _identifier(name: str) -> str:
 
 
 def table_locations(spark: SparkSession, database: str) -> dict[str, str]:
-    """Location of every table of ``database``, by table name, from the catalog."""
+    """Location of every table of ``database``, by table name, from the catalog.
+
+    One metastore query that opens no table: DESCRIBE DETAIL read each table's Delta log, so
+    a session without the file system of the tables (a local reader of tables on s3://,
+    without S3A) failed before the readers, which reach them through pyarrow."""
     if not spark.catalog.databaseExists(database):
         raise NoTablesInDatabase(f"no database {database!r} in the catalog")
+    shown = spark.sql(f"SHOW TABLE EXTENDED IN {_identifier(database)} LIKE '*'")
     locations = {}
-    for table in spark.catalog.listTables(database):
-        if table.isTemporary:
+    for row in shown.collect():
+        if row["isTemporary"]:
             continue
-        qualified = f"{_identifier(database)}.{_identifier(table.name)}"
-        detail = spark.sql(f"DESCRIBE DETAIL {qualified}").select("location").first()
-        locations[table.name] = local_path(detail["location"])
+        lines = row["information"].splitlines()
+        location = next(line for line in lines if line.startswith(_LOCATION))
+        locations[row["tableName"]] = local_path(location.removeprefix(_LOCATION))
     return locations
+
+
+_LOCATION = "Location: "  # SHOW TABLE EXTENDED's line of the table's location
 
 
 def tables_root(database: str, locations: Mapping[str, str]) -> str:
