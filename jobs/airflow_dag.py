@@ -6,19 +6,28 @@ Each run executes the spark-submit line below for the hour that just ended::
     org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0,org.apache.hadoop:hadoop-aws:3.5.0 \\
         --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \\
         --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \\
-        --py-files $RELEASE/dist/offsets_lib.zip --files $RELEASE/conf/prod-example.toml \\
-        $RELEASE/jobs/offsets_job.py --conf prod-example.toml \\
+        --py-files $RELEASE/dist/offsets_lib.zip --files $RELEASE/conf/$PROFILE \\
+        $RELEASE/jobs/offsets_job.py --conf $PROFILE $OPTIONS \\
         --as-of <data_interval_end> --run-id <airflow run_id>
 
-``$RELEASE`` is a checkout of this repository where ``make package`` has built
-``dist/offsets_lib.zip`` (set ``OFFSETS_AUDIT_RELEASE`` in the scheduler's environment; default
-``/opt/kafka-offsets-audit``). The profile carries the cluster, output and Kafka client settings;
-its secret (``KAFKA_SASL_PASSWORD``) must be in the driver's environment (the worker's in client
-mode), never in this file. Retries and backfills are safe: a rerun with the same ``--run-id``
-replaces that run's rows. Connection ``spark_default`` says where to submit (master, deploy mode).
-The catalog that ``database`` names (a Hive metastore, Glue...) is the cluster's own setting
-(its ``spark-defaults.conf``); this DAG brings only what a plain Spark cluster lacks: the jars of
-Delta Lake, of Spark's Kafka connector and of Hadoop's S3A, and Delta's SQL extension.
+Set in the scheduler's environment (read when the DAG file is parsed):
+
+- ``OFFSETS_AUDIT_RELEASE``: a checkout of this repository where ``make package`` has built
+  ``dist/offsets_lib.zip`` (default ``/opt/kafka-offsets-audit``);
+- ``OFFSETS_AUDIT_PROFILE``: the profile's file name under ``$RELEASE/conf`` (default
+  ``prod-example.toml``): the cluster, output and Kafka client settings;
+- ``OFFSETS_AUDIT_OPTIONS`` (optional): ``offsets run`` options, shell-quoted, that win over the
+  profile's as flags do (``--kafka-option`` key by key), e.g. one profile for several
+  environments that differ in ``--bootstrap-servers``, ``--output`` and
+  ``--kafka-option ssl.ca.location=...``. Never a secret: Airflow logs the command line.
+
+The profile's secret (``KAFKA_SASL_PASSWORD``) must be in the driver's environment (the
+worker's in client mode), never in a file or an option. Retries and backfills are safe: a rerun
+with the same ``--run-id`` replaces that run's rows. Connection ``spark_default`` says where to
+submit (master, deploy mode). The catalog that ``database`` names (a Hive metastore, Glue...)
+is the cluster's own setting (its ``spark-defaults.conf``); this DAG brings only what a plain
+Spark cluster lacks: the jars of Delta Lake, of Spark's Kafka connector and of Hadoop's S3A, and
+Delta's SQL extension.
 
 Needs ``apache-airflow`` and ``apache-airflow-providers-apache-spark`` in the *Airflow*
 environment only: the provider pulls ``pyspark-client``, which overwrites ``pyspark`` and must
@@ -28,6 +37,7 @@ never be installed next to the job itself.
 from __future__ import annotations
 
 import os
+import shlex
 from datetime import timedelta
 
 import pendulum
@@ -39,7 +49,8 @@ except ImportError:  # Airflow 2
     from airflow import DAG
 
 RELEASE = os.environ.get("OFFSETS_AUDIT_RELEASE", "/opt/kafka-offsets-audit").rstrip("/")
-PROFILE = "prod-example.toml"
+PROFILE = os.environ.get("OFFSETS_AUDIT_PROFILE", "prod-example.toml")
+OPTIONS = shlex.split(os.environ.get("OFFSETS_AUDIT_OPTIONS", ""))
 # What a plain Spark 4.2 cluster lacks, built for its Spark, Scala and Hadoop versions (`python -m
 # offsets_lib.tools.jars --packages` prints this list for the installed pyspark): Delta Lake's
 # writer and catalog, Spark's Kafka connector, and Hadoop's S3A for s3:// tables (Spark 4.2
@@ -79,6 +90,7 @@ with DAG(
         application_args=[
             "--conf",
             PROFILE,
+            *OPTIONS,
             "--as-of",
             "{{ data_interval_end.isoformat() }}",
             "--run-id",

@@ -34,7 +34,7 @@ RELEASE = "/srv/offsets-audit/1.2.3"
 
 SCRIPT = textwrap.dedent(
     """
-    import json, sys
+    import json, os, sys
     import pendulum
 
     try:
@@ -43,11 +43,13 @@ SCRIPT = textwrap.dedent(
         from airflow.models.dagbag import DagBag  # Airflow 2
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-    bag = DagBag(dag_folder=sys.argv[1])
-    out = {"import_errors": {k: str(v) for k, v in bag.import_errors.items()},
-           "dag_ids": sorted(bag.dag_ids)}
-    dag = bag.dags.get("kafka_offsets_audit")  # bag.get_dag() would query the metadata DB
-    if dag is not None:
+    def report():
+        bag = DagBag(dag_folder=sys.argv[1])  # parses the file again: its settings are re-read
+        out = {"import_errors": {k: str(v) for k, v in bag.import_errors.items()},
+               "dag_ids": sorted(bag.dag_ids)}
+        dag = bag.dags.get("kafka_offsets_audit")  # bag.get_dag() would query the metadata DB
+        if dag is None:
+            return out
         task = dag.get_task("audit_offsets")
         end = pendulum.datetime(2026, 11, 21, 10, tz="UTC")
         context = {
@@ -76,9 +78,19 @@ SCRIPT = textwrap.dedent(
             rendered=rendered,
             command=hook._build_spark_submit_command(rendered["application"]),
         )
+        return out
+
+    out = report()
+    os.environ.update(json.loads(sys.argv[2]))  # a deployment's own profile and options
+    out["configured"] = report()
     print("RESULT " + json.dumps(out, default=str))
     """
 )
+# A deployment's settings of the DAG (its docstring): its own profile, options that win over it
+CONFIGURED = {
+    "OFFSETS_AUDIT_PROFILE": "audit-eu.toml",
+    "OFFSETS_AUDIT_OPTIONS": "--output 's3://audit eu/tables' --kafka-option client.id=eu",
+}
 
 
 def _venv_python() -> Path:
@@ -121,7 +133,8 @@ def dag_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"} and not k.startswith("AIRFLOW")
+        if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"}
+        and not k.startswith(("AIRFLOW", "OFFSETS_AUDIT_"))
     }
     env.update(
         AIRFLOW_HOME=str(home),
@@ -131,7 +144,7 @@ def dag_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
         OFFSETS_AUDIT_RELEASE=RELEASE,
     )
     done = subprocess.run(
-        [str(python), str(script), str(DAG_FILE)],
+        [str(python), str(script), str(DAG_FILE), json.dumps(CONFIGURED)],
         capture_output=True,
         text=True,
         env=env,
@@ -176,6 +189,28 @@ def test_task_arguments_are_templated(dag_report: dict) -> None:
     assert dag_report["rendered"]["application_args"] == [
         "--conf",
         "prod-example.toml",
+        "--as-of",
+        "2026-11-21T10:00:00+00:00",
+        "--run-id",
+        "scheduled__2026-11-21T09:00:00+00:00",
+    ]
+
+
+def test_a_deployment_names_its_profile_and_options(dag_report: dict) -> None:
+    """OFFSETS_AUDIT_PROFILE names the profile shipped and read; OFFSETS_AUDIT_OPTIONS come
+    after it, as flags that win over its values, split as a shell would."""
+    configured = dag_report["configured"]
+    assert configured["import_errors"] == {}
+    command = configured["command"]
+    assert command[command.index("--files") + 1] == f"{RELEASE}/conf/audit-eu.toml"
+    app = command.index(f"{RELEASE}/jobs/offsets_job.py")
+    assert command[app + 1 :] == [
+        "--conf",
+        "audit-eu.toml",
+        "--output",
+        "s3://audit eu/tables",
+        "--kafka-option",
+        "client.id=eu",
         "--as-of",
         "2026-11-21T10:00:00+00:00",
         "--run-id",

@@ -4,6 +4,8 @@
   give runs only AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
 - `cluster`: a Spark standalone master and two workers (one core, 2 GB each) from the installed
   pyspark; jobs are submitted with spark-submit exactly as jobs/airflow_dag.py does.
+- `scram_broker`: an Apache Kafka 4.4 broker whose one listener is SASL_SSL (SCRAM-SHA-512, a
+  self-signed CA made for it), with the login of conf/prod-example.toml (`SASL_USER`).
 
 Every server binds 127.0.0.1 on free ports and is stopped when the test session ends.
 """
@@ -24,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.broker.brokers import KafkaBroker
 from tests.support.ports import free_ports
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,6 +34,10 @@ BIN = Path(sys.executable).parent
 BUCKET = "audit"
 ACCESS_KEY, SECRET_KEY = "cluster-test-key", "cluster-test-secret"  # test-only, local server
 STARTUP_S = 120
+KAFKA_VERSION = "4.4.0"
+SASL_USER = "offsets-audit"  # conf/prod-example.toml's sasl_username
+SASL_PASSWORD = "scram-Pa55-w0rd-for-tests"  # test-only; must never show in any output
+OFFSETS_PARTITIONS = 4  # several __consumer_offsets partitions, each with its own checkpoint
 
 
 def _wait_for(what: str, ready, process: subprocess.Popen, log: Path) -> None:
@@ -245,3 +252,20 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[
         shutil.rmtree(root / "local", ignore_errors=True)
         for jar in root.glob("work-*/**/*.jar"):
             jar.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="session")
+def scram_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """Kafka 4.4 over SASL_SSL; offsets kept 7 days, as the profile's `retention` says."""
+    settings = {
+        "offsets.retention.minutes": str(7 * 24 * 60),
+        "offsets.retention.check.interval.ms": "600000",
+        "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+    }
+    work = tmp_path_factory.mktemp("kafka-scram")
+    broker = KafkaBroker(KAFKA_VERSION, work, settings, scram_users={SASL_USER: SASL_PASSWORD})
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()

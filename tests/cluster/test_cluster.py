@@ -157,9 +157,10 @@ def cluster_run(s3: S3Server, cluster: SparkCluster, dump: str, tmp_path_factory
     """The job submitted to the cluster; while it holds the output, a second run (local mode,
     another run id) tries the same output."""
     output = s3.uri("tables/cluster")
-    # the contender asks for the lease before its JVM starts (io/lock.py), while the cluster
-    # run that holds it still waits for its executors
-    args = ["--input", dump, "--output", output, "--run-id", RUN_ID]
+    # Spark's shuffle (the local run takes the file shuffle): its extra jobs (the newest
+    # timestamp, the task sizes) and the records' way through the JVM keep the lease for longer
+    # while the contender starts, and its tables must equal the local run's
+    args = ["--input", dump, "--output", output, "--run-id", RUN_ID, "--shuffle", "spark"]
     job = cluster.submit(args, s3.env)
     log = cluster.submitted[-1]
     wait_until(lambda: lease_holder(s3, output) == RUN_ID, job, log)
@@ -180,6 +181,7 @@ def test_spark_submit_to_the_cluster_equals_the_local_run(
 ) -> None:
     assert cluster_run["code"] == 0, cluster_run["log"].read_text()[-3000:]
     assert "app-" in (cluster.root / "master.log").read_text()  # it ran on the cluster
+    assert "spark shuffle" in cluster_run["log"].read_text()
     assert all_tables(s3, cluster_run["output"]) == reference["tables"]
     assert lease_holder(s3, cluster_run["output"]) is None  # released
 
