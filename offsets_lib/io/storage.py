@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -153,7 +154,9 @@ def delta_dataset(uri: str) -> ds.Dataset:
                 if value is None
                 else field == pa.scalar(value).cast(schema.field(column).type)
             )
-        path = action["path"]  # relative to the table; absolute (a URI) in shallow clones
-        where = filesystem(path)[1] if "://" in path else f"{root}/{path}"
+        # relative to the table, or absolute (a URI) in shallow clones; either way a URI whose
+        # characters the writer escaped ("%3A" in a Hive-escaped partition folder is "%253A")
+        path = action["path"]
+        where = filesystem(path)[1] if "://" in path else f"{root}/{unquote(path)}"
         fragments.append(fmt.make_fragment(where, filesystem=fs, partition_expression=condition))
     return ds.FileSystemDataset(fragments, schema, fmt, fs)

@@ -94,3 +94,19 @@ def test_delta_dataset_answers_without_the_delta_stats(tmp_path) -> None:
     r2 = ds.field("run_id") == "r2"
     assert [f.path.rsplit("/", 2)[-2] for f in dataset.get_fragments(filter=r2)] == ["run_id=r2"]
     assert dataset.to_table(filter=r2).column("group_id").to_pylist() == [long_id, "z"]
+
+
+def test_delta_dataset_reads_partitions_whose_values_the_writer_escaped(tmp_path) -> None:
+    """Airflow's run ids hold ':' and '+': their folders are escaped ("%3A"), and the log's
+    paths escape that again ("%253A")."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    from deltalake import write_deltalake
+
+    run_ids = ["scheduled__2026-11-24T06:00:00+00:00", "manual run 1", "plain"]
+    table = pa.table({"run_id": run_ids, "v": [1, 2, 3]})
+    write_deltalake(str(tmp_path / "t"), table, partition_by=["run_id"])
+    dataset = storage.delta_dataset(str(tmp_path / "t"))
+    for run_id, v in zip(run_ids, [1, 2, 3], strict=True):
+        rows = dataset.to_table(filter=ds.field("run_id") == run_id).to_pylist()
+        assert rows == [{"run_id": run_id, "v": v}]
