@@ -138,15 +138,19 @@ class Deployment:
         return clean_env({k: v for k, v in self.env.items() if k.startswith("AWS_")})
 
 
-def deployment_options(broker: KafkaBroker, output: str = OUTPUT) -> str:
+def deployment_options(
+    broker: KafkaBroker, output: str = OUTPUT, database: str | None = None
+) -> str:
     """OFFSETS_AUDIT_OPTIONS: this deployment's addresses instead of the profile's example ones
-    (broker, bucket, the CA's file), nothing else."""
+    (broker, bucket, the CA's file), and for the fault runs their own `database` (the catalog
+    refuses a second folder for the tables of one database, before any fault shows)."""
     assert broker.tls is not None
     return shlex.join(
         [
             "--bootstrap-servers", broker.bootstrap,
             "--output", output,
             "--kafka-option", f"ssl.ca.location={broker.tls.ca_pem}",
+            *(["--database", database] if database else []),
         ]
     )  # fmt: skip
 
@@ -481,6 +485,7 @@ def test_the_password_is_in_no_log(
 # need no earlier run: `-k` runs them alone.
 
 FAULT_OUTPUT = f"s3://{BUCKET}/kafka/faults"
+FAULT_DATABASE = "kafka_audit_faults"
 WRONG_PASSWORD = "wrong-Pa55-for-tests"  # test-only
 
 
@@ -511,7 +516,7 @@ def test_a_wrong_sasl_password_fails_in_one_line(
         deployment,
         fault_as_of(),
         KAFKA_SASL_PASSWORD=WRONG_PASSWORD,
-        OFFSETS_AUDIT_OPTIONS=deployment_options(scram_broker, FAULT_OUTPUT),
+        OFFSETS_AUDIT_OPTIONS=deployment_options(scram_broker, FAULT_OUTPUT, FAULT_DATABASE),
     )
     assert task.state == "up_for_retry", task.log[-6000:]  # the DAG's retries fail alike
     assert "Error code is: 3." in task.log, task.log[-6000:]
@@ -542,7 +547,7 @@ def test_a_cluster_without_the_kafka_connector_fails_in_one_line(
         *(item for k, v in DELTA_CONF.items() for item in ("--conf", f"{k}={v}")),
         "--py-files", str(release / "dist" / "offsets_lib.zip"),
         str(release / "jobs" / "offsets_job.py"), "--conf", PROFILE.name,
-        *shlex.split(deployment_options(scram_broker, FAULT_OUTPUT)),
+        *shlex.split(deployment_options(scram_broker, FAULT_OUTPUT, FAULT_DATABASE)),
         "--as-of", as_of.isoformat(), "--run-id", "without-the-connector",
     ]  # fmt: skip
     started = time.monotonic()
