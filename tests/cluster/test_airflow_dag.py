@@ -100,11 +100,20 @@ def commit(broker: KafkaBroker, group: str, offsets: dict[int, int]) -> None:
 def offsets_topic_created(broker: KafkaBroker) -> None:
     """__consumer_offsets exists, as on any cluster with a consumer group: a group's describe
     finds its coordinator, which creates the topic."""
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient(broker.client_conf)
-    [future] = admin.describe_consumer_groups(["probe"], request_timeout=30).values()
-    future.result()
+    deadline = time.monotonic() + 60
+    while True:  # NOT_COORDINATOR while the broker creates the topic's partitions
+        [future] = admin.describe_consumer_groups(["probe"], request_timeout=30).values()
+        try:
+            future.result()
+            return
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def offsets_topic_records(broker: KafkaBroker) -> int:
