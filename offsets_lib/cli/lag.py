@@ -91,18 +91,6 @@ def _jsonable(row: dict) -> dict:
     return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in row.items()}
 
 
-def _read(output: str, name: str, run_id: str | None = None, columns=None):
-    """A table (one run's partition when ``run_id`` is given) as pyarrow reads it: no row
-    depends on the table's Delta stats (`storage.delta_dataset`)."""
-    import pyarrow.dataset as ds
-
-    from offsets_lib.io import sink, storage
-
-    dataset = storage.delta_dataset(sink.table_uri(output, name))
-    condition = None if run_id is None else ds.field("run_id") == run_id
-    return dataset.to_table(filter=condition, columns=columns)
-
-
 def _latest_run(output: str) -> str:
     from offsets_lib.io import runs
 
@@ -127,13 +115,13 @@ def _lag_rows(output, run_id, end_offsets, bootstrap_servers, kafka_options, gro
             raise click.UsageError(
                 f"no lag table under {output}: give --end-offsets FILE or --bootstrap-servers"
             )
-        rows = _read(output, "lag", run_id, columns).to_pylist()
+        rows = sink.read_table(output, "lag", run_id=run_id, columns=columns).to_pylist()
         return [r for r in rows if not groups or r["group_id"] in groups]
 
     from offsets_lib.job import session
 
-    offsets = _read(output, "offsets", run_id)
-    if offsets.num_rows == 0 and not _read(output, "runs", run_id).num_rows:
+    offsets = sink.read_table(output, "offsets", run_id=run_id)
+    if offsets.num_rows == 0 and not sink.read_table(output, "runs", run_id=run_id).num_rows:
         raise click.UsageError(f"no run {run_id!r} under {output}")
     as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else datetime.now(UTC)
     # the log-end offsets before the JVM starts: a missing file or a dead broker fails at once

@@ -71,18 +71,6 @@ def table_exists(output: str, name: str) -> bool:
     return storage.is_delta_table(sink.table_uri(output, name))
 
 
-def _read(output: str, name: str, run_id: str | None = None) -> pd.DataFrame:
-    """A table (one run's partition when ``run_id`` is given), filtered on the rows: no result
-    depends on the table's Delta stats (`storage.delta_dataset`)."""
-    import pyarrow.dataset as ds
-
-    from offsets_lib.io import storage
-
-    dataset = storage.delta_dataset(sink.table_uri(output, name))
-    condition = None if run_id is None else ds.field("run_id") == run_id
-    return dataset.to_table(filter=condition).to_pandas()
-
-
 def latest_run_id(output: str) -> str:
     """Id of the latest succeeded run, as every reader picks it (`io.runs.latest_run`; ``runs``
     is committed last, so its tables are complete). LookupError when there is none."""
@@ -104,14 +92,17 @@ def load_run(
     Spark session asks the catalog where the tables are; ``warehouse`` as for run)."""
     output = tables_root(output, database, warehouse)
     run_id = run_id or latest_run_id(output)
-    runs = _read(output, "runs", run_id=run_id)
+    runs = sink.read_table(output, "runs", run_id=run_id).to_pandas()
     if runs.empty:
         raise LookupError(f"run {run_id!r} not found in {output!r}/runs")
     row = runs.iloc[0]
     if row["status"] != "succeeded":
         raise LookupError(f"run {run_id!r} did not succeed ({row['status']}): {row['error']}")
     loaded = {
-        name: _read(output, name, run_id) if table_exists(output, name) else None for name in tables
+        name: sink.read_table(output, name, run_id=run_id).to_pandas()
+        if table_exists(output, name)
+        else None
+        for name in tables
     }
     return AuditRun(output=output, run_id=run_id, as_of=pd.Timestamp(row["as_of"]), tables=loaded)
 
