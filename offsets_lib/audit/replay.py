@@ -450,9 +450,11 @@ def _cells(event: Event) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, 
         return (("target_member", event.member_id or ""),), ()
     if kind in (6, 12, 20):
         return (_TARGET,), ()
-    if kind in (5, 10, 19):  # LOG-6: a tombstone reads the member's epoch and target
+    if kind in (5, 10, 19):  # LOG-6: a tombstone reads whether the member is there (the
+        # broker ignores one for a member it does not have), its epoch and its target
         if event.is_tombstone:
-            return (member, assignment), (assignment, ("target_member", event.member_id or ""))
+            target_member = ("target_member", event.member_id or "")
+            return (member, assignment), (member, assignment, target_member)
         return (member,), ()
     if kind in (8, 14, 22):  # G-M4: a tombstone reads the member and its assignment
         return (assignment,), ((member, assignment) if event.is_tombstone else ())

@@ -586,6 +586,22 @@ def test_a_member_left_by_its_assignment_tombstone_is_replayed_as_left():
     assert members_of(replay(*kept))["a"]["member_epoch"] == -1
 
 
+def test_a_member_tombstone_for_a_removed_member_keeps_the_removal():
+    """LOG-6 reads whether the member is there: the broker ignores a tombstone for a member it
+    does not have, so the tombstone that removed the member before a stray assignment is
+    needed; without it the last tombstone would fail the load (member epoch 1)."""
+    history = [
+        member(0, "a"),
+        ev(1, 8, None, MemberId="a"),
+        ev(2, 5, None, MemberId="a"),
+        ev(3, 8, {"MemberEpoch": 1, "PreviousMemberEpoch": 0, "State": 1,
+                  "AssignedPartitions": []}, MemberId="a"),
+        ev(4, 5, None, MemberId="a"),
+    ]  # fmt: skip
+    kept = _replays_like_the_whole_history(history, [], scala=False)
+    assert replay(*kept)["load_failures"] == []
+
+
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     history=st.lists(group_event(), max_size=14),
