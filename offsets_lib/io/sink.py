@@ -57,7 +57,6 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pyarrow as pa
@@ -262,15 +261,12 @@ def _string_max(value: str) -> str:
 
 def _stat_value(value: Any, dtype: pa.DataType, *, upper: bool) -> Any:
     """A column's min (or max, ``upper``) as Delta stats JSON, or None when it must be left out
-    (binary columns: no reader skips on them; non-finite floats: JSON has no such number)."""
+    (binary columns: no reader skips on them; non-finite floats: JSON has no such number).
+    A timestamp comes as epoch milliseconds (`_epoch_ms`)."""
     if value is None:
         return None
-    if isinstance(value, datetime):  # Delta wants ms; round the max up so it stays an upper bound
-        micros = value.microsecond % 1000
-        if upper and micros:
-            value += timedelta(microseconds=1000 - micros)
-        value = value.replace(microsecond=value.microsecond - value.microsecond % 1000)
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    if pa.types.is_timestamp(dtype):
+        return _delta_timestamp(value)
     if pa.types.is_boolean(dtype):
         return bool(value)
     if pa.types.is_integer(dtype):
@@ -280,6 +276,46 @@ def _stat_value(value: Any, dtype: pa.DataType, *, upper: bool) -> Any:
     if pa.types.is_string(dtype) and isinstance(value, str):
         return _string_max(value) if upper else _string_min(value)
     return None
+
+
+_MS_PER_DAY = 86_400_000
+_UNITS_PER_MS = {"ms": 1, "us": 1_000, "ns": 1_000_000}
+
+
+def _epoch_ms(raw: int, unit: str, *, upper: bool) -> int:
+    """A timestamp bound in `unit` as epoch milliseconds, rounded outwards (floor for a min,
+    ceiling for a max) so that it stays a bound."""
+    if unit == "s":
+        return raw * 1000
+    per_ms = _UNITS_PER_MS[unit]
+    return -(-raw // per_ms) if upper else raw // per_ms
+
+
+def _delta_timestamp(epoch_ms: int) -> str:
+    """UTC ISO-8601 with milliseconds, as Delta-Spark writes a timestamp bound: proleptic
+    Gregorian, a year past 9999 with '+', one before year 0 with '-' (java.time's ISO format).
+    Integer arithmetic: Python's datetime stops at year 9999, Kafka's timestamps do not."""
+    days, ms = divmod(epoch_ms, _MS_PER_DAY)
+    # days since 1970-01-01 to a civil date (the era algorithm of Howard Hinnant's chrono notes)
+    z = days + 719_468
+    era = z // 146_097
+    day_of_era = z - era * 146_097
+    year_of_era = (
+        day_of_era - day_of_era // 1460 + day_of_era // 36_524 - day_of_era // 146_096
+    ) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    month_index = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * month_index + 2) // 5 + 1
+    month = month_index + 3 if month_index < 10 else month_index - 9
+    year = year_of_era + era * 400 + (month <= 2)
+    sign = "+" if year > 9999 else "-" if year < 0 else ""
+    seconds, millis = divmod(ms, 1000)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    return (
+        f"{sign}{abs(year):04d}-{month:02d}-{day:02d}"
+        f"T{hour:02d}:{minute:02d}:{second:02d}.{millis:03d}Z"
+    )
 
 
 def _file_stats(
@@ -293,6 +329,12 @@ def _file_stats(
     values (Parquet writers drop min/max of more than 4 KiB) costs a read of that column.
     """
     flat = {f.name: f.type for f in schema if not pa.types.is_nested(f.type)}
+    stored = md.schema.to_arrow_schema()
+    units = {  # timestamps are compared raw: a year past 9999 is no Python datetime
+        name: stored.field(name).type.unit
+        for name, dtype in flat.items()
+        if pa.types.is_timestamp(dtype) and stored.get_field_index(name) >= 0
+    }
     lows: dict[str, Any] = {}
     highs: dict[str, Any] = {}
     nulls: dict[str, int] = {}
@@ -313,19 +355,22 @@ def _file_stats(
                 if s.null_count < rg.num_rows:
                     unbounded.add(name)
                 continue  # else an all-null row group: no bound to add
-            lows[name] = s.min if name not in lows else min(lows[name], s.min)
-            highs[name] = s.max if name not in highs else max(highs[name], s.max)
+            low, high = (s.min_raw, s.max_raw) if name in units else (s.min, s.max)
+            lows[name] = low if name not in lows else min(lows[name], low)
+            highs[name] = high if name not in highs else max(highs[name], high)
     for name in sorted(unbounded - bad):
-        bounds = pc.min_max(read_column(name))
+        column = read_column(name)
+        bounds = pc.min_max(column.cast(pa.int64()) if name in units else column)
         lows[name], highs[name] = bounds["min"].as_py(), bounds["max"].as_py()
+    for name, unit in units.items():  # raw integers in the file's unit
+        if name in lows:
+            lows[name] = _epoch_ms(lows[name], unit, upper=False)
+            highs[name] = _epoch_ms(highs[name], unit, upper=True)
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     for name in [n for n in lows if n not in bad]:
-        try:
-            lo = _stat_value(lows[name], flat[name], upper=False)
-            hi = _stat_value(highs[name], flat[name], upper=True)
-        except (OverflowError, ValueError):  # e.g. a timestamp beyond Python's year 9999
-            lo = hi = None
+        lo = _stat_value(lows[name], flat[name], upper=False)
+        hi = _stat_value(highs[name], flat[name], upper=True)
         if lo is not None and hi is not None:
             mins[name], maxs[name] = lo, hi
     stats = {

@@ -107,12 +107,6 @@ def test_tables_hold_contract_columns_with_comments() -> None:
     assert TABLES["offsets"].schema["as_of"].dataType == T.TimestampType()
 
 
-def test_stat_timestamps_round_outwards_to_milliseconds() -> None:
-    ts = pa.timestamp("us", tz="UTC")
-    assert sink._stat_value(TS, ts, upper=False) == "2024-05-30T08:15:30.123Z"
-    assert sink._stat_value(TS, ts, upper=True) == "2024-05-30T08:15:30.124Z"
-
-
 def test_spark_delta_sql_is_quoted() -> None:
     assert sink.replace_where("a'b\\c") == "run_id = 'a\\'b\\\\c'"
     ddl = sink.create_table_sql(TABLES["rejects"], "/t/re`jects")

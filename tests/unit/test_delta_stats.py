@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -56,4 +57,49 @@ def test_every_skippable_column_gets_bounds(tmp_path: Path) -> None:
         "minValues": {"group_id": PREFIX, "flag": False, "count": 1},
         "maxValues": {"group_id": "h" * 32 + "\x7f", "flag": True, "count": 3},
         "nullCount": {"group_id": 1, "flag": 1, "count": 0, "empty": 3, "raw": 1},
+    }
+
+
+def test_stat_timestamps_round_outwards_to_milliseconds() -> None:
+    micros = 1_717_056_930_123_456  # 2024-05-30T08:15:30.123456Z
+    low = sink._epoch_ms(micros, "us", upper=False)
+    high = sink._epoch_ms(micros, "us", upper=True)
+    ts = pa.timestamp("us", tz="UTC")
+    assert sink._stat_value(low, ts, upper=False) == "2024-05-30T08:15:30.123Z"
+    assert sink._stat_value(high, ts, upper=True) == "2024-05-30T08:15:30.124Z"
+    assert sink._epoch_ms(-1_500, "us", upper=False) == -2
+    assert sink._epoch_ms(-1_500, "us", upper=True) == -1
+
+
+@given(st.integers(-62_135_596_800_000, 253_402_300_799_999))  # years 1 to 9999
+def test_stat_timestamps_are_iso_dates_in_pythons_range(epoch_ms: int) -> None:
+    t = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=epoch_ms)
+    assert sink._delta_timestamp(epoch_ms) == (
+        f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
+        f".{t.microsecond // 1000:03d}Z"
+    )
+
+
+def test_stat_timestamps_past_year_9999_are_written_as_java_writes_them() -> None:
+    """As java.time's Instant prints them (Delta-Spark's stats): '+' past 9999, '-' before
+    year 0 (the expected strings are Java 17's)."""
+    assert sink._delta_timestamp(9_223_372_036_854_776) == "+294247-01-10T04:00:54.776Z"
+    assert sink._delta_timestamp(-9_223_372_036_854_776) == "-290308-12-21T19:59:05.224Z"
+    assert sink._delta_timestamp(253_402_300_800_000) == "+10000-01-01T00:00:00.000Z"
+    assert sink._delta_timestamp(-62_167_219_200_000) == "0000-01-01T00:00:00.000Z"
+    assert sink._delta_timestamp(-62_167_219_200_001) == "-0001-12-31T23:59:59.999Z"
+
+
+def test_a_file_with_timestamps_past_year_9999_gets_true_bounds(tmp_path: Path) -> None:
+    """Kafka stores any long as a commit timestamp; the bounds stay bounds, rounded outwards."""
+    times = pa.array([-(2**63), 0, 2**63 - 1], pa.timestamp("us", tz="UTC"))
+    table = pa.table({"commit_time": times})
+    path = str(tmp_path / "f.parquet")
+    pq.write_table(table, path)
+    stats = json.loads(sink._stats_of_file(pafs.LocalFileSystem(), path, table.schema))
+    assert stats == {
+        "numRecords": 3,
+        "minValues": {"commit_time": "-290308-12-21T19:59:05.224Z"},
+        "maxValues": {"commit_time": "+294247-01-10T04:00:54.776Z"},
+        "nullCount": {"commit_time": 0},
     }
