@@ -48,10 +48,11 @@ run: setup ## generate a sample dump, audit it, print the summary
 test: setup ## run the whole test suite
 	$(BIN)/pytest -q
 
-bench: setup ## the job against Spark's read-and-dedupe at 1M and 10M, a skewed 10M, an incremental Kafka run
+bench: setup ## the job against Spark's read-and-dedupe at 1M and 10M, a skewed 10M, an incremental Kafka run, the production configuration
 	$(BIN)/python -m offsets_lib.tools.bench
 	$(BIN)/python -m offsets_lib.tools.bench --sizes 10000000 --reps 3 --dominant-group-share 0.3
 	PYTHONPATH=. $(BIN)/python bench/incremental.py
+	PYTHONPATH=. $(BIN)/python bench/production.py
 
 bench-large: setup ## 100M records, one rep, judged against the latest 10M result (long; not part of test)
 	$(BIN)/python -m offsets_lib.tools.bench --sizes 100000000 --reps 1

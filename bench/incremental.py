@@ -1,4 +1,4 @@
-"""Issue 19: an incremental Kafka run of 10k new records on top of a stored state of 10M.
+"""An incremental Kafka run of 10k new records on top of a stored state of 10M.
 
 A real Kafka 4.4.0 broker (tests/broker's harness, jars from `make broker-jars`) on 127.0.0.1
 gets a 50-partition topic holding the bench's 10M-record dump (`offsets generate --profile
@@ -24,78 +24,20 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
+from bench.kafka_topic import BROKER_SETTINGS, create_topic, log_order, produce
 from offsets_lib.tools.bench import _append_results, ensure_dump, measure
 from tests.broker.brokers import KafkaBroker
 
 TOPIC = "offsets-bench"
 KAFKA_VERSION = "4.4.0"
 TARGET_S = 15.0  # issue 19: the incremental run, end to end
-# The test harness's settings flush every record (for the coordinator tests); a bench producing
-# 10M records needs the broker's defaults for that, and no retention deleting old timestamps.
-BROKER_SETTINGS = {
-    "log.flush.interval.messages": "9223372036854775807",
-    "log.retention.ms": "-1",
-    "num.partitions": "50",
-}
-
-
-def _produce(bootstrap: str, records: Any, partitions: int) -> int:
-    """Produce `records` (a pyarrow table of partition, timestamp, key, value) in order."""
-    from confluent_kafka import Producer
-
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 50,
-            "batch.size": 1_000_000,
-            "compression.type": "lz4",
-            "queue.buffering.max.messages": 2_000_000,
-            "queue.buffering.max.kbytes": 1_048_576,
-            "enable.idempotence": True,
-            "log_level": 0,
-        }
-    )
-    produced = 0
-    for batch in records.to_batches(max_chunksize=100_000):
-        columns = batch.to_pydict()
-        rows = zip(
-            columns["partition"],
-            columns["timestamp"],
-            columns["key"],
-            columns["value"],
-            strict=True,
-        )
-        for partition, timestamp, key, value in rows:
-            while True:
-                try:
-                    producer.produce(
-                        TOPIC,
-                        key=key,
-                        value=value,
-                        partition=partition % partitions,
-                        timestamp=timestamp,
-                    )
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-            produced += 1
-        producer.poll(0)
-    if producer.flush(120) != 0:
-        raise RuntimeError("the producer did not deliver every record within 120 s")
-    return produced
 
 
 def _split(dump: str, tail: int) -> tuple[Any, Any]:
     """The dump in log order, split into (state, increment): the increment is each
     partition's last `tail` records."""
-    table = ds.dataset(dump, format="parquet").to_table(
-        columns=["partition", "offset", "timestamp", "key", "value"]
-    )
-    table = table.sort_by([("partition", "ascending"), ("offset", "ascending")])
-    millis = table.column("timestamp").cast(pa.timestamp("ms")).cast(pa.int64())
-    table = table.set_column(table.schema.get_field_index("timestamp"), "timestamp", millis)
+    table = log_order(dump)
     partition = table.column("partition").to_numpy()
     starts = np.flatnonzero(np.r_[True, partition[1:] != partition[:-1]])
     ends = np.r_[starts[1:], len(partition)]
@@ -147,17 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     broker = KafkaBroker(KAFKA_VERSION, scratch / "kafka", BROKER_SETTINGS)
     broker.start()
     try:
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap, "log_level": 0})
-        admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result()
+        create_topic(broker.client_conf, TOPIC, partitions)
         started = time.perf_counter()
-        produced = _produce(broker.bootstrap, state, partitions)
+        produced = produce(broker.client_conf, TOPIC, state, partitions)
         print(f"produced {produced:,} records in {time.perf_counter() - started:.0f} s", flush=True)
         output = scratch / "tables"
         state_run = measure(lambda: _offsets_run(broker.bootstrap, output, "state"))
         print(f"state run ({produced:,} records): {state_run['wall_s']:.1f} s", flush=True)
-        new = _produce(broker.bootstrap, increment, partitions)
+        new = produce(broker.client_conf, TOPIC, increment, partitions)
         incremental = measure(lambda: _offsets_run(broker.bootstrap, output, "hourly"))
         print(
             f"incremental run ({new:,} new records over a state of {produced:,}):"

@@ -37,7 +37,7 @@ import pytest
 
 from tests.airflow.test_dag import ensure_airflow_venv
 from tests.broker.brokers import KafkaBroker
-from tests.cluster.conftest import (
+from tests.cluster.servers import (
     BIN,
     BUCKET,
     OFFSETS_PARTITIONS,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.cluster.conftest import BIN, S3Server, SparkCluster, clean_env
+from tests.cluster.servers import BIN, S3Server, SparkCluster, clean_env
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
