@@ -30,7 +30,6 @@ import argparse
 import os
 import shutil
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,14 @@ PARTITIONS = 50
 PROFILE = REPO / "conf" / "prod-example.toml"
 BASELINE = REPO / "bench" / "production_baseline.py"
 TARGET_RATIO = 1.0
+LOG4J2 = """rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
 SUBMIT_TIMEOUT_S = 3600
 
 
@@ -113,56 +120,56 @@ def run(records: int, reps: int, out: Path, other_writers: list[str]) -> dict[st
 
     dump = ensure_dump(out / "data", records)
     table = log_order(dump)
-    scratch = Path(tempfile.mkdtemp(prefix="bench-production-", dir=out))
+    scratch = out / "scratch" / "production"  # kept until the next run: the submits' logs
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
     packages = submit_packages()
     timings: dict[str, list[float]] = {}
+    settings = {**BROKER_SETTINGS, "num.partitions": str(PARTITIONS)}
+    broker = KafkaBroker(
+        KAFKA_VERSION, scratch / "kafka", settings, scram_users={SASL_USER: SASL_PASSWORD}
+    )
+    broker.start()
     try:
-        settings = {**BROKER_SETTINGS, "num.partitions": str(PARTITIONS)}
-        broker = KafkaBroker(
-            KAFKA_VERSION, scratch / "kafka", settings, scram_users={SASL_USER: SASL_PASSWORD}
-        )
-        broker.start()
-        try:
-            create_topic(broker.client_conf, TOPIC, PARTITIONS)
-            started = time.perf_counter()
-            produced = produce(broker.client_conf, TOPIC, table, PARTITIONS)
-            print(f"produced {produced:,} records in {time.perf_counter() - started:.0f} s")
-            with run_s3(scratch / "s3") as s3, run_cluster(scratch / "cluster", s3) as cluster:
-                conf_dir = scratch / "spark-conf"
-                conf_dir.mkdir()
-                warehouse = scratch / "catalog"
-                (conf_dir / "spark-defaults.conf").write_text(_spark_defaults(warehouse))
-                env = {
-                    **s3.env,
-                    "SPARK_CONF_DIR": str(conf_dir),
-                    "KAFKA_SASL_PASSWORD": SASL_PASSWORD,
-                }
-                # the baseline logs in as the job does (the profile's user, the CA)
-                baseline_env = env | _baseline_client_env(broker)
-                for rep in range(reps):
-                    works = {
-                        "job": (_job_args(broker, s3, f"{rep}"), env, {}),
-                        "baseline": (
-                            [broker.bootstrap, TOPIC, f"bench_baseline_{rep}",
-                             s3.uri(f"bench/rep-{rep}/baseline")],
-                            baseline_env,
-                            {"application": BASELINE},
-                        ),
-                    }  # fmt: skip
-                    for writer in other_writers:
-                        args = _job_args(broker, s3, f"{rep}_{writer.replace('-', '_')}")
-                        works[f"job --delta-writer {writer}"] = (
-                            [*args, "--delta-writer", writer], env, {}
-                        )  # fmt: skip
-                    names = list(works)
-                    for what in names[rep % len(names) :] + names[: rep % len(names)]:
-                        args, run_env, options = works[what]
-                        seconds = _timed(cluster, what, args, run_env, packages=packages, **options)
-                        timings.setdefault(what, []).append(seconds)
-        finally:
-            broker.stop()
+        create_topic(broker.client_conf, TOPIC, PARTITIONS)
+        started = time.perf_counter()
+        produced = produce(broker.client_conf, TOPIC, table, PARTITIONS)
+        print(f"produced {produced:,} records in {time.perf_counter() - started:.0f} s")
+        with run_s3(scratch / "s3") as s3, run_cluster(scratch / "cluster", s3) as cluster:
+            conf_dir = scratch / "spark-conf"
+            conf_dir.mkdir()
+            warehouse = scratch / "catalog"
+            (conf_dir / "spark-defaults.conf").write_text(_spark_defaults(warehouse))
+            (conf_dir / "log4j2.properties").write_text(LOG4J2)
+            env = {
+                **s3.env,
+                "SPARK_CONF_DIR": str(conf_dir),
+                "KAFKA_SASL_PASSWORD": SASL_PASSWORD,
+            }
+            # the baseline logs in as the job does (the profile's user, the CA)
+            baseline_env = env | _baseline_client_env(broker)
+            for rep in range(reps):
+                works = {
+                    "job": (_job_args(broker, s3, f"{rep}"), env, {}),
+                    "baseline": (
+                        [broker.bootstrap, TOPIC, f"bench_baseline_{rep}",
+                         s3.uri(f"bench/rep-{rep}/baseline")],
+                        baseline_env,
+                        {"application": BASELINE},
+                    ),
+                }  # fmt: skip
+                for writer in other_writers:
+                    args = _job_args(broker, s3, f"{rep}_{writer.replace('-', '_')}")
+                    works[f"job --delta-writer {writer}"] = (
+                        [*args, "--delta-writer", writer], env, {}
+                    )  # fmt: skip
+                names = list(works)
+                for what in names[rep % len(names) :] + names[: rep % len(names)]:
+                    args, run_env, options = works[what]
+                    seconds = _timed(cluster, what, args, run_env, packages=packages, **options)
+                    timings.setdefault(what, []).append(seconds)
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        broker.stop()
     medians = {what: round(statistics.median(times), 1) for what, times in timings.items()}
     return {
         "records": produced,
