@@ -69,11 +69,13 @@ def _json_value(value: object) -> str:
     return str(value)
 
 
-def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path) -> None:
-    """The tables a catalog run writes with delta-rs and registers read identically by name
-    through Delta's Spark reader (a new session on the same catalog), by path through delta-rs,
-    Polars and DuckDB; nothing is left in the working directory (Derby's log and metastore sit
-    in the warehouse)."""
+@pytest.mark.parametrize("writer", ["delta-rs", "spark"])
+def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path, writer: str) -> None:
+    """The tables a catalog run writes (with delta-rs and registers, the default and the
+    profile's; or with Delta's Spark writer) read identically by name through Delta's Spark
+    reader (a new session on the same catalog), by path through delta-rs, Polars and DuckDB;
+    nothing is left in the working directory (Derby's log and metastore sit in the
+    warehouse)."""
     dump, warehouse, spark_read = tmp_path / "dump", tmp_path / "warehouse", tmp_path / "read"
     spark_read.mkdir()
     generate_dump(str(dump), groups=12, records=400, seed=5, partitions=3)
@@ -82,7 +84,7 @@ def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path) -> N
     work.mkdir()
     command = [str(BIN / "offsets"), "run", "--input", str(dump), "--database", "audit"]
     command += ["--warehouse", str(warehouse), "--run-id", "r1"]
-    command += ["--end-offsets", str(dump / "_end_offsets.csv")]
+    command += ["--end-offsets", str(dump / "_end_offsets.csv"), "--delta-writer", writer]
     run = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1200, cwd=work)
     assert run.returncode == 0, run.stderr
     assert "tables in database audit:" in run.stdout
@@ -102,11 +104,14 @@ def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path) -> N
     assert list(work.iterdir()) == []  # no derby.log, no metastore_db
     assert sorted(p.name for p in warehouse.iterdir()) == ["audit.db", "derby.log", "metastore_db"]
 
-    root = warehouse / "audit.db"  # the database's folder: the tables are external there
+    root = warehouse / "audit.db"  # the database's folder, where the tables are
+    # without --output, Delta's Spark writer makes managed tables there (DROP TABLE deletes
+    # their files); delta-rs' are registered external at the same folder
+    table_type = "EXTERNAL" if writer == "delta-rs" else "MANAGED"
     for name in got["tables"]:
         spec, about = TABLES[name], got["about"][name]
         uri = str(root / name)
-        assert (about["type"], about["location"]) == ("EXTERNAL", f"file:{uri}"), name
+        assert (about["type"], about["location"]) == (table_type, f"file:{uri}"), name
         assert (about["description"], about["partitions"]) == (spec.comment, ["run_id"]), name
         assert about["comments"] == {f.name: f.metadata["comment"] for f in spec.schema.fields}
         by_spark = _rows(pq.read_table(spark_read / f"{name}.parquet"), spec.columns)
