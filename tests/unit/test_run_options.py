@@ -9,7 +9,7 @@ from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.cli import main
 from offsets_lib.engine.pipeline import DECIDED_TABLES
 from offsets_lib.job import run
-from offsets_lib.job.run import UsageError, parse_as_of, parse_retention
+from offsets_lib.job.options import UsageError, parse_as_of, parse_retention
 
 WEEK_MS = 604_800_000
 
@@ -68,9 +68,9 @@ def test_tables_the_audit_tasks_write_and_the_frames_left_to_build() -> None:
     """delta-rs commits every direct table (the decisions and lag included: the tasks decide
     and join the log-end offsets); the Spark writer builds every frame itself, and the offsets
     frame is built when lag is."""
-    options = run.RunOptions(output="o", run_id="r")
+    options = run.RunOptions(output="o", run_id="r", inputs=("dump",))
     assert run._direct_tables(options) == DIRECT_TABLES
-    spark_writer = run.RunOptions(output="o", run_id="r", delta_writer="spark")
+    spark_writer = run.RunOptions(output="o", run_id="r", inputs=("dump",), delta_writer="spark")
     assert run._direct_tables(spark_writer) == ()
     assert run._frames_needed({t: [] for t in DIRECT_TABLES}) == ["metrics"]
     without_lag = {t: [] for t in DIRECT_TABLES if t not in ("lag", "offsets")}
