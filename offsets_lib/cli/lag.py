@@ -52,13 +52,14 @@ def lag_command(
     from the run's own `lag` table (written by `offsets run`).
     """
     from offsets_lib.io.sources import InputNotReadable, SourceConfigError
+    from offsets_lib.job.options import UsageError
 
     root = tables_root(output, database, warehouse)
     try:
         rows = _lag_rows(root, run_id, end_offsets, bootstrap_servers, kafka_options, groups)
     except (InputNotReadable, FileNotFoundError) as exc:
         fail(EXIT_INPUT, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    except (SourceConfigError, click.UsageError) as exc:
+    except (SourceConfigError, UsageError, click.UsageError) as exc:
         fail(EXIT_USAGE, str(exc))
     rows.sort(key=lambda r: (r["group_id"], r["topic"], r["partition"]))
     if as_json:
@@ -119,6 +120,7 @@ def _lag_rows(output, run_id, end_offsets, bootstrap_servers, kafka_options, gro
         return [r for r in rows if not groups or r["group_id"] in groups]
 
     from offsets_lib.job import session
+    from offsets_lib.job.options import kafka_client_settings
 
     offsets = sink.read_table(output, "offsets", run_id=run_id)
     if offsets.num_rows == 0 and not sink.read_table(output, "runs", run_id=run_id).num_rows:
@@ -129,14 +131,9 @@ def _lag_rows(output, run_id, end_offsets, bootstrap_servers, kafka_options, gro
     if end_offsets and watermarks.pyarrow_reaches(end_offsets):
         ends = watermarks.end_offsets_from_file(end_offsets)
     elif not end_offsets:
-        options = {"bootstrap.servers": bootstrap_servers}
-        for item in kafka_options:
-            key, sep, value = item.partition("=")
-            if not sep or not key:
-                raise click.UsageError(f"--kafka-option {key!r}: expected key=value")
-            options[key.removeprefix("kafka.")] = value
+        settings = kafka_client_settings(bootstrap_servers, kafka_options)
         topics = sorted({t for t in offsets.column("topic").to_pylist() if t})
-        ends = watermarks.end_offsets_from_cluster(options, topics)
+        ends = watermarks.end_offsets_from_cluster(settings, topics)
     spark = session.get_or_create()
     if ends is None:  # a file system only Spark reaches
         ends = watermarks.end_offsets_from_file(end_offsets, spark)

@@ -50,7 +50,7 @@ def prune_command(
     from offsets_lib.audit.runs import Retention
     from offsets_lib.io.lock import OutputLocked
     from offsets_lib.io.prune import prune
-    from offsets_lib.job.run import UsageError, parse_retention
+    from offsets_lib.job.options import UsageError, parse_retention
 
     try:
         span = None if keep_for is None else _span(parse_retention(keep_for, "--keep-for"))

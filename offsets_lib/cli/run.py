@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.cli.app import (
     EXIT_INPUT,
     EXIT_INTERRUPTED,
@@ -26,104 +25,44 @@ from offsets_lib.cli.app import (
 )
 from offsets_lib.io import sink
 from offsets_lib.job.config import conf_option
-from offsets_lib.job.run import (
-    RejectRatioExceeded,
-    RunOptions,
-    RunReport,
-    UsageError,
-    parse_as_of,
-    parse_retention,
-    stages_kafka_records,
-)
+from offsets_lib.job.options import FLAGS, Flag, RunOptions, UsageError
+from offsets_lib.job.run import RejectRatioExceeded, RunReport, stages_kafka_records
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from offsets_lib.cli.progress import Progress
 
-SPLIT_COMMITS = {"auto": True, "never": False}  # RunOptions.split_commits
+
+def _click_option(flag: Flag) -> Callable[[Callable], Callable]:
+    """The click option of one `RunOptions` flag (a default is shown unless it is a switch)."""
+    kind: dict[str, object] = {}
+    if flag.choices:
+        kind["type"] = click.Choice(list(flag.choices))
+    elif flag.number:
+        kind["type"] = float
+    return click.option(
+        flag.name,
+        flag.param,
+        help=flag.help,
+        default=flag.default,
+        multiple=flag.multiple,
+        is_flag=flag.is_flag,
+        show_default=flag.default is not None and not flag.is_flag,
+        **kind,
+    )
+
+
+def _run_flags(command: Callable) -> Callable:
+    """Every option of `RunOptions`, in its order (options.FLAGS)."""
+    for flag in reversed(FLAGS):
+        command = _click_option(flag)(command)
+    return command
 
 
 @click.command("run")
 @conf_option()
-@click.option(
-    "--source", type=click.Choice(["parquet", "kafka"]), default="parquet", show_default=True
-)
-@click.option(
-    "--input", "inputs", multiple=True, help="Parquet dump: file, folder or glob (repeatable)."
-)
-@click.option("--bootstrap-servers", help="Kafka: HOST:PORT[,HOST:PORT].")
-@click.option("--topic", default="__consumer_offsets", show_default=True)
-@click.option(
-    "--kafka-option", "kafka_options", multiple=True, help="Kafka client setting k=v (repeatable)."
-)
-@click.option("--output", help="Root folder (or URI) of the Delta tables.")
-@click.option(
-    "--database",
-    help="Register every table in the catalog as DATABASE.<table> (created if missing),"
-    " external at their folder: --output, else the database's.",
-)
-@click.option(
-    "--warehouse",
-    help="Local sessions: folder of a persistent catalog (Hive metastore on Derby) for"
-    " --database; spark-submit uses the cluster's catalog.",
-)
-@click.option(
-    "--retention", default="7d", show_default=True, help="offsets.retention.minutes of the cluster."
-)
-@click.option(
-    "--as-of",
-    "as_of",
-    help="now | latest | ISO-8601 | epoch ms (default: now for kafka, latest for parquet).",
-)
-@click.option(
-    "--coordinator",
-    type=click.Choice([r.value for r in Coordinator]),
-    default="new",
-    show_default=True,
-)
-@click.option("--run-id", help="Run identifier; a rerun with the same id replaces that run's rows.")
-@click.option("--max-reject-ratio", type=float, default=0.01, show_default=True)
-@click.option(
-    "--delta-writer",
-    type=click.Choice(["delta-rs", "spark"]),
-    help="Who commits the Delta tables: delta-rs (default) = the audit tasks' files committed"
-    " by delta-rs (with --database, then registered in the catalog), spark = Delta's Spark"
-    " writer.",
-)
-@click.option(
-    "--shuffle",
-    type=click.Choice(["auto", "files", "spark"]),
-    default="auto",
-    show_default=True,
-    help="How records reach their audit task: files = Python tasks read the Parquet dump (Kafka:"
-    " the records staged as Parquet under --output) and stage Arrow files (fastest; needs"
-    " pyarrow access to input and output), spark = Spark's shuffle, auto = files when possible.",
-)
-@click.option(
-    "--split-commits",
-    type=click.Choice(list(SPLIT_COMMITS)),
-    default="auto",
-    show_default=True,
-    help="Reduce offset commits per offset key in a first step, so that no audit task holds a"
-    " dominant group's commits (engine/key_split.py). auto: the commits of the audit tasks"
-    " that one group's records make over twice the average; never: no first step.",
-)
-@click.option(
-    "--full",
-    is_flag=True,
-    default=False,
-    help="Kafka: re-read the whole topic instead of continuing from the stored checkpoint.",
-)
-@click.option(
-    "--end-offsets",
-    "end_offsets",
-    help="CSV/Parquet of log-end offsets (topic, partition, log_end_offset) for the lag table; "
-    "--source kafka fetches the consumed topics' watermarks itself.",
-)
-@click.option(
-    "--verbose", is_flag=True, default=False, help="Show Spark's and the JVM's warnings too."
-)
+@_run_flags
 def run_command(**kw: object) -> None:
     """Audit __consumer_offsets and write the Delta tables under --output (or --database)."""
     from offsets_lib.cli.progress import Progress
@@ -137,7 +76,7 @@ def run_command(**kw: object) -> None:
         _check_output(options)
         if options.source == "parquet":  # before the JVM starts: a typo fails at once
             check_local_inputs(list(options.inputs))
-        ends_file = _end_offsets_file(kw.get("end_offsets"))
+        ends_file = _end_offsets_file(options.end_offsets)
     except UsageError as exc:
         fail(EXIT_USAGE, str(exc))
     except InputNotReadable as exc:
@@ -149,7 +88,7 @@ def run_command(**kw: object) -> None:
         # With --database alone the output is the catalog's location, known once Spark runs.
         early_lock = output_lock(options.output, options.run_id) if options.output_given else None
         with early_lock or contextlib.nullcontext():
-            report, lag_line = _run(kw, options, progress, ends_file)
+            report, lag_line = _run(options, progress, ends_file)
     except OutputLocked as exc:
         fail(EXIT_LOCKED, str(exc))
     except OSError as exc:  # the lock file: an output folder that cannot be created
@@ -166,7 +105,7 @@ def run_command(**kw: object) -> None:
 
 
 def _run(
-    kw: dict, options: RunOptions, progress: Progress, ends_file: pa.Table | None
+    options: RunOptions, progress: Progress, ends_file: pa.Table | None
 ) -> tuple[RunReport, str | None]:
     """Start the session, read the source and run; known failures exit with their code."""
     from offsets_lib.cli.progress import spark_stages
@@ -178,26 +117,25 @@ def _run(
     from offsets_lib.job import run as run_module
     from offsets_lib.job import session
 
-    full = bool(kw.get("full"))
     try:
         # a Kafka run's range before the JVM starts: its size decides how the JVM compiles
         ends, held_back = _kafka_range(options)
         progress.step("starting Spark")
         spark = session.get_or_create(
             storage_uris=[*options.inputs, options.output],
-            warehouse=kw.get("warehouse"),
-            verbose=bool(kw.get("verbose")),
-            quick_start=_jvm_moves_few_records(options, ends, full=full),
+            warehouse=options.warehouse,
+            verbose=options.verbose,
+            quick_start=_jvm_moves_few_records(options, ends),
         )
         _quiet_interrupts()
         session.start_python_workers(spark)
         progress.watch(spark_stages(spark))
         if options.database is not None:
             options = _with_database(spark, options)
-        given = _end_offsets_source(spark, options, kw.get("end_offsets"), ends_file)
+        given = _end_offsets_source(spark, options, ends_file)
         taken: list[pa.Table] = []
         with _source_reading(spark, ends):
-            raw, increment = _read_source(spark, options, ends, held_back, full=full)
+            raw, increment = _read_source(spark, options, ends, held_back)
             report = run_module.execute(
                 spark,
                 raw,
@@ -276,50 +214,8 @@ def _quiet_interrupts() -> None:
 
 
 def _options(kw: dict, *, now_ms: int) -> RunOptions:
-    source = kw["source"]
-    if source == "parquet" and not kw["inputs"]:
-        raise UsageError("--source parquet needs --input PATH")
-    if source == "kafka" and not kw["bootstrap_servers"]:
-        raise UsageError("--source kafka needs --bootstrap-servers HOST:PORT")
-    as_of = kw["as_of"] or ("now" if source == "kafka" else "latest")
-    kafka_options = {}
-    for item in kw["kafka_options"]:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--kafka-option {item.split('=')[0]!r}: expected key=value")
-        kafka_options[key.removeprefix("kafka.")] = value
-    if kw["bootstrap_servers"]:
-        kafka_options["bootstrap.servers"] = kw["bootstrap_servers"]
-    ratio = kw["max_reject_ratio"]
-    if not 0 <= ratio <= 1:
-        raise UsageError("--max-reject-ratio must be between 0 and 1")
-    database = kw.get("database") or None
-    if not kw.get("output") and database is None:
-        raise UsageError("--output PATH (or --database NAME) is required")
-    try:
-        delta_writer = sink.choose_writer(kw.get("delta_writer"))
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    run_id = kw["run_id"] or datetime.fromtimestamp(now_ms / 1000, UTC).strftime(
-        "run-%Y%m%dT%H%M%SZ"
-    )
-    return RunOptions(
-        output=kw.get("output") or "",
-        output_given=bool(kw.get("output")),
-        database=database,
-        run_id=run_id,
-        source=source,
-        inputs=tuple(kw["inputs"]),
-        retention_ms=parse_retention(kw["retention"]),
-        as_of=parse_as_of(as_of, now_ms=now_ms),
-        coordinator=Coordinator(kw["coordinator"]),
-        max_reject_ratio=ratio,
-        delta_writer=delta_writer,
-        shuffle=kw["shuffle"],
-        split_commits=SPLIT_COMMITS[kw["split_commits"]],
-        kafka_options=kafka_options,
-        topic=kw["topic"],
-    )
+    """The run's options from the command line's values (RunOptions checks them)."""
+    return RunOptions.from_flags(kw, now_ms=now_ms)
 
 
 def _with_database(spark, options: RunOptions) -> RunOptions:
@@ -344,7 +240,7 @@ def _kafka_range(options: RunOptions) -> tuple[dict[int, int] | None, dict[int, 
     return kafka.resolve_read_range(options.kafka_options, options.topic)
 
 
-def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None, *, full: bool) -> bool:
+def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None) -> bool:
     """`local_tuning.is_quick_start` for a Kafka run: the records its connector reads since the
     stored checkpoint, when the file shuffle (`stages_kafka_records`) and delta-rs keep every
     other record out of the JVM. Dumps keep Spark's default (measured gain within the noise); so
@@ -359,7 +255,7 @@ def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None, *, 
         or not stages_kafka_records(options)
     ):
         return False
-    previous = None if full else incremental.read_checkpoint(options.output, options.topic)
+    previous = None if options.full else incremental.read_checkpoint(options.output, options.topic)
     start = previous.next_offsets if previous is not None else None
     return local_tuning.is_quick_start(incremental.records_between(start, ends))
 
@@ -378,8 +274,6 @@ def _read_source(
     options: RunOptions,
     ends: dict[int, int] | None,
     held_back: dict[int, int],
-    *,
-    full: bool,
 ):
     """(raw records, increment): kafka reads from the stored checkpoint unless --full."""
     if ends is None:  # a dump is a snapshot: always a full run
@@ -390,7 +284,7 @@ def _read_source(
     from offsets_lib.io.sources import kafka
 
     increment = incremental.begin(
-        spark, options.output, options.topic, ends, full=full, held_back=held_back
+        spark, options.output, options.topic, ends, full=options.full, held_back=held_back
     )
     raw = kafka.read_kafka(
         spark,
@@ -413,11 +307,12 @@ def _end_offsets_file(path: str | None) -> pa.Table | None:
 
 
 def _end_offsets_source(
-    spark, options: RunOptions, path: str | None, ends_file: pa.Table | None
+    spark, options: RunOptions, ends_file: pa.Table | None
 ) -> Callable[[], pa.Table] | None:
     """How the run gets log-end offsets for the lag table: a file, the cluster, or none."""
     from offsets_lib.io import watermarks
 
+    path = options.end_offsets
     if ends_file is not None:
         return lambda: ends_file
     if path:

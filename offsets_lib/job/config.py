@@ -43,6 +43,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from offsets_lib.job.options import FLAGS, KAFKA_OPTIONS_PARAM, Flag
+
 __all__ = [
     "KAFKA_TABLE",
     "RUN_KEYS",
@@ -58,28 +60,14 @@ EXIT_USAGE = 2
 KAFKA_TABLE = "kafka"
 ENV_SUFFIX = "_env"
 
-# Profile key -> (click parameter name of `offsets run`, accepted TOML types, description).
+# Profile key -> (click parameter name of `offsets run`, accepted TOML types, description),
+# from the options' one declaration (job/options.py).
+PROFILE_FLAGS: dict[str, Flag] = {flag.profile_key: flag for flag in FLAGS if flag.in_profile}
 RUN_KEYS: dict[str, tuple[str, tuple[type, ...], str]] = {
-    "source": ("source", (str,), "parquet or kafka"),
-    "input": ("inputs", (str, list), "Parquet dump path(s): a string or a list of strings"),
-    "bootstrap_servers": ("bootstrap_servers", (str,), "HOST:PORT[,HOST:PORT]"),
-    "topic": ("topic", (str,), "offsets topic name"),
-    "output": ("output", (str,), "root folder (or URI) of the Delta tables"),
-    "database": ("database", (str,), "catalog database the tables are registered in"),
-    "warehouse": ("warehouse", (str,), "local sessions: folder of a persistent catalog"),
-    "verbose": ("verbose", (bool,), "true: show Spark's and the JVM's warnings"),
-    "retention": ("retention", (str,), "offsets.retention.minutes of the cluster, e.g. 7d"),
-    "as_of": ("as_of", (str, int), "now | latest | ISO-8601 | epoch ms"),
-    "coordinator": ("coordinator", (str,), "new | classic-2.4 | classic-2.1 | pre-2.1"),
-    "run_id": ("run_id", (str,), "run identifier; strftime fields use the UTC load time"),
-    "max_reject_ratio": ("max_reject_ratio", (int, float), "number between 0 and 1"),
-    "delta_writer": ("delta_writer", (str,), "delta-rs or spark"),
-    "shuffle": ("shuffle", (str,), "auto, files or spark"),
-    "split_commits": ("split_commits", (str,), "auto | never"),
-    "full": ("full", (bool,), "true: kafka re-reads the whole topic (no checkpoint)"),
-    "end_offsets": ("end_offsets", (str,), "CSV/Parquet of log-end offsets for the lag table"),
+    key: (flag.param, flag.profile_accepts, flag.profile_expects)
+    for key, flag in PROFILE_FLAGS.items()
 }
-KAFKA_PARAM = "kafka_options"
+KAFKA_PARAM = KAFKA_OPTIONS_PARAM
 
 # Kafka settings that are secrets: a profile may only name an environment variable for them.
 SECRET_SETTINGS = frozenset(
@@ -194,19 +182,19 @@ def _kafka_settings(
 
 
 def _option_value(key: str, value: Any, *, source: str, now: time.struct_time) -> Any:
-    _param, types, description = RUN_KEYS[key]
-    where = f"{source}: {key}"
+    flag = PROFILE_FLAGS[key]
+    types, where = flag.profile_accepts, f"{source}: {key}"
     if (isinstance(value, bool) and bool not in types) or not isinstance(value, types):
-        raise ProfileError(f"{where}: expected {description}, got {type(value).__name__}")
-    if key == "input":
+        raise ProfileError(f"{where}: expected {flag.profile_expects}, got {type(value).__name__}")
+    if flag.multiple:
         items = [value] if isinstance(value, str) else value
         if not items or not all(isinstance(item, str) and item for item in items):
-            raise ProfileError(f"{where}: expected {description}")
+            raise ProfileError(f"{where}: expected {flag.profile_expects}")
         return list(items)
     if key == "run_id":
         return time.strftime(value, now)
-    if key == "as_of":
-        return str(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not flag.number:
+        return str(value)  # as_of = 1700000000000: the option's text
     return value
 
 
@@ -313,10 +301,9 @@ def _apply_profile(ctx: click.Context, _param: click.Parameter, value: str | Non
 
 
 def _merge_kafka_options(profile: Profile, command_line: tuple[str, ...]) -> tuple[str, ...]:
-    """Profile settings first, then the command line's, so a repeated key takes the latter."""
-    given = {item.partition("=")[0].removeprefix("kafka.") for item in command_line}
-    kept = [f"{k}={v}" for k, v in profile.kafka.items() if k not in given]
-    return (*kept, *command_line)
+    """Profile settings first, then the command line's: `options.parse_kafka_options` keeps a
+    repeated key's last value, so the command line wins key by key."""
+    return (*profile.kafka_option_list(), *command_line)
 
 
 def conf_option(*param_decls: str, **attrs: Any) -> Callable[[Callable], Callable]:

@@ -12,7 +12,6 @@ table.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -27,8 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from offsets_lib.audit import lag, table_rows, task_audit
-from offsets_lib.audit.coordinator import Coordinator
-from offsets_lib.audit.rules import DAY_MS, Params
+from offsets_lib.audit.rules import Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.audit.tables import table_spec
 from offsets_lib.engine import exchange, key_split, pipeline
@@ -43,81 +41,17 @@ from offsets_lib.engine.staging import (
 )
 from offsets_lib.io import incremental, sink
 from offsets_lib.io.lock import output_lock
+from offsets_lib.job.options import RunOptions, UsageError
 
 log = logging.getLogger(__name__)
-
-_RETENTION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS}
-
 
 # The log-end offsets for the `lag` table (topic, partition, log_end_offset), taken once per
 # run before the audit tasks (which write the lag rows with them).
 EndOffsets = Callable[[], pa.Table]
 
 
-class UsageError(ValueError):
-    """Bad option value (exit status 2)."""
-
-
 class RejectRatioExceeded(RuntimeError):
     """Too many undecodable records (exit status 4); rejects and a failed runs row are written."""
-
-
-def parse_retention(text: str, option: str = "--retention") -> int:
-    """`7d`, `168h`, `10080m`, `604800s`, `604800000ms` -> milliseconds (any time span option)."""
-    match = re.fullmatch(r"\s*(\d+)\s*(ms|s|m|h|d)\s*", text or "")
-    if not match:
-        raise UsageError(
-            f"{option} {text!r}: expected a number with a unit, e.g. 7d, 168h, 10080m, 604800000ms"
-        )
-    value = int(match.group(1)) * _RETENTION_UNITS[match.group(2)]
-    if value <= 0:
-        raise UsageError(f"{option} {text!r}: must be positive")
-    return value
-
-
-def parse_as_of(text: str | None, *, now_ms: int) -> int | str:
-    """`now`, `latest`, ISO-8601 (naive = UTC) or epoch ms -> epoch ms, or the string "latest"."""
-    if text is None or text == "latest":
-        return "latest"
-    if text == "now":
-        return now_ms
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise UsageError(
-            f"--as-of {text!r}: expected now, latest, ISO-8601 or epoch milliseconds"
-        ) from exc
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """Everything one run needs; built by the CLI/job from flags and the TOML profile."""
-
-    output: str
-    run_id: str
-    source: str = "parquet"
-    inputs: tuple[str, ...] = ()
-    retention_ms: int = 7 * DAY_MS
-    as_of: int | str = "latest"  # epoch ms, or "latest" = newest record timestamp of the input
-    coordinator: Coordinator = Coordinator.NEW
-    max_reject_ratio: float = 0.01
-    delta_writer: str = "delta-rs"  # sink.choose_writer decides
-    database: str | None = None  # tables registered in the catalog as <database>.<table>
-    # False: --database without --output; `output` is then where the catalog has the tables,
-    # else the database's folder (the job's internal tables and staging go there too)
-    output_given: bool = True
-    shuffle: str = "auto"  # how records reach their audit task: auto, files or spark
-    # a dominant group's offset commits reduced per offset key first (engine.key_split): when a
-    # task of the per-group routing would hold more than SKEWED_TASK times the average
-    # (`_oversized`); False: never
-    split_commits: bool = True
-    kafka_options: dict[str, str] = field(default_factory=dict, repr=False)  # may hold secrets
-    topic: str = "__consumer_offsets"
 
 
 @dataclass

@@ -217,12 +217,14 @@ def test_arrow_uri_names_hadoop_schemes_as_pyarrow_does() -> None:
 
 
 def test_shuffle_files_without_a_dump_is_a_usage_error(spark, tmp_path) -> None:
-    options = run.RunOptions(output=str(tmp_path / "out"), run_id="r", shuffle="files")
+    options = run.RunOptions(
+        output=str(tmp_path / "out"), run_id="r", inputs=("not-files",), shuffle="files"
+    )
     staging = Staging(str(tmp_path / "staging"))
     not_files = spark.range(3).toDF("offset")
     with pytest.raises(run.UsageError, match="--shuffle files needs input that pyarrow can read"):
         run._inputs(spark, not_files, options, None, staging)
-    auto = run.RunOptions(output=str(tmp_path / "out"), run_id="r")
+    auto = run.RunOptions(output=str(tmp_path / "out"), run_id="r", inputs=("not-files",))
     assert run._inputs(spark, not_files, auto, None, staging).units is None
 
 

@@ -213,20 +213,26 @@ def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
         return stored
 
     monkeypatch.setattr(incremental, "read_checkpoint", checkpoint)
-    kafka = RunOptions(output=out, run_id="r", source="kafka", topic="t")
+    kafka = RunOptions(
+        output=out,
+        run_id="r",
+        source="kafka",
+        topic="t",
+        kafka_options={"bootstrap.servers": "b:9092"},
+    )
     ends = {0: 1000, 1: 1050}  # 50 + 50 new records
-    assert cli_run._jvm_moves_few_records(kafka, ends, full=False)
+    assert cli_run._jvm_moves_few_records(kafka, ends)
     assert asked == [(out, "t")]
     monkeypatch.chdir(tmp_path)  # a relative --output: its staging folder is made absolute
-    assert cli_run._jvm_moves_few_records(replace(kafka, output="tables"), ends, full=False)
-    assert not cli_run._jvm_moves_few_records(kafka, {0: 1000, 1: 1051}, full=False)
-    assert not cli_run._jvm_moves_few_records(kafka, ends, full=True)  # 2050 records
-    assert not cli_run._jvm_moves_few_records(replace(kafka, shuffle="spark"), ends, full=False)
+    assert cli_run._jvm_moves_few_records(replace(kafka, output="tables"), ends)
+    assert not cli_run._jvm_moves_few_records(kafka, {0: 1000, 1: 1051})
+    assert not cli_run._jvm_moves_few_records(replace(kafka, full=True), ends)  # 2050 records
+    assert not cli_run._jvm_moves_few_records(replace(kafka, shuffle="spark"), ends)
     spark_writer = replace(kafka, delta_writer="spark")
-    assert not cli_run._jvm_moves_few_records(spark_writer, ends, full=False)
+    assert not cli_run._jvm_moves_few_records(spark_writer, ends)
     database_only = replace(kafka, output_given=False, database="audit")
-    assert not cli_run._jvm_moves_few_records(database_only, ends, full=False)
+    assert not cli_run._jvm_moves_few_records(database_only, ends)
     monkeypatch.setattr(incremental, "read_checkpoint", lambda _output, _topic: None)
-    assert not cli_run._jvm_moves_few_records(kafka, ends, full=False)  # the first run
+    assert not cli_run._jvm_moves_few_records(kafka, ends)  # the first run
     dump = RunOptions(output=out, run_id="r", inputs=("dump",))
-    assert not cli_run._jvm_moves_few_records(dump, None, full=False)
+    assert not cli_run._jvm_moves_few_records(dump, None)

@@ -1,15 +1,29 @@
-"""`offsets run` option parsing: retention and evaluation-time formats, usage errors (exit 2)."""
+"""`offsets run`'s options: formats, the checks of RunOptions itself, usage errors (exit 2)."""
 
 from __future__ import annotations
+
+from typing import get_args
 
 import pytest
 from click.testing import CliRunner
 
+from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.cli import main
 from offsets_lib.engine.pipeline import DECIDED_TABLES
+from offsets_lib.io import sink
 from offsets_lib.job import run
-from offsets_lib.job.run import UsageError, parse_as_of, parse_retention
+from offsets_lib.job.config import KAFKA_PARAM, RUN_KEYS
+from offsets_lib.job.options import (
+    FLAGS,
+    DeltaWriter,
+    RunOptions,
+    UsageError,
+    kafka_client_settings,
+    parse_as_of,
+    parse_kafka_options,
+    parse_retention,
+)
 
 WEEK_MS = 604_800_000
 
@@ -68,9 +82,9 @@ def test_tables_the_audit_tasks_write_and_the_frames_left_to_build() -> None:
     """delta-rs commits every direct table (the decisions and lag included: the tasks decide
     and join the log-end offsets); the Spark writer builds every frame itself, and the offsets
     frame is built when lag is."""
-    options = run.RunOptions(output="o", run_id="r")
+    options = run.RunOptions(output="o", run_id="r", inputs=("dump",))
     assert run._direct_tables(options) == DIRECT_TABLES
-    spark_writer = run.RunOptions(output="o", run_id="r", delta_writer="spark")
+    spark_writer = run.RunOptions(output="o", run_id="r", inputs=("dump",), delta_writer="spark")
     assert run._direct_tables(spark_writer) == ()
     assert run._frames_needed({t: [] for t in DIRECT_TABLES}) == ["metrics"]
     without_lag = {t: [] for t in DIRECT_TABLES if t not in ("lag", "offsets")}
@@ -99,3 +113,117 @@ def test_the_oversized_tasks_are_those_over_twice_the_average_and_the_task_size(
     sizes = np.array([1_200_000, 1_100_000, 600_000, *[100_000] * 7], dtype=np.int64)
     assert run._oversized(sizes) == {0, 1}  # the mean is 360k: over 720k
     assert run._oversized(np.array([], dtype=np.int64)) == set()
+
+
+# ---- RunOptions checks itself: a library caller meets the command line's messages -------------
+
+
+@pytest.mark.parametrize(
+    ("args", "fields"),
+    [
+        (["--output", "o"], {"output": "o"}),
+        (["--output", "o", "--source", "kafka"], {"output": "o", "source": "kafka"}),
+        (["--input", "x"], {"inputs": ("x",)}),
+        (
+            ["--output", "o", "--input", "x", "--max-reject-ratio", "2"],
+            {"output": "o", "inputs": ("x",), "max_reject_ratio": 2.0},
+        ),
+    ],
+)
+def test_the_object_refuses_what_the_command_line_refuses_with_its_line(
+    args: list[str], fields: dict
+) -> None:
+    result = CliRunner().invoke(main, ["run", *args])
+    with pytest.raises(UsageError) as refused:
+        run.RunOptions(run_id="r", **fields)
+    assert result.exit_code == 2
+    assert result.output == f"offsets: {refused.value}\n"
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"source": "dump"}, "--source 'dump': expected one of parquet, kafka"),
+        ({"shuffle": "file"}, "--shuffle 'file': expected one of auto, files, spark"),
+        ({"delta_writer": "parquet"}, "--delta-writer 'parquet': expected one of"),
+        ({"coordinator": "classic-9"}, "--coordinator 'classic-9': expected one of new, "),
+        ({"as_of": "yesterday"}, "--as-of 'yesterday': expected now, latest, ISO-8601 or"),
+        ({"as_of": True}, "--as-of True: expected now, latest"),
+        ({"retention_ms": 0}, "--retention '0ms': must be positive"),
+        ({"max_reject_ratio": "0.1"}, "--max-reject-ratio must be between 0 and 1"),
+        ({"run_id": ""}, "--run-id must not be empty"),
+        ({"inputs": "dump"}, "--input 'dump': expected paths"),
+    ],
+)
+def test_bad_values_of_a_library_caller_are_refused_in_one_line(fields: dict, message: str) -> None:
+    given = {"output": "o", "run_id": "r", "inputs": ("dump",), **fields}
+    with pytest.raises(UsageError) as refused:
+        run.RunOptions(**given)
+    assert str(refused.value).startswith(message)
+    assert "\n" not in str(refused.value)
+
+
+def test_checked_values_take_their_one_type() -> None:
+    """A coordinator given as text becomes the enum; --database alone leaves the output to the
+    catalog (output_given False); the Kafka settings are the object's own copy."""
+    settings = {"bootstrap.servers": "b:9092"}
+    options = run.RunOptions(
+        run_id="r",
+        source="kafka",
+        kafka_options=settings,
+        database="audit",
+        coordinator="classic-2.4",
+    )
+    settings["client.id"] = "changed later"
+    assert options.coordinator is Coordinator.CLASSIC_2_4
+    assert (options.output, options.output_given) == ("", False)
+    assert options.kafka_options == {"bootstrap.servers": "b:9092"}
+    assert run.RunOptions(run_id="r", inputs=["a", "b"], output="o").inputs == ("a", "b")
+
+
+def test_the_command_line_defaults_are_the_objects() -> None:
+    """An option not given takes the same value through the command line as through the object
+    (the run id and --as-of now are the clock's: `now_ms`)."""
+    parsed = RunOptions.from_flags({"inputs": ("dump",), "output": "o"}, now_ms=1_700_000_000_000)
+    assert parsed == RunOptions(output="o", inputs=("dump",), run_id="run-20231114T221320Z")
+    kafka = RunOptions.from_flags(
+        {"source": "kafka", "bootstrap_servers": "b:9092", "output": "o"}, now_ms=42
+    )
+    assert (kafka.as_of, kafka.kafka_options) == (42, {"bootstrap.servers": "b:9092"})
+
+
+def test_every_flag_is_an_option_of_run_and_every_option_a_flag() -> None:
+    params = {p.name: p for p in main.commands["run"].params if p.name != "conf"}
+    assert [f.param for f in FLAGS] == list(params)
+    for flag in FLAGS:
+        assert params[flag.param].opts == [flag.name]
+    profile_keys = {f.profile_key for f in FLAGS if f.in_profile}
+    assert profile_keys == set(RUN_KEYS)
+    assert {f.param for f in FLAGS if not f.in_profile} == {KAFKA_PARAM}
+
+
+def test_the_typed_writers_are_the_sinks() -> None:
+    assert set(get_args(DeltaWriter)) == set(sink.DELTA_WRITERS)
+
+
+# ---- --kafka-option: one parser for run, lag and the profile's merge ---------------------------
+
+
+def test_kafka_options_keep_the_last_value_of_a_key_and_drop_the_kafka_prefix() -> None:
+    items = ["security.protocol=SSL", "kafka.client.id=a", "client.id=b", "sasl.jaas.config=x=y"]
+    assert parse_kafka_options(items) == {
+        "security.protocol": "SSL",
+        "client.id": "b",
+        "sasl.jaas.config": "x=y",
+    }
+    given = kafka_client_settings("b:9092", ["bootstrap.servers=other:1", "acks=all"])
+    assert given == {"bootstrap.servers": "b:9092", "acks": "all"}
+    assert kafka_client_settings(None, []) == {}
+
+
+@pytest.mark.parametrize("item", ["novalue", "=x"])
+def test_a_kafka_option_without_key_or_value_is_refused(item: str) -> None:
+    with pytest.raises(UsageError) as refused:
+        parse_kafka_options(["acks=all", item])
+    key = item.partition("=")[0]
+    assert str(refused.value) == f"--kafka-option {key!r}: expected key=value"
