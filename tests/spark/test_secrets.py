@@ -1,5 +1,5 @@
-"""Issue 5 item 5: SASL passwords and other secrets never appear in logs, `runs` rows, exception
-messages or Spark configuration dumps / plan strings."""
+"""SASL passwords and other secrets never appear in logs, `runs` rows, exception messages or
+Spark configuration dumps / plan strings: a run's output is shared, its credentials are not."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One offsets partition holding one dominant group and many small ones (issue 7: skew).
+"""One offsets partition holding one dominant group and many small ones (skew).
 
 The fast path's unit of work is a group, not an offsets partition: the small groups of a busy
 partition spread over the tasks while the dominant group stays whole in one, and the tables

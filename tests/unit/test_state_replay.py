@@ -1,4 +1,4 @@
-"""Group replay over partly compacted, inconsistent logs (issue 5 item 6, KAFKA-19862).
+"""Group replay over partly compacted, inconsistent logs (KAFKA-19862).
 
 A dump of a compacted topic may hold member records whose group record was compacted away,
 offsets of a deleted group, epochs that go backwards, tombstones for keys never written... The
