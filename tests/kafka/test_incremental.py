@@ -18,6 +18,8 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from offsets_lib.cli import main
+
+# private exchange._stored_batch: a stored kept file read as the audit tasks read it
 from offsets_lib.engine import exchange
 from offsets_lib.io import incremental, sink
 from tests.kafka.test_kafka_job import (

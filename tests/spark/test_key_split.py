@@ -14,6 +14,8 @@ from offsets_lib.engine.decode import decode_records, positioned
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink
 from offsets_lib.io.sources.parquet import read_parquet_dump
+
+# private run._first_step: the split audit's first step alone; the run has no seam for it yet
 from offsets_lib.job import run
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit

@@ -23,6 +23,8 @@ from offsets_lib import wire
 from offsets_lib.audit import replay, task_audit
 from offsets_lib.engine.routing import positioned_table
 from offsets_lib.tools.generate import generate_dump
+
+# private layout_scan._high_bytes: the positions the scan finds; no public call returns them
 from offsets_lib.wire import batch_decode, layout_scan
 from offsets_lib.wire.batch_decode import decode_record_row
 from offsets_lib.wire.codec import DecodeError, Reader, Writer

@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offsets_lib import wire
+
+# private api._COMPILED: the switch to the generic codec, the reference the compiled one equals
 from offsets_lib.wire import api
 from offsets_lib.wire.codec import DecodeError, Reader, Writer
 from offsets_lib.wire.compiled import compile_field, compile_struct
