@@ -164,6 +164,7 @@ def _reader_fits(version: int, flexible: bool, raw: bytes | None) -> bool:
     return reader.pos == len(raw) and reader.unknown_tags == 0 and _is_ascii(out)
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @pytest.mark.parametrize(("version", "flexible"), [(0, False), (1, False), (1, True)])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())

@@ -112,6 +112,7 @@ def test_roundtrip_cases_equal_the_generic_reader(record_type, version, message,
         _same_struct(layout.fields, version, layout.is_flexible(version), raw)
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @pytest.mark.parametrize(("record_type", "version", "message"), CASES, ids=IDS)
 @FUZZ
 @given(data=st.data())
@@ -126,6 +127,7 @@ def test_fuzz_cases_equal_the_generic_reader(record_type, version, message, data
         _same_struct(layout.fields, version, layout.is_flexible(version), mutated)
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(key=st.binary(max_size=64), value=st.none() | st.binary(max_size=128))
 def test_random_bytes_equal_the_generic_reader(key: bytes, value: bytes | None) -> None:
@@ -185,6 +187,7 @@ SYNTHETIC = (
 )
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @pytest.mark.parametrize(("version", "flexible"), [(0, False), (1, False), (1, True)])
 @FUZZ
 @given(data=st.data())
