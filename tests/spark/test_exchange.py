@@ -59,6 +59,7 @@ def dumps(tmp_path_factory) -> dict[str, str]:
     return {"generated": str(generated), "rewritten": str(rewritten)}
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 @pytest.mark.parametrize(
     ("dump", "coordinator", "tasks", "map_tasks"),
     [

@@ -26,7 +26,7 @@ def test_started_workers_have_imported_what_the_tasks_need():
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }
     command = [sys.executable, "-m", "tests.support.worker_modules"]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, cwd=ROOT)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.splitlines()[-1]) == sorted(session.TASK_MODULES)
 
