@@ -35,6 +35,7 @@ def skewed(spark, tmp_path_factory):
     return big.unionByName(shifted).withColumn("partition", F.lit(0)).cache()
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 def test_small_groups_of_a_busy_partition_spread_and_tables_match(spark, skewed, tmp_path) -> None:
     as_of_ms = skewed.agg(F.max(F.unix_millis("timestamp"))).first()[0]
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=as_of_ms)
