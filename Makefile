@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test bench bench-large lint format package clean check-java broker-jars verify-broker
+.PHONY: help setup run test test-fast bench bench-large lint format package clean check-java broker-jars verify-broker
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -47,6 +47,11 @@ run: setup ## generate a sample dump, audit it, print the summary
 
 test: setup ## run the whole test suite
 	$(BIN)/pytest -q
+
+# The edit-test loop: everything not marked slow (the end-to-end runs, the hypothesis fuzzers),
+# kafka (Tansu) or broker (real Kafka brokers). `make test`, CI's command, runs all of them.
+test-fast: setup ## unit tests and quick Spark tests (no slow, Kafka or broker tests)
+	$(BIN)/pytest -q -m "not slow and not kafka and not broker"
 
 bench: setup ## the job against Spark's read-and-dedupe at 1M and 10M, a skewed 10M, an incremental Kafka run, the production configuration
 	$(BIN)/python -m offsets_lib.tools.bench

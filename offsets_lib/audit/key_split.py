@@ -1,4 +1,4 @@
-"""The first step of the split audit: a task's offset commits reduced per offset key (issue 19).
+"""The first step of the split audit: a task's offset commits reduced per offset key.
 
 The audit replays a group with all of its records in one task, so a group holding 30 % of a
 dump's offset commits made one task hold 30 % of the dump. A group's offset commits are

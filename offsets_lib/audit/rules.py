@@ -6,7 +6,7 @@ bottom exactly as the tables list them, per coordinator (audit.coordinator).
 
 The rules run in the audit tasks, on the Arrow tables of one task's offsets and groups (every
 offset of a group is in its group's task), so the decision tables are written by the tasks
-like the other tables. Measured on 2 cores (issue 19): applying them as Spark column
+like the other tables. Measured on 2 cores: applying them as Spark column
 expressions to the staged results afterwards was a fixed ~3 s of a 7.6 s 1M-record run (plans,
 a broadcast join and two more table writes) and ~9 s of an incremental Kafka run.
 

@@ -541,7 +541,7 @@ def task_tables(
             [b.cast(RAW_ARROW) if b.schema != RAW_ARROW else b for b in batches]
         )
         # decoded once for both: the second decode of the kept records' choice was ~0.27 of
-        # ~1.1 s of an incremental run's audit task (issue 19)
+        # ~1.1 s of an incremental run's audit task
         resolved = audit_decoded(collected) if collected else None
         tables = decided(
             audit_records(collected, coordinator=coordinator, resolved=resolved),
@@ -715,7 +715,7 @@ def _needed_modern_records(
 ) -> np.ndarray:
     """Of the records `rows` of groups with modern records (group `codes`), those the group's
     replay needs (replay.needed_records), as a mask over `rows`. Measured on the bench's
-    10M-record state (issue 19): a modern group kept all its records, 403k of the 1.72M kept
+    10M-record state: a modern group kept all its records, 403k of the 1.72M kept
     records, growing with every rebalance."""
     order, spans = _group_spans(codes, as_ints(_take(decoded.column("log_offset"), rows), -1))
     ordered = rows[order]

@@ -6,12 +6,12 @@ imports only `app`; this module adds them to the group, so nothing imports in a 
 
 from __future__ import annotations
 
-from offsets_lib.cli import fetch, generate, inspect, lag, prune, run
+from offsets_lib.cli import fetch, generate, inspect_command, lag, prune, run
 from offsets_lib.cli.app import main
 
 for _command in (
     run.run_command,
-    inspect.inspect_command,
+    inspect_command.inspect_command,
     fetch.fetch_command,
     fetch.fence_check_command,
     lag.lag_command,

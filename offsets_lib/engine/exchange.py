@@ -185,7 +185,7 @@ def _footers(
 ) -> list[pq.FileMetaData | None]:
     """The Parquet footers of `files` (None where None), read by a few threads (an object store
     answers each in tens of ms). They give the record count (the run's number of audit tasks)
-    without Spark's count job (1.6 s of a 1M-record run from the command line, issue 19); a
+    without Spark's count job (1.6 s of a 1M-record run from the command line); a
     dump of more than MAX_FOOTERS files is counted by Spark, in parallel."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -262,7 +262,7 @@ def map_records(
 ) -> list[dict[str, Any]]:
     """`map_pieces` over records Spark reads (a Kafka run's: positioned columns, e.g.
     decode.positioned of Spark's Kafka source): each Spark task cuts what it reads into pieces
-    per audit task, `batch_rows` records at a time, in one job. Measured (issue 19, 2 cores):
+    per audit task, `batch_rows` records at a time, in one job. Measured (2 cores):
     writing a Kafka run's 10k new records as Parquet first and mapping that took two jobs and
     4-5 s of a 23 s hourly run."""
     pieces_uri = arrow_uri(f"{staging_uri}/pieces")
@@ -382,7 +382,7 @@ def largest_first(pieces: list[dict[str, Any]], *, tasks: int) -> list[int]:
     """The audit tasks by their pieces' bytes (by their records when a piece's bytes are not
     known), most first, stable: Spark launches a stage's tasks in partition order, and a long
     task launched last runs alone at the end of the stage. Bytes, as a group's large metadata
-    records take a task's time more than its many small commits: measured (issue 19, 2 cores,
+    records take a task's time more than its many small commits: measured (2 cores,
     10M records, one group 30 % of the commits) that group's audit task held the fewest records
     after the split audit's first step and ran 1.4-1.6 s against 0.7 s for the others."""
     owned = [p for p in pieces if p["bucket"] != routing.MARKERS]  # markers go to every task
@@ -397,7 +397,7 @@ def task_ids(spark: SparkSession, tasks: int) -> DataFrame:
     """One row per task (`id` 0..tasks-1), each in a partition of its own: a stage whose tasks
     find their work by id in a list the function holds (`routed_pieces`, the map's units, the
     re-map's shares).
-    Measured (issue 19, 2 cores): the shuffle that sent listed work to its task cost a job of
+    Measured (2 cores): the shuffle that sent listed work to its task cost a job of
     ~1 s in a fresh JVM (a command-line run), twice per run."""
     return spark.range(0, tasks, 1, tasks)
 
@@ -477,7 +477,7 @@ def _read_pieces(routes: list[Route]) -> Iterator[pa.RecordBatch]:
 # run with as many audit tasks, or a divisor of that number, hands it whole to the task its
 # records go to, as a piece of its own (STORED_FILE), instead of reading and cutting it again in
 # the map stage (routing.task_buckets is stable across runs, and a record of task t of n is a
-# record of task t % m of m for every m that divides n). Measured (issue 19, 2 cores): the map
+# record of task t % m of m for every m that divides n). Measured (2 cores): the map
 # of the 1.7M kept records of a 10M-record state took 3.3 s of a 23 s hourly run that read 10k
 # new records.
 STORED_FILE = -1  # the `batch` of a piece that is a whole Parquet file of kept records

@@ -1,12 +1,12 @@
 """The split audit on Spark: offset commits reduced per offset key first, then the usual audit.
 
-A group's records all meet in one audit task, so one dominant group made one task hold most of
-a dump (issue 19). Here the records first go to tasks by offset key (routing.task_buckets with
-`by_offset_key`: every task gets a similar share of the commits, whatever the groups' sizes),
-where audit.key_split keeps the few commits per key that the audit needs and counts the rest;
-the kept commits and the group-level records then reach the per-group audit as staged pieces
-(exchange.audit_pieces). The per-group task of a dominant group then holds a few records per
-offset key instead of every commit of the group.
+A group's records all meet in one audit task, so one dominant group made one task hold its whole
+share of a dump (30 % of the commits in the bench's skewed dump). Here the records first go to
+tasks by offset key (routing.task_buckets with `by_offset_key`: every task gets a similar share
+of the commits, whatever the groups' sizes), where audit.key_split keeps the few commits per
+key that the audit needs and counts the rest; the kept commits and the group-level records then
+reach the per-group audit as staged pieces (exchange.audit_pieces). The per-group task of a
+dominant group then holds a few records per offset key instead of every commit of the group.
 
 Both shuffles use it: `--shuffle files` reduces the oversized tasks' commits only
 (`oversized_pieces`: from the map's sections, or cut again by offset key), and `reduce_pieces`
@@ -85,7 +85,7 @@ def _with_piece_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
 def gathered(pieces: list[dict[str, Any]], *, tasks: int, cores: int) -> tuple[list, int]:
     """The first step's pieces (by offset-key task of `tasks`) gathered into as many tasks as
     their records need (routing.tasks_for): offset-key task k is reduced in task k % that
-    number, which keeps each key in one task. Measured (issue 19, 2 cores): a dominant group's
+    number, which keeps each key in one task. Measured (2 cores): a dominant group's
     3.3M commits in 20 first-step tasks spent ~1.3 s of the tasks' 4.1 s outside the reduce."""
     owned = sum(p["num_rows"] for p in pieces if p["bucket"] != routing.MARKERS)
     reducers = routing.tasks_for(owned, cores=cores, at_most=tasks)
@@ -145,7 +145,7 @@ def oversized_pieces(
     (exchange.remap_pieces). The transaction markers reach the first step as context (copies
     in every task: they resolve there and are neither forwarded nor counted), since the
     per-group audit receives them from the map's own marker pieces. Measured on a 10M-record
-    dump with one group holding 30 % of the commits (issue 19, 2 cores): mapping the whole dump
+    dump with one group holding 30 % of the commits (2 cores): mapping the whole dump
     again by offset key (5.5 s) and reducing all of it (9.9 s) made the run 37.3 s; splitting
     only the oversized task, 29.3 s; cutting its commits again took 1.5 s of a 15.6 s run."""
     to_split = [p for p in pieces if p["bucket"] in oversized]

@@ -149,7 +149,7 @@ def _crc32_codes(values: pa.Array, skip: int = 0) -> np.ndarray:
 
 def tasks_for(records: int, *, cores: int, at_most: int) -> int:
     """Tasks for `records` records, about RECORDS_PER_TASK each, at least one per core and at
-    most `at_most`: a stage of small tasks spends its time starting them (issue 19)."""
+    most `at_most`: a stage of small tasks spends its time starting them."""
     return max(1, min(at_most, max(cores, -(-records // RECORDS_PER_TASK))))
 
 
@@ -233,7 +233,7 @@ def first_step_sections(table: pa.Table, tasks: int, rows: np.ndarray) -> np.nda
     and group tombstones, which every first-step task receives; FIRST_STEP_TASK + k for an
     offset commit of first-step task k (`task_buckets` with `by_offset_key`). A map that cuts a
     large task's records by section lets the first step read them as they are. Only the
-    commits' keys are hashed, and no value is copied (the map's cost, issue 19)."""
+    commits' keys are hashed, and no value is copied (the map's cost)."""
     keys = table.column("key").take(pa.array(rows)).combine_chunks()
     kinds = _split_kinds(table, keys, rows)
     sections = np.full(len(rows), FORWARDED_SECTION, dtype=np.int32)

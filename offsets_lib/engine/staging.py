@@ -195,8 +195,8 @@ class KeptFiles:
     run hands it to that task without mapping it again.
 
     A transaction marker that several tasks keep is stored once by each of them; the next run's
-    audit tasks read it once (task_audit.task_tables). Measured at a 10M-record state on 2 cores
-    (issue 19): choosing and storing the kept records in a second pass over the records took
+    audit tasks read it once (task_audit.task_tables). Measured at a 10M-record state on 2 cores:
+    choosing and storing the kept records in a second pass over the records took
     13-16 s of each incremental run."""
 
     emit: Any  # a pipeline.TaskEmitter whose schema is MANIFEST_ARROW
@@ -228,7 +228,7 @@ def stage_end_offsets(staging: Staging, end_offsets: pa.Table) -> str:
     """The run's log-end offsets (lag.latest_end_offsets: one row per partition) as one Parquet
     file under the staging folder, for the audit tasks' lag rows (`TableFiles`); its URI.
     Written by the driver, which holds them (a Spark write was the first Parquet job of a
-    Kafka run's JVM: 0.7-2 s, issue 19)."""
+    Kafka run's JVM: 0.7-2 s)."""
     from offsets_lib.audit.lag import latest_end_offsets
 
     uri = storage.arrow_uri(f"{staging.uri}/end_offsets.parquet")

@@ -248,7 +248,8 @@ def _earlier_runs(path: Path) -> list[dict[str, Any]]:
 
 
 def target_lines(results: list[dict[str, Any]], earlier: list[dict[str, Any]]) -> list[str]:
-    """Issue 19's targets, each with the figure it is judged on and whether it holds."""
+    """The bench's targets (speed against the baseline, skew, memory), each with the figure it is
+    judged on and whether it holds."""
     by_size = {
         (r["records"], r.get("dominant_group_share", 0.0)): r
         for r in [*earlier, *results]
@@ -401,7 +402,7 @@ def main(argv: list[str] | None = None) -> int:
         "--dominant-group-share",
         type=float,
         default=0.0,
-        help="dumps in which one group writes this share of the offset commits (issue 19)",
+        help="dumps in which one group writes this share of the offset commits (skew)",
     )
     parser.add_argument(
         "--delta-writer",

@@ -1,4 +1,4 @@
-"""Real Apache Kafka brokers as the oracle (issue 16).
+"""Real Apache Kafka brokers as the oracle: what a real coordinator shows is what the job must say.
 
 One session-scoped *world* per broker version: the broker starts once, every situation of
 tests/broker/situations.py runs against it, the broker's answers are compared with the job's

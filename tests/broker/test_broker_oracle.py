@@ -7,8 +7,8 @@ import pytest
 from tests.broker.eras import VERSIONS
 from tests.broker.situations import SITUATIONS
 
-# Known disagreements another change fixes (issue 16, "Known disagreements"); the lead removes
-# the marks when merging that fix. strict: a mark that no longer applies fails.
+# Known disagreements with the broker that a change under way fixes (xfail marks); the marks go
+# when that fix is merged. strict: a mark that no longer applies fails.
 KNOWN: dict[tuple[str, str], str] = {
     # (3, "txn-offset-delete-before-marker") was here until main's TXN-4 fix (0fb294e): the
     # reloaded 3.9 broker shows the transaction's offset, and the job now does too.

@@ -1,4 +1,4 @@
-"""Issue 18: the job on a standalone Spark cluster, dump and tables on an S3-compatible store.
+"""The job on a standalone Spark cluster, dump and tables on an S3-compatible store.
 
 One small generated dump serves every test; the local-mode run over it is the reference that the
 cluster runs must reproduce table for table.

@@ -18,6 +18,8 @@ from click.testing import CliRunner
 from deltalake import DeltaTable
 
 from offsets_lib.cli import main
+
+# private exchange._stored_batch: a stored kept file read as the audit tasks read it
 from offsets_lib.engine import exchange
 from offsets_lib.io import incremental, sink
 from tests.kafka.test_kafka_job import (
@@ -131,6 +133,7 @@ def _transactional_rows() -> list[dict]:
     return rows
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 @pytest.mark.spark
 def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
     """Scenarios with producer ids and markers (pending, committed, aborted transactions) plus
@@ -183,6 +186,7 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
     assert tables(once.unionByName(rest.select(*state.columns))) == whole
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 @pytest.mark.spark
 def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_path):
     """The file shuffle's incremental path: each audit task stores its kept records in a file

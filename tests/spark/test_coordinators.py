@@ -71,6 +71,7 @@ def test_group_whose_offsets_were_all_deleted(spark, coordinator) -> None:
     assert row["state"] == ("Empty" if coordinator is Coordinator.NEW else "Dead")
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 def test_modern_records_are_skipped_by_the_scala_coordinator(spark) -> None:
     metadata = (wire.encode_key(3, {"GroupId": "c"}), wire.encode_value(3, 0, {"Epoch": 4}))
     records = [metadata, _commit("c", "orders", T - DAY)]

@@ -24,6 +24,8 @@ from offsets_lib.engine.decode import decode_records
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink
 from offsets_lib.io.sources.parquet import read_parquet_dump
+
+# private run._inputs, _audit_tasks, _incremental_tasks: engine policy with no public seam yet
 from offsets_lib.job import run
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit
@@ -57,6 +59,7 @@ def dumps(tmp_path_factory) -> dict[str, str]:
     return {"generated": str(generated), "rewritten": str(rewritten)}
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 @pytest.mark.parametrize(
     ("dump", "coordinator", "tasks", "map_tasks"),
     [

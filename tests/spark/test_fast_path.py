@@ -35,6 +35,7 @@ def raw(spark, tmp_path_factory):
     return read_parquet_dump(spark, [str(root)]).cache()
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 @pytest.mark.parametrize(
     ("coordinator", "tasks"),
     [(Coordinator.NEW, 1), *[(coordinator, 3) for coordinator in Coordinator]],

@@ -14,6 +14,8 @@ from offsets_lib.engine.decode import decode_records, positioned
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink
 from offsets_lib.io.sources.parquet import read_parquet_dump
+
+# private run._first_step: the split audit's first step alone; the run has no seam for it yet
 from offsets_lib.job import run
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit
@@ -41,6 +43,7 @@ def _params(raw) -> Params:
     return Params(retention_ms=7 * DAY_MS, as_of_ms=as_of_ms)
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 @pytest.mark.parametrize("coordinator", list(Coordinator))
 def test_split_audit_equals_reference(spark, raw, tmp_path, coordinator: Coordinator) -> None:
     params = _params(raw)
@@ -87,6 +90,7 @@ def _oversized_only(spark, files, staging, tasks, params, oversized=None):
     return manifest, sizes, *steps
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 def test_only_the_oversized_tasks_are_split_and_tables_match(spark, dominant, tmp_path) -> None:
     """One task per group leaves the dominant group's task over twice the average, in the map's
     pieces and in the Spark shuffle's count of the same routing (the split decides on either).
@@ -109,6 +113,7 @@ def test_only_the_oversized_tasks_are_split_and_tables_match(spark, dominant, tm
     )
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 @pytest.mark.parametrize("oversized", [{0}, {1, 2}])
 def test_splitting_some_tasks_of_a_log_with_transactions_equals_reference(
     spark, raw, raw_root, tmp_path, oversized: set[int]
@@ -128,6 +133,7 @@ def test_splitting_some_tasks_of_a_log_with_transactions_equals_reference(
     )
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 def test_a_run_splits_a_dominant_task_itself_and_publishes_the_same_tables(
     spark, dominant, tmp_path, monkeypatch
 ) -> None:

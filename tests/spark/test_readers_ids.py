@@ -286,6 +286,7 @@ def _keys(rows: list[dict], keys: list[str]) -> list[tuple]:
     return sorted(tuple(r[k] for k in keys) for r in rows)
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 @pytest.mark.parametrize("name", list(KEYS))
 def test_filtered_reads_equal_the_unfiltered_read(
     spark, id_tables: tuple[str, str], name: str

@@ -1,10 +1,11 @@
-"""Issue 5: nothing lost, nothing half-published (accounting, fuzzing, crashes, concurrency,
+"""Nothing lost, nothing half-published (accounting, fuzzing, crashes, concurrency,
 partly compacted logs) through the real `offsets run` job.
 
 Spark runs are the cost here (~15-30 s each on 2 shared cores), so one *base* run publishes a
-dump of real records (every golden scenario) plus inconsistent-log records (item 6) once; tests
-that need "an earlier successful run" copy its output folder and add their own run to the copy.
-The output lock (item 4) is unit-tested without Spark at the end of this file.
+dump of real records (every golden scenario) plus inconsistent-log records
+(`inconsistent_rows`) once; tests that need "an earlier successful run" copy its output folder
+and add their own run to the copy. The output lock (one writer per output folder) is
+unit-tested without Spark at the end of this file.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ SCENARIO_DIR = scenario_dir()
 TABLES = ("offsets", "offset_decisions", "groups", "members", "group_decisions", "rejects")
 OTHER_THAN_REJECTS = tuple(t for t in TABLES if t != "rejects")
 BASE_RUN = "base"
-ODD = 5000  # offsets-topic partition of the inconsistent-log records (item 6)
+ODD = 5000  # offsets-topic partition of the inconsistent-log records
 T0 = 1_700_000_000_000
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -121,7 +122,7 @@ def _modern(record_type: int, group: str, value: dict | None, **key: Any) -> tup
 
 
 def inconsistent_rows() -> list[dict]:
-    """Item 6 (KAFKA-19862): a partly compacted, inconsistent log on partition ODD."""
+    """KAFKA-19862: a partly compacted, inconsistent log on partition ODD."""
     member = {"ClientId": "c", "SubscribedTopicNames": ["t"]}
     records = [
         # offsets of a deleted classic group (G-S3): orphaned

@@ -1,5 +1,5 @@
-"""Issue 5 item 5: SASL passwords and other secrets never appear in logs, `runs` rows, exception
-messages or Spark configuration dumps / plan strings."""
+"""SASL passwords and other secrets never appear in logs, `runs` rows, exception messages or
+Spark configuration dumps / plan strings: a run's output is shared, its credentials are not."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def test_jaas_config_logs_in_both_clients_and_never_shows_the_secret(spark, tmp_
 def test_failed_run_error_in_runs_row_is_scrubbed(spark, tmp_path, monkeypatch):
     """An exception quoting a secret option (e.g. from a Kafka client) is scrubbed in `runs`."""
     from offsets_lib.io import sink
-    from offsets_lib.job import run as run_module
+    from offsets_lib.job import run as run_module  # private _audit: where the failure is injected
 
     def fail(*_args, **_kwargs):
         raise RuntimeError(f"client failed with sasl.jaas.config={JAAS} and {SECRET}\ntrace")

@@ -2,33 +2,33 @@
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from offsets_lib.job import session
 
-
-def _worker_modules(spark) -> set[str]:
-    """The task modules already imported by the Python workers of `spark`'s executors."""
-
-    def loaded(batches):
-        import sys
-
-        import pyarrow as pa
-
-        for batch in batches:
-            names = [m for m in session.TASK_MODULES if m in sys.modules]
-            yield pa.RecordBatch.from_pydict({"module": names * (batch.num_rows > 0)})
-
-    ids = spark.range(0, 2, 1, 2)
-    return {r.module for r in ids.mapInArrow(loaded, "module string").collect()}
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.spark
-def test_started_workers_have_imported_what_the_tasks_need(spark):
-    thread = session.start_python_workers(spark)
-    thread.join(timeout=120)
-    assert not thread.is_alive()
-    assert _worker_modules(spark) == set(session.TASK_MODULES)
+def test_started_workers_have_imported_what_the_tasks_need():
+    """In a process of its own (tests/support/worker_modules.py): the shared session's reused
+    workers have imported the task modules already, whatever the start does."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+    command = [sys.executable, "-m", "tests.support.worker_modules"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == sorted(session.TASK_MODULES)
 
 
 @pytest.mark.spark

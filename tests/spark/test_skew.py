@@ -1,4 +1,4 @@
-"""One offsets partition holding one dominant group and many small ones (issue 7: skew).
+"""One offsets partition holding one dominant group and many small ones (skew).
 
 The fast path's unit of work is a group, not an offsets partition: the small groups of a busy
 partition spread over the tasks while the dominant group stays whole in one, and the tables
@@ -35,6 +35,7 @@ def skewed(spark, tmp_path_factory):
     return big.unionByName(shifted).withColumn("partition", F.lit(0)).cache()
 
 
+@pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 def test_small_groups_of_a_busy_partition_spread_and_tables_match(spark, skewed, tmp_path) -> None:
     as_of_ms = skewed.agg(F.max(F.unix_millis("timestamp"))).first()[0]
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=as_of_ms)

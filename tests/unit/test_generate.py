@@ -301,7 +301,7 @@ def _rows_digest(folder: Path) -> str:
 
 
 # Digests of the dumps written by generate.py before it was split into a package and moved to
-# wire's writer (issue 15): the content of a dump for a given seed and options never changes.
+# wire's writer: the content of a dump for a given seed and options never changes.
 GOLDEN_SMALL = "670c795c9bd09f0e785ce022123a51e09db7b87aaf4995df1743bebd5671a78d"
 GOLDEN_DOMINANT = "aee37e10a61d504f995bca09403827bb8f7aab006b002ded1b145ef17c5b5e77"
 

@@ -23,6 +23,8 @@ from offsets_lib import wire
 from offsets_lib.audit import replay, task_audit
 from offsets_lib.engine.routing import positioned_table
 from offsets_lib.tools.generate import generate_dump
+
+# private layout_scan._high_bytes: the positions the scan finds; no public call returns them
 from offsets_lib.wire import batch_decode, layout_scan
 from offsets_lib.wire.batch_decode import decode_record_row
 from offsets_lib.wire.codec import DecodeError, Reader, Writer
@@ -162,6 +164,7 @@ def _reader_fits(version: int, flexible: bool, raw: bytes | None) -> bool:
     return reader.pos == len(raw) and reader.unknown_tags == 0 and _is_ascii(out)
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @pytest.mark.parametrize(("version", "flexible"), [(0, False), (1, False), (1, True)])
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())

@@ -15,6 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from offsets_lib.audit.task_audit import RAW_ARROW
+
+# private exchange._large_tasks: which tasks `cut` splits (restating its rule would copy it)
 from offsets_lib.engine import exchange, key_split
 from offsets_lib.engine.routing import (
     COPIED_SECTION,

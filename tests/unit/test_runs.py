@@ -16,6 +16,8 @@ from offsets_lib.audit.runs import (
     latest_succeeded_sql,
     runs_to_remove,
 )
+
+# private: `offsets lag`'s own reader of the latest run, which must agree with the public ones
 from offsets_lib.cli.lag import _latest_run as lag_latest_run
 from offsets_lib.tools import notebook_queries
 from offsets_lib.tools.fetch import NoRunError

@@ -1,4 +1,4 @@
-"""Group replay over partly compacted, inconsistent logs (issue 5 item 6, KAFKA-19862).
+"""Group replay over partly compacted, inconsistent logs (KAFKA-19862).
 
 A dump of a compacted topic may hold member records whose group record was compacted away,
 offsets of a deleted group, epochs that go backwards, tombstones for keys never written... The
@@ -13,6 +13,7 @@ import json
 import uuid
 
 import pyarrow as pa
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -530,6 +531,7 @@ def _replays_like_the_whole_history(history: list[Event], later: list[Event], sc
     return kept
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     history=st.lists(group_event(_KEPT_TYPES), max_size=18),
@@ -568,6 +570,7 @@ def member_level_event(draw) -> Event:
     )
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @settings(max_examples=3000, deadline=None)
 @given(
     history=st.lists(member_level_event(), min_size=3, max_size=10),

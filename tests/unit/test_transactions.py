@@ -102,7 +102,8 @@ def test_pending_offset_before_a_tombstone(coordinator) -> None:
         assert groups == {"g": ("Empty", False)}
 
 
-# ---- a committed transaction replaces the current offset only if its record is later (#15183)
+# ---- a committed transaction replaces the current offset only if its record is later
+# (apache/kafka #15183)
 
 
 @pytest.mark.parametrize("coordinator", [Coordinator.NEW, *SCALA])

@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offsets_lib import wire
+
+# private api._COMPILED: the switch to the generic codec, the reference the compiled one equals
 from offsets_lib.wire import api
 from offsets_lib.wire.codec import DecodeError, Reader, Writer
 from offsets_lib.wire.compiled import compile_field, compile_struct
@@ -110,6 +112,7 @@ def test_roundtrip_cases_equal_the_generic_reader(record_type, version, message,
         _same_struct(layout.fields, version, layout.is_flexible(version), raw)
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @pytest.mark.parametrize(("record_type", "version", "message"), CASES, ids=IDS)
 @FUZZ
 @given(data=st.data())
@@ -124,6 +127,7 @@ def test_fuzz_cases_equal_the_generic_reader(record_type, version, message, data
         _same_struct(layout.fields, version, layout.is_flexible(version), mutated)
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(key=st.binary(max_size=64), value=st.none() | st.binary(max_size=128))
 def test_random_bytes_equal_the_generic_reader(key: bytes, value: bytes | None) -> None:
@@ -183,6 +187,7 @@ SYNTHETIC = (
 )
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @pytest.mark.parametrize(("version", "flexible"), [(0, False), (1, False), (1, True)])
 @FUZZ
 @given(data=st.data())

@@ -55,6 +55,7 @@ def _mutations(raw: bytes) -> st.SearchStrategy[bytes]:
     )
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @pytest.mark.parametrize(
     ("record_type", "version", "message"),
     CASES,
@@ -71,6 +72,7 @@ def test_mutated_values_never_raise(record_type, version, message, data) -> None
     _check_all(mutated, mutated)
 
 
+@pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @SETTINGS
 @given(data=st.data(), which=st.sampled_from(["subscription", "assignment"]))
 def test_mutated_embedded_never_raise(data, which: str) -> None:

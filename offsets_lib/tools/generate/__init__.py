@@ -59,10 +59,10 @@ Data model (both profiles; shares are of `records` unless said otherwise)
 - Offsets: each partition starts at a random base; offsets strictly increase with occasional
   gaps (as left by the log cleaner); timestamps are non-decreasing per partition.
 
-The "bench" profile (issue 7) keeps the same machinery with the benchmark's mix: classic groups
-85%, KIP-848 groups 12%, simple groups 3%; ~1% group metadata, ~3% KIP-848 records, ~2%
-tombstones, v3/v1 values only, no transactions, no corrupt records. With 20k groups it has
-~1.2M offset-commit keys (about 1.1-1.2M distinct keys are hit at 10M records).
+The "bench" profile (`make bench`'s dumps) keeps the same machinery with the benchmark's mix:
+classic groups 85%, KIP-848 groups 12%, simple groups 3%; ~1% group metadata, ~3% KIP-848
+records, ~2% tombstones, v3/v1 values only, no transactions, no corrupt records. With 20k
+groups it has ~1.2M offset-commit keys (about 1.1-1.2M distinct keys are hit at 10M records).
 """
 
 from __future__ import annotations

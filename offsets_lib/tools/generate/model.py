@@ -407,7 +407,8 @@ class World:
 
     def _dominant(self) -> None:
         """With a dominant share: the first classic group commits that share of the bulk offset
-        commits, all along the dump, over up to 40 topics (issue 19: a group that dominates)."""
+        commits, all along the dump, over up to 40 topics (a skewed dump: the audit task of that
+        group would hold that share)."""
         if not self.dominant_share:
             return
         g = next((g for g in self.groups if g.kind == "classic"), None)
