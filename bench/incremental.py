@@ -31,7 +31,7 @@ from tests.broker.brokers import KafkaBroker
 
 TOPIC = "offsets-bench"
 KAFKA_VERSION = "4.4.0"
-TARGET_S = 15.0  # issue 19: the incremental run, end to end
+TARGET_S = 15.0  # the incremental run, end to end
 
 
 def _split(dump: str, tail: int) -> tuple[Any, Any]:

@@ -28,14 +28,14 @@ from offsets_lib.cli.app import EXIT_USAGE
     type=click.Choice(["realistic", "bench"]),
     default="realistic",
     show_default=True,
-    help="realistic: every group and record type; bench: the benchmark's mix (issue 7).",
+    help="realistic: every group and record type; bench: the benchmark's mix.",
 )
 @click.option(
     "--dominant-group-share",
     type=float,
     default=0.0,
     show_default=True,
-    help="Share of the offset commits written by one group (a dominant group, issue 19).",
+    help="Share of the offset commits written by one group (a dominant group).",
 )
 def generate_command(
     out: str,

@@ -467,7 +467,7 @@ def _error_line(exc: BaseException, options: RunOptions) -> str:
 # The split audit (split_commits, the default) starts when an audit task of the per-group routing
 # holds more than this many times the average task's records, and more than RECORDS_PER_TASK:
 # below that one task is not what the run waits for. Measured at 10M records on 2 cores
-# (issue 19): the split costs 5-9 s of 18 s on a dump without a dominant group. With the file
+# the split costs 5-9 s of 18 s on a dump without a dominant group. With the file
 # shuffle only the oversized tasks' pieces are cut again by key and reduced
 # (key_split.oversized_pieces); on the Spark shuffle the sizes are counted in one pass over the
 # records (`pipeline.task_sizes`) and the whole split audit runs.
@@ -517,7 +517,7 @@ def _mapped(
 
 def _report_task_sizes(report: RunReport, steps: list[np.ndarray]) -> None:
     """The largest audit task's records, and how many times the average task's it holds (in
-    the step with the largest task): the skew figures `make bench` reports (issue 19)."""
+    the step with the largest task): the skew figures `make bench` reports."""
     largest = max(steps, key=lambda sizes: int(sizes.max()))
     report.largest_task_records = int(largest.max())
     report.task_skew = float(largest.max() / largest.mean()) if largest.sum() else None
@@ -631,7 +631,7 @@ def _map_tasks(spark: SparkSession) -> int:
 # An incremental run takes as many audit tasks as its stored kept records were cut for, or
 # the fewest that divide that number, while they hold at most RECORDS_PER_TASK records each and
 # number at most this many times the tasks the run needs: then none of those records is mapped
-# again (exchange.stored_pieces). Measured (issue 19, 2 cores, 10k new records over a 10M-record
+# again (exchange.stored_pieces). Measured (2 cores, 10k new records over a 10M-record
 # state whose 1.7M kept records were cut for 20 tasks): mapped again for 8 tasks, 3.3 s more;
 # in all 20 tasks the hourly run took 22.9 s, in 10 (the fewest dividing 20) 19.8 s.
 STORED_TASKS_FACTOR = 4
