@@ -51,7 +51,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -210,12 +209,7 @@ def check_table_schema(dt: DeltaTable, spec: TableSpec) -> None:
 
 # ---- locations -------------------------------------------------------------------------------
 
-
-def table_uri(output: str, name: str) -> str:
-    """Location of table ``name`` under ``output`` (local paths become absolute)."""
-    if "://" in output:
-        return f"{output.rstrip('/')}/{name}"
-    return os.path.join(os.path.abspath(output), name)
+table_uri = storage.table_uri  # where each table is: storage names every location
 
 
 def _partition_dir(run_id: str) -> str:
@@ -810,7 +804,7 @@ def ensure_database(spark: SparkSession, database: str) -> str:
     """Create the catalog database unless it exists; returns its location (the root of its
     managed tables, and of the job's internal tables when no --output is given)."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {_identifier(database)}")
-    return catalog.local_path(spark.catalog.getDatabase(database).locationUri)
+    return storage.location(spark.catalog.getDatabase(database).locationUri)
 
 
 def run_root(spark: SparkSession, database: str, output: str | None) -> str:

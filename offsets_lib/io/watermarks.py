@@ -7,7 +7,6 @@ __consumer_offsets).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -36,17 +35,10 @@ def pyarrow_reaches(path: str) -> bool:
     from offsets_lib.io import storage
 
     try:
-        storage.filesystem(_absolute(path))
+        storage.filesystem(storage.location(path))
     except (pa.ArrowException, OSError, ValueError):
         return False
     return True
-
-
-def _absolute(path: str) -> str:
-    """A local path as pyarrow takes it (absolute); URIs unchanged."""
-    if "://" in path:
-        return path
-    return os.path.abspath(path.removeprefix("file:"))
 
 
 def end_offsets_from_file(path: str, spark: SparkSession | None = None) -> pa.Table:
@@ -60,7 +52,7 @@ def end_offsets_from_file(path: str, spark: SparkSession | None = None) -> pa.Ta
     from offsets_lib.io import storage
 
     try:
-        fs, where = storage.filesystem(_absolute(path))
+        fs, where = storage.filesystem(storage.location(path))
     except (pa.ArrowException, OSError, ValueError):
         if spark is None:
             raise InputNotReadable(
