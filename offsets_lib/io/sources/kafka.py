@@ -16,7 +16,8 @@ are exclusive ends / inclusive starts, as in Spark's Kafka source.
 
 Failures on the driver raise `InputNotReadable` (unreachable broker, unknown topic, no access;
 bounded by `timeout_s`) or `SourceConfigError` (invalid options), each with one line of text.
-Secrets never appear in messages or logs: everything goes through `redact` / `scrub`.
+Secrets never appear in messages or logs: everything goes through `redact` / `scrub`
+(kafka_names.py decides which settings are secrets).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -42,6 +42,7 @@ from pyspark.sql.types import (
 )
 
 from offsets_lib.io.sources import InputNotReadable, SourceConfigError, kafka_names
+from offsets_lib.io.sources.kafka_names import redact, scrub
 
 log = logging.getLogger(__name__)
 _rdkafka_log = logging.getLogger(__name__ + ".librdkafka")
@@ -64,33 +65,6 @@ KAFKA_SCHEMA = StructType(
     ]
 )
 KAFKA_COLUMNS = tuple(f.name for f in KAFKA_SCHEMA.fields)
-
-# ----------------------------------------------------------------------------------- secrets
-
-_SECRET_KEY = re.compile(
-    r"password|secret|jaas|token|credential|private|\.pem$|ssl\.key\.|keystore|sasl\.oauthbearer\.config",
-    re.IGNORECASE,
-)
-REDACTED = "***"
-
-
-def is_secret_option(key: str) -> bool:
-    """True for option names whose values must never be shown (passwords, keys, tokens...)."""
-    return bool(_SECRET_KEY.search(key))
-
-
-def redact(options: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `options` with every secret value replaced by `***`; safe to log or raise."""
-    return {k: (REDACTED if is_secret_option(str(k)) else v) for k, v in options.items()}
-
-
-def scrub(text: str, options: Mapping[str, Any]) -> str:
-    """`text` with any secret value of `options` replaced by `***`, folded onto one line."""
-    for key, value in options.items():
-        if is_secret_option(str(key)) and value is not None and str(value):
-            text = text.replace(str(value), REDACTED)
-    return " ".join(str(text).split())
-
 
 # ------------------------------------------------------------------------------ client config
 
