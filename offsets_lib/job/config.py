@@ -84,7 +84,6 @@ RUN_KEYS: dict[str, tuple[str, tuple[type, ...], str]] = {
 KAFKA_PARAM = "kafka_options"
 
 
-
 class ProfileError(ValueError):
     """The profile cannot be used; the message names the file, key or variable, never a secret."""
 
