@@ -69,9 +69,7 @@ class Staging:
     def root(output: str) -> str:
         """The folder of every run's staging folder under `output` (a local path made
         absolute: pyarrow's file systems take no relative path)."""
-        from offsets_lib.io.sink import table_uri
-
-        return table_uri(output, STAGING_DIR)
+        return storage.table_uri(output, STAGING_DIR)
 
     @property
     def schema(self) -> pa.Schema:

@@ -22,10 +22,11 @@ from collections.abc import Callable, Mapping
 
 from pyspark.sql import SparkSession
 
+from offsets_lib.io import storage
+
 __all__ = [
     "NoTablesInDatabase",
     "identifier",
-    "local_path",
     "resolve_tables_root",
     "sql_string",
     "table_locations",
@@ -35,13 +36,6 @@ __all__ = [
 
 class NoTablesInDatabase(LookupError):
     """The catalog has no such database, or no table in it (exit 3 like a missing output)."""
-
-
-def local_path(location: str) -> str:
-    """A catalog location as the readers name it: ``file:`` URIs become plain local paths."""
-    if location.startswith("file:"):
-        return "/" + location.removeprefix("file:").lstrip("/")
-    return location
 
 
 def identifier(name: str) -> str:
@@ -76,7 +70,7 @@ def table_locations(spark: SparkSession, database: str) -> dict[str, str]:
         if not found:
             qualified = f"{identifier(database)}.{identifier(row['tableName'])}"
             found = [spark.sql(f"DESCRIBE DETAIL {qualified}").first()["location"]]
-        locations[row["tableName"]] = local_path(found[0])
+        locations[row["tableName"]] = storage.location(found[0])  # as the readers name it
     return locations
 
 

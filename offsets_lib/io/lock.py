@@ -130,10 +130,10 @@ def _held_lock(output: str, run_id: str) -> Iterator[None]:
         with _ObjectStoreLease(output, run_id):
             yield
         return
-    if "://" in output and not output.startswith("file://"):
-        yield  # e.g. gs://, hdfs://: no lock here; Delta's own commit conflicts only
+    if not storage.is_local(output):
+        yield  # e.g. gs://, hdfs://, dbfs:/: no lock here; Delta's own commit conflicts only
         return
-    root = Path(output.removeprefix("file://"))
+    root = Path(storage.location(output))
     root.mkdir(parents=True, exist_ok=True)
     path = root / LOCK_NAME
     info = {

@@ -51,12 +51,12 @@ from __future__ import annotations
 import json
 import logging
 import math
-import os
 import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -210,12 +210,7 @@ def check_table_schema(dt: DeltaTable, spec: TableSpec) -> None:
 
 # ---- locations -------------------------------------------------------------------------------
 
-
-def table_uri(output: str, name: str) -> str:
-    """Location of table ``name`` under ``output`` (local paths become absolute)."""
-    if "://" in output:
-        return f"{output.rstrip('/')}/{name}"
-    return os.path.join(os.path.abspath(output), name)
+table_uri = storage.table_uri  # where each table is: storage names every location
 
 
 def _partition_dir(run_id: str) -> str:
@@ -228,6 +223,62 @@ def _check_run_id(run_id: object) -> str:
     if not isinstance(run_id, str) or not run_id:
         raise ValueError(f"run_id must be a non-empty string (Delta stores '' as null): {run_id!r}")
     return run_id
+
+
+@dataclass(frozen=True)
+class _RunRows:
+    """The rows one write may hold: every row is of the run written (``run_id``) and no
+    NOT NULL column holds a null; checked before anything is committed. One rule, read in
+    Arrow (driver rows, executor tasks) and in Spark (its own Parquet writer: no row goes
+    through Python there)."""
+
+    run_id: str
+    not_null: tuple[str, ...]
+
+    @classmethod
+    def of(cls, spec: TableSpec, run_id: str) -> _RunRows:
+        return cls(
+            run_id, tuple(f.name for f in spec.schema.fields if not f.nullable and f.name != RUN_ID)
+        )
+
+    def wrong_run(self, others: str) -> str:
+        return f"rows with run_id {others} in a write for run_id {self.run_id!r}"
+
+    def nulls(self, columns: list[str]) -> str:
+        return f"null values in non-nullable columns {columns}"
+
+    def arrow(
+        self, batch: pa.RecordBatch | pa.Table, schema: pa.Schema
+    ) -> pa.RecordBatch | pa.Table:
+        """The checked batch in the file schema (partition column dropped); ValueError else."""
+        run_ids = batch.column(RUN_ID)
+        if run_ids.null_count or (len(run_ids) and run_ids.unique().to_pylist() != [self.run_id]):
+            others = [v for v in run_ids.unique().to_pylist() if v != self.run_id][:3]
+            raise ValueError(self.wrong_run(str(others)))
+        nulls = [c for c in self.not_null if batch.column(c).null_count]
+        if nulls:
+            raise ValueError(self.nulls(nulls))
+        return batch.select(schema.names).cast(schema)
+
+    def spark(self, df: DataFrame, spec: TableSpec) -> DataFrame:
+        """The table's file columns (no run_id), failing on a wrong row while Spark writes."""
+        # the message around the offending run id, which only Spark knows (NUL marks its place:
+        # the repr of a run id escapes it)
+        head, tail = self.wrong_run("['\0']").split("\0")
+        wrong_run = F.col(RUN_ID).isNull() | (F.col(RUN_ID) != F.lit(self.run_id))
+        wrong_run_error = F.raise_error(
+            F.concat(F.lit(head), F.coalesce(F.col(RUN_ID), F.lit("None")), F.lit(tail))
+        )
+        columns = []
+        for i, f in enumerate(f for f in spec.schema.fields if f.name != RUN_ID):
+            column = F.col(f.name)
+            if f.name in self.not_null:
+                error = F.raise_error(F.lit(self.nulls([f.name])))
+                column = F.when(column.isNull(), error).otherwise(column)
+            if i == 0:
+                column = F.when(wrong_run, wrong_run_error).otherwise(column)
+            columns.append(column.cast(f.dataType).alias(f.name))
+        return df.select(*columns)
 
 
 def _open_table(uri: str) -> DeltaTable | None:
@@ -391,20 +442,6 @@ def _stats_of_file(fs: pafs.FileSystem, path: str, schema: pa.Schema) -> str:
     return _file_stats(pq.read_metadata(path, filesystem=fs), schema, read_column)
 
 
-def _prepare_batch(
-    batch: pa.RecordBatch | pa.Table, *, run_id: str, not_null: list[str], schema: pa.Schema
-) -> pa.RecordBatch | pa.Table:
-    """Check run_id and NOT NULL columns, drop the partition column, cast to the file schema."""
-    run_ids = batch.column(RUN_ID)
-    if run_ids.null_count or (len(run_ids) and run_ids.unique().to_pylist() != [run_id]):
-        others = [v for v in run_ids.unique().to_pylist() if v != run_id][:3]
-        raise ValueError(f"rows with run_id {others} in a write for run_id {run_id!r}")
-    nulls = [c for c in not_null if batch.column(c).null_count]
-    if nulls:
-        raise ValueError(f"null values in non-nullable columns {nulls}")
-    return batch.select(schema.names).cast(schema)
-
-
 def write_task_files(
     table: pa.Table,
     spec: TableSpec,
@@ -420,8 +457,7 @@ def write_task_files(
     schema = _file_schema(spec)
     if metadata:
         schema = schema.with_metadata({**(schema.metadata or {}), **metadata})
-    not_null = [f.name for f in spec.schema.fields if not f.nullable and f.name != RUN_ID]
-    checked = _prepare_batch(table, run_id=run_id, not_null=not_null, schema=schema)
+    checked = _RunRows.of(spec, run_id).arrow(table, schema)
     fs, root = _partition_folder(output, spec, run_id)
     written = []
     for start in range(0, checked.num_rows, MAX_ROWS_PER_FILE):
@@ -588,7 +624,7 @@ def write_files(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> 
     """
     fs, root = _partition_folder(output, spec, run_id)
     before = _data_files(fs, root)
-    _checked(df, spec, run_id).write.mode("append").option(
+    _RunRows.of(spec, run_id).spark(df, spec).write.mode("append").option(
         "maxRecordsPerFile", MAX_ROWS_PER_FILE
     ).parquet(f"{table_uri(output, spec.name)}/{_partition_dir(run_id)}")
     return _add_actions(
@@ -633,30 +669,6 @@ def _data_files(fs: pafs.FileSystem, root: str) -> dict[str, pafs.FileInfo]:
     }
 
 
-def _checked(df: DataFrame, spec: TableSpec, run_id: str) -> DataFrame:
-    """The table's file columns (no run_id), failing on rows of another run or nulls in
-    non-nullable columns (Spark raises while writing; nothing is committed)."""
-    fields = [f for f in spec.schema.fields if f.name != RUN_ID]
-    wrong_run = F.col(RUN_ID).isNull() | (F.col(RUN_ID) != F.lit(run_id))
-    wrong_run_error = F.raise_error(
-        F.concat(
-            F.lit("rows with run_id ['"),
-            F.coalesce(F.col(RUN_ID), F.lit("None")),
-            F.lit(f"'] in a write for run_id {run_id!r}"),
-        )
-    )
-    columns = []
-    for i, f in enumerate(fields):
-        column = F.col(f.name)
-        if not f.nullable:
-            error = F.raise_error(F.lit(f"null values in non-nullable columns [{f.name!r}]"))
-            column = F.when(column.isNull(), error).otherwise(column)
-        if i == 0:
-            column = F.when(wrong_run, wrong_run_error).otherwise(column)
-        columns.append(column.cast(f.dataType).alias(f.name))
-    return df.select(*columns)
-
-
 def commit_files(spec: TableSpec, actions: list[AddAction], *, output: str, run_id: str) -> int:
     """One Delta transaction: the files replace the run_id partition; returns the version."""
     return _commit(spec, table_uri(output, spec.name), actions, run_id=run_id)
@@ -695,8 +707,7 @@ def write_rows(rows: list[Mapping[str, Any]], spec: TableSpec, *, output: str, r
     table_rows = [{c: row.get(c) for c in spec.columns} for row in rows]
     batch = pa.RecordBatch.from_pylist(table_rows, schema=arrow_schema(spec, with_comments=False))
     schema = _file_schema(spec)
-    not_null = [f.name for f in spec.schema.fields if not f.nullable and f.name != RUN_ID]
-    checked = _prepare_batch(batch, run_id=run_id, not_null=not_null, schema=schema)
+    checked = _RunRows.of(spec, run_id).arrow(batch, schema)
     fs, root = _partition_folder(output, spec, run_id)
     names = []
     if checked.num_rows:
@@ -810,7 +821,7 @@ def ensure_database(spark: SparkSession, database: str) -> str:
     """Create the catalog database unless it exists; returns its location (the root of its
     managed tables, and of the job's internal tables when no --output is given)."""
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {_identifier(database)}")
-    return catalog.local_path(spark.catalog.getDatabase(database).locationUri)
+    return storage.location(spark.catalog.getDatabase(database).locationUri)
 
 
 def run_root(spark: SparkSession, database: str, output: str | None) -> str:
@@ -914,8 +925,8 @@ def write_with_spark_delta(
 
 
 def _checked_with_run_id(df: DataFrame, spec: TableSpec, run_id: str) -> DataFrame:
-    """The spec's columns in order, checked like the delta-rs path (:func:`_checked`)."""
-    checked = _checked(df, spec, run_id)
+    """The spec's columns in order, checked like the delta-rs path (`_RunRows`)."""
+    checked = _RunRows.of(spec, run_id).spark(df, spec)
     return checked.withColumn(RUN_ID, F.lit(run_id)).select(*spec.columns)
 
 

@@ -5,6 +5,10 @@ delta-rs run in the driver and in the Python workers of every executor and name 
 objects `s3://`. Every pyarrow and delta-rs access goes through this module, so one `--output`
 URI means the same objects everywhere.
 
+Every reader and writer names a location through `location` (and a table through `table_uri`):
+a local one, given as a path or as ``file:/a`` / ``file:///a``, is an absolute plain path; any
+other URI (``s3a://``, ``abfss://``, ``dbfs:/``...) stays as given.
+
 Settings come from the standard AWS environment (or the profile the AWS SDKs read):
 ``AWS_ENDPOINT_URL`` (an S3-compatible server; path-style requests then), ``AWS_ACCESS_KEY_ID``
 / ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``. Nothing here reads or logs a secret: the clients
@@ -19,6 +23,7 @@ support conditional writes since 2024).
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -32,12 +37,50 @@ if TYPE_CHECKING:
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}  # Hadoop's names of S3 -> pyarrow's and delta-rs'
 OBJECT_STORE_SCHEMES = ("s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "az", "adl")
 DEFAULT_REGION = "us-east-1"  # what S3-compatible servers expect when no region is configured
+# RFC 3986's scheme, at least two letters long: "C:" is a Windows drive, not a scheme
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
+_LOCAL_HOSTS = ("", "localhost")  # file://localhost/a is file:///a
 
 
 def scheme(uri: str) -> str:
-    """The URI's scheme ('' for a local path)."""
-    head, sep, _rest = uri.partition("://")
-    return head.lower() if sep else ""
+    """The location's scheme in lower case: '' for a plain path, 'file' for ``file:/a`` and
+    ``file:///a``, 'dbfs' for ``dbfs:/mnt/a`` (Hadoop's URIs need no ``//``)."""
+    found = _SCHEME.match(uri)
+    return found.group(1).lower() if found else ""
+
+
+def local_path(uri: str) -> str | None:
+    """The local path a location names, relative ones kept relative (``file:/a``,
+    ``file:///a`` and ``file://localhost/a`` are ``/a``), or None for any other scheme
+    (``dbfs:/``, ``s3a://``, ``abfss://``, ``file://host/a``...)."""
+    kind = scheme(uri)
+    if kind == "":
+        return uri
+    if kind != "file":
+        return None
+    rest = uri[len("file:") :]
+    if not rest.startswith("//"):
+        return rest
+    host, _slash, path = rest[2:].partition("/")
+    return f"/{path}" if host.lower() in _LOCAL_HOSTS else None
+
+
+def is_local(uri: str) -> bool:
+    """True when the location is on this machine's file system (a path or a ``file:`` URI)."""
+    return local_path(uri) is not None
+
+
+def location(uri: str) -> str:
+    """The one name of a location for every reader and writer: a local one as an absolute plain
+    path (``file:`` dropped, so the catalog's ``file:/w/t`` and ``--output /w/t`` compare
+    equal), any other URI as given without a trailing slash."""
+    local = local_path(uri)
+    return os.path.abspath(local) if local is not None else uri.rstrip("/")
+
+
+def table_uri(root: str, name: str) -> str:
+    """Location of table (or folder) ``name`` under the tables' root ``root`` (`location`)."""
+    return f"{location(root).rstrip('/')}/{name}"
 
 
 def is_object_store(uri: str) -> bool:
@@ -46,13 +89,13 @@ def is_object_store(uri: str) -> bool:
 
 
 def arrow_uri(uri: str) -> str:
-    """A Spark/Hadoop file URI as pyarrow and delta-rs name it (s3a:// and s3n:// are s3://)."""
-    head, sep, rest = uri.partition("://")
-    if sep and head.lower() in _SCHEME_ALIASES:
-        return f"{_SCHEME_ALIASES[head.lower()]}://{rest}"
-    if uri.startswith("file:") and not uri.startswith("file://"):
-        return "file://" + uri[len("file:") :]  # Spark's file:/a/b
-    return uri
+    """A Spark/Hadoop file URI as pyarrow and delta-rs name it (s3a:// and s3n:// are s3://,
+    Spark's file:/a/b is file:///a/b); a plain path unchanged."""
+    kind = scheme(uri)
+    if kind in _SCHEME_ALIASES:
+        return _SCHEME_ALIASES[kind] + uri[len(kind) :]
+    local = local_path(uri) if kind == "file" else None
+    return f"file://{local}" if local is not None else uri
 
 
 def endpoint_url() -> str | None:
@@ -157,6 +200,6 @@ def delta_dataset(uri: str) -> ds.Dataset:
         # relative to the table, or absolute (a URI) in shallow clones; either way a URI whose
         # characters the writer escaped ("%3A" in a Hive-escaped partition folder is "%253A")
         path = action["path"]
-        where = filesystem(path)[1] if "://" in path else f"{root}/{unquote(path)}"
+        where = filesystem(path)[1] if scheme(path) else f"{root}/{unquote(path)}"
         fragments.append(fmt.make_fragment(where, filesystem=fs, partition_expression=condition))
     return ds.FileSystemDataset(fragments, schema, fmt, fs)

@@ -7,7 +7,6 @@ __consumer_offsets).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,7 +18,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from offsets_lib.audit.lag import END_OFFSETS_ARROW
-from offsets_lib.io.sources import InputNotReadable, SourceConfigError
+from offsets_lib.io.sources import InputNotReadable
 
 END_OFFSETS_SCHEMA = StructType(
     [
@@ -36,17 +35,10 @@ def pyarrow_reaches(path: str) -> bool:
     from offsets_lib.io import storage
 
     try:
-        storage.filesystem(_absolute(path))
+        storage.filesystem(storage.location(path))
     except (pa.ArrowException, OSError, ValueError):
         return False
     return True
-
-
-def _absolute(path: str) -> str:
-    """A local path as pyarrow takes it (absolute); URIs unchanged."""
-    if "://" in path:
-        return path
-    return os.path.abspath(path.removeprefix("file:"))
 
 
 def end_offsets_from_file(path: str, spark: SparkSession | None = None) -> pa.Table:
@@ -60,7 +52,7 @@ def end_offsets_from_file(path: str, spark: SparkSession | None = None) -> pa.Ta
     from offsets_lib.io import storage
 
     try:
-        fs, where = storage.filesystem(_absolute(path))
+        fs, where = storage.filesystem(storage.location(path))
     except (pa.ArrowException, OSError, ValueError):
         if spark is None:
             raise InputNotReadable(
@@ -185,42 +177,34 @@ def fetch_watermarks(
 ) -> list[tuple[str, int, int]]:
     """[(topic, partition, log_end_offset)] for the existing ones of ``topics`` (None: every
     topic the cluster lists)."""
-    from confluent_kafka import KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+    from confluent_kafka import KafkaException
 
-    from offsets_lib.io.sources import kafka
+    from offsets_lib.io.sources.kafka import KafkaAdmin
 
     wanted = None if topics is None else sorted({t for t in topics if t})
     if wanted == []:
         return []
-    conf = kafka.client_config(kafka_options)
-    conf["allow.auto.create.topics"] = False
-    where = kafka._where(conf)
+    admin = KafkaAdmin(kafka_options)
     try:
-        admin = AdminClient(conf)
-    except (KafkaException, ValueError, TypeError) as exc:
-        raise SourceConfigError(f"invalid kafka option: {kafka.scrub(str(exc), conf)}") from None
-    try:
-        metadata = admin.list_topics(timeout=timeout_s)
+        metadata = admin.client.list_topics(timeout=timeout_s)
     except KafkaException as exc:
         raise InputNotReadable(
-            f"kafka: no metadata for the consumed topics within {timeout_s:g} s ({where}): "
-            f"{kafka.scrub(kafka._exc_text(exc), conf)}"
+            f"kafka: no metadata for the consumed topics within {timeout_s:g} s ({admin.where}): "
+            f"{admin.error_text(exc)}"
         ) from None
-    request = {}
+    request = []
     for topic in sorted(metadata.topics) if wanted is None else wanted:
         described = metadata.topics.get(topic)
         if described is None or described.error is not None:
             continue
-        for p in described.partitions:
-            request[TopicPartition(topic, p)] = OffsetSpec.latest()
+        request += [(topic, p) for p in described.partitions]
     if not request:
         return []
     try:
-        futures = admin.list_offsets(request, request_timeout=timeout_s)
-        return sorted((tp.topic, tp.partition, fut.result().offset) for tp, fut in futures.items())
+        ends = admin.list_offsets(request, timeout_s=timeout_s, committed=False)
     except KafkaException as exc:
         raise InputNotReadable(
-            f"kafka: could not list log-end offsets of the consumed topics ({where}): "
-            f"{kafka.scrub(kafka._exc_text(exc), conf)}"
+            f"kafka: could not list log-end offsets of the consumed topics ({admin.where}): "
+            f"{admin.error_text(exc)}"
         ) from None
+    return sorted((topic, p, offset) for (topic, p), offset in ends.items())

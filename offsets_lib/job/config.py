@@ -43,6 +43,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from offsets_lib.io.sources.kafka_names import REDACTED, is_secret_option
 from offsets_lib.job.options import FLAGS, KAFKA_OPTIONS_PARAM, Flag
 
 __all__ = [
@@ -69,21 +70,6 @@ RUN_KEYS: dict[str, tuple[str, tuple[type, ...], str]] = {
 }
 KAFKA_PARAM = KAFKA_OPTIONS_PARAM
 
-# Kafka settings that are secrets: a profile may only name an environment variable for them.
-SECRET_SETTINGS = frozenset(
-    {
-        "sasl.password",
-        "sasl.jaas.config",
-        "sasl.oauthbearer.client.secret",
-        "sasl.oauthbearer.config",
-        "ssl.key.password",
-        "ssl.key.pem",
-        "ssl.keystore.password",
-        "ssl.truststore.password",
-    }
-)
-MASK = "***"
-
 
 class ProfileError(ValueError):
     """The profile cannot be used; the message names the file, key or variable, never a secret."""
@@ -100,7 +86,7 @@ class Profile:
 
     def kafka_masked(self) -> dict[str, str]:
         """Kafka settings with every secret replaced by ``***`` (safe to print)."""
-        return {k: MASK if k in self.secret_keys else v for k, v in self.kafka.items()}
+        return {k: REDACTED if k in self.secret_keys else v for k, v in self.kafka.items()}
 
     def kafka_option_list(self) -> list[str]:
         """The Kafka settings as ``--kafka-option`` values (``key=value``); contains secrets."""
@@ -170,7 +156,7 @@ def _kafka_settings(
             secrets.add(name)
             continue
         name = _kafka_name(raw_key)
-        if name in SECRET_SETTINGS:
+        if is_secret_option(name):  # a profile may only name an environment variable
             raise ProfileError(
                 f"{where}: secrets may not be written in a profile; name an environment "
                 f'variable instead: {raw_key.replace(".", "_")}{ENV_SUFFIX} = "VARIABLE"'

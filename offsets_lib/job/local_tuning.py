@@ -27,6 +27,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from offsets_lib.io import storage
 from offsets_lib.job.jvm import JAVA_OPTIONS, jvm_packages
 
 TUNED_CONF: dict[str, str] = {
@@ -236,9 +237,14 @@ def resolved_jars() -> list[str]:
     if not manifest.exists():
         return []
     jars = [line for line in manifest.read_text().splitlines() if line]
-    if not jars or not all(Path(j.removeprefix("file:")).exists() for j in jars):
+    if not jars or not all(_jar_path(j).exists() for j in jars):
         return []
     return jars
+
+
+def _jar_path(jar: str) -> Path:
+    """A resolved jar's file (Spark lists them as ``file:`` URIs)."""
+    return Path(storage.local_path(jar) or jar)
 
 
 def missing_jars() -> list[str]:
@@ -254,7 +260,7 @@ def remember_resolved_jars(spark: SparkSession) -> None:
     if sorted(p for p in packages.split(",") if p) != sorted(jvm_packages()):
         return
     jars = [j for j in spark.sparkContext.getConf().get("spark.jars", "").split(",") if j.strip()]
-    local = [j for j in jars if Path(j.removeprefix("file:")).exists()]
+    local = [j for j in jars if _jar_path(j).exists()]
     if local:
         _manifest().parent.mkdir(parents=True, exist_ok=True)
         _manifest().write_text("\n".join(local) + "\n")
@@ -273,7 +279,7 @@ def driver_class_path(jars: Iterable[str]) -> list[str]:
 
     home = Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent)
     spark_own = {artifact(jar.name) for jar in (home / "jars").glob("*.jar")}
-    paths = [Path(jar.removeprefix("file://").removeprefix("file:")) for jar in jars]
+    paths = [_jar_path(jar) for jar in jars]
     # Ivy names its jars group_artifact-version.jar
     return [str(p) for p in paths if artifact(p.name.split("_", 1)[-1]) not in spark_own]
 

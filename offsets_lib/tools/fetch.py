@@ -408,9 +408,8 @@ def _delta_dataset(output: str, name: str):
     """A table's current files (None when it does not exist), filtered on the rows themselves:
     no answer depends on the table's Delta stats (`storage.delta_dataset`)."""
     from offsets_lib.io import storage
-    from offsets_lib.io.sink import table_uri
 
-    uri = table_uri(output, name)
+    uri = storage.table_uri(output, name)
     if not storage.is_delta_table(uri):
         return None
     return storage.delta_dataset(uri)

@@ -55,7 +55,6 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
-from urllib.parse import urlparse
 
 import numpy as np
 import pyarrow as pa
@@ -63,6 +62,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from offsets_lib import wire
+from offsets_lib.io import storage
 from offsets_lib.io.sources import InputNotReadable
 from offsets_lib.wire.layouts import Field, Message
 
@@ -100,18 +100,6 @@ class RawRecord(NamedTuple):
 # Reading the dump
 
 
-def _is_local(path: str) -> bool:
-    scheme = urlparse(path).scheme
-    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
-
-
-def _local(path: str) -> str:
-    for prefix in ("file://", "file:"):
-        if path.startswith(prefix):
-            return path[len(prefix) :]
-    return path
-
-
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -122,8 +110,8 @@ def _datasets(paths: Iterable[str]) -> list[tuple[str, ds.Dataset]]:
     out: list[tuple[str, ds.Dataset]] = []
     for path in paths:
         path = str(path)
-        if _is_local(path):
-            local = _local(path)
+        local = storage.local_path(path)
+        if local is not None:
             if _GLOB_CHARS.search(local):
                 targets = sorted(glob.glob(local, recursive=True))
             else:
@@ -134,7 +122,7 @@ def _datasets(paths: Iterable[str]) -> list[tuple[str, ds.Dataset]]:
             targets = [path]  # remote URI: pyarrow resolves the filesystem and reports problems
         for target in targets:
             try:
-                is_dir = _is_local(target) and os.path.isdir(target)
+                is_dir = storage.is_local(target) and os.path.isdir(target)
                 dataset = ds.dataset(
                     target, format="parquet", partitioning="hive" if is_dir else None
                 )

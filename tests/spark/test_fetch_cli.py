@@ -469,6 +469,43 @@ def test_fetch_exit_3_without_tables_or_run(tables: str, tmp_path: Path) -> None
     assert usage.exit_code == 2
 
 
+@pytestmark_spark
+def test_a_run_to_a_file_uri_is_read_back_from_its_folder(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``file:/x`` (Spark's form) and ``file:///x`` name the folder /x for the writers and the
+    readers alike, never a folder ``file:`` below the working directory."""
+    monkeypatch.chdir(tmp_path)
+    folder = tmp_path / "uri-tables"
+    rows = [r for r in _dump_rows() if 10 <= r["partition"] < 20]  # scenario 20 only
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "dump.parquet")
+    result = invoke(
+        "run",
+        "--source",
+        "parquet",
+        "--input",
+        str(tmp_path / "dump.parquet"),
+        "--output",
+        f"file:{folder}",
+        "--as-of",
+        str(AS_OF_MS),
+        "--run-id",
+        "file-uri",
+    )
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dump.parquet", "uri-tables"]
+    assert (folder / "offsets" / "_delta_log").is_dir()
+    assert (folder / "runs" / "_delta_log").is_dir()
+    fetched = invoke(
+        "fetch", "--output", f"file://{folder}", "--json", "--group", "s20-g1:orders:0"
+    )
+    assert fetched.exit_code == 0, fetched.output
+    doc = json.loads(fetched.stdout)
+    (group,) = doc["groups"]
+    assert doc["run_id"] == "file-uri"
+    assert [(p["partition"], p["committed_offset"]) for p in group["partitions"]] == [(0, 20)]
+
+
 # ---- fence-check --------------------------------------------------------------------------------
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from offsets_lib.io.catalog import NoTablesInDatabase, local_path, resolve_tables_root, tables_root
+from offsets_lib.io.catalog import NoTablesInDatabase, resolve_tables_root, tables_root
+from offsets_lib.io.storage import location
 
 
 def _no_session(**_: object) -> None:
@@ -24,9 +25,9 @@ def test_exactly_one_of_path_and_database(output: str | None, database: str | No
 def test_the_tables_folder_of_a_database() -> None:
     locations = {"runs": "/w/audit.db/runs", "offsets": "/w/audit.db/offsets/"}
     assert tables_root("audit", locations) == "/w/audit.db"
-    assert local_path("file:/w/audit.db/runs") == "/w/audit.db/runs"
-    assert local_path("file:///w/audit.db") == "/w/audit.db"
-    assert local_path("s3a://bucket/audit/runs") == "s3a://bucket/audit/runs"
+    assert location("file:/w/audit.db/runs") == "/w/audit.db/runs"
+    assert location("file:///w/audit.db") == "/w/audit.db"
+    assert location("s3a://bucket/audit/runs") == "s3a://bucket/audit/runs"
 
 
 def test_tables_not_side_by_side_or_none_are_refused() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from offsets_lib.io.sources import kafka_names
 from offsets_lib.io.sources.kafka import client_config, connector_config
 
@@ -68,3 +70,44 @@ def test_explicit_settings_of_the_other_client_win_over_derived_ones() -> None:
     }
     assert client_config(given)["sasl.username"] == "rd-user"
     assert "rd-user" not in connector_config(given)["sasl.jaas.config"]
+
+
+SECRET_SETTINGS = [
+    "sasl.password",
+    "kafka.sasl.jaas.config",
+    "sasl.oauthbearer.client.secret",
+    "sasl.oauthbearer.config",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+    "ssl.key.password",
+    "ssl.key.pem",
+    "ssl.keystore.key",
+    "ssl.keystore.password",
+    "ssl.truststore.password",
+]
+SHOWN_SETTINGS = [
+    "bootstrap.servers",
+    "sasl.username",
+    "ssl.keystore.location",  # where the secret is kept, not the secret
+    "ssl.keystore.type",
+    "ssl.ca.location",
+    "sasl.oauthbearer.token.endpoint.url",
+]
+
+
+def test_one_rule_says_which_settings_are_secrets_for_profiles_and_messages() -> None:
+    from offsets_lib.job.config import ProfileError, parse_profile
+
+    assert [k for k in SECRET_SETTINGS + SHOWN_SETTINGS if kafka_names.is_secret_option(k)] == (
+        SECRET_SETTINGS
+    )
+    shown = {k: "v" for k in SHOWN_SETTINGS}
+    assert kafka_names.redact({**shown, "ssl.keystore.password": "pw"}) == {
+        **shown,
+        "ssl.keystore.password": "***",
+    }
+    for key in SECRET_SETTINGS:
+        name = key.removeprefix("kafka.")
+        with pytest.raises(ProfileError, match="name an environment variable"):
+            parse_profile({"kafka": {name: "literal"}}, environ={})
+    given = {k: "v" for k in SHOWN_SETTINGS if k != "bootstrap.servers"}
+    assert parse_profile({"kafka": given}, environ={}).kafka == given

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from offsets_lib.io import storage
@@ -23,6 +25,64 @@ def test_hadoop_uris_are_named_as_pyarrow_and_delta_rs_name_them() -> None:
     assert storage.arrow_uri("file:/data/x") == "file:///data/x"
     assert storage.arrow_uri("/data/x") == "/data/x"
     assert storage.is_object_store("s3a://b/x") and not storage.is_object_store("/data/x")
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ("file:/tmp/x", "/tmp/x"),  # Spark's and Hadoop's form
+        ("file:///tmp/x/", "/tmp/x"),
+        ("file://localhost/tmp/x", "/tmp/x"),
+        ("/tmp/a/../x", "/tmp/x"),
+        ("dbfs:/mnt/a/", "dbfs:/mnt/a"),  # a scheme without "//" is no local path
+        ("s3://bucket/tables/", "s3://bucket/tables"),
+        ("s3a://bucket/tables", "s3a://bucket/tables"),
+        (
+            "abfss://audit@account.dfs.core.windows.net/tables/",
+            "abfss://audit@account.dfs.core.windows.net/tables",
+        ),
+    ],
+)
+def test_every_location_is_named_one_way(given: str, named: str) -> None:
+    assert storage.location(given) == named
+
+
+def test_a_relative_location_is_below_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert storage.location("out/tables") == f"{tmp_path}/out/tables"
+    assert storage.location("file:out") == f"{tmp_path}/out"
+    assert storage.table_uri("out/", "offsets") == f"{tmp_path}/out/offsets"
+
+
+def test_a_table_is_named_below_its_root_whatever_the_root_looks_like() -> None:
+    assert storage.table_uri("file:/tmp/x", "offsets") == "/tmp/x/offsets"
+    assert storage.table_uri("file:///tmp/x/", "runs") == "/tmp/x/runs"
+    assert storage.table_uri("/", "runs") == "/runs"
+    assert storage.table_uri("dbfs:/mnt/a", "offsets") == "dbfs:/mnt/a/offsets"
+    assert storage.table_uri("s3://b/t/", "offsets") == "s3://b/t/offsets"
+    assert storage.table_uri("s3a://b/t", "offsets") == "s3a://b/t/offsets"
+    assert storage.table_uri("abfss://c@a.dfs.core.windows.net/t", "runs") == (
+        "abfss://c@a.dfs.core.windows.net/t/runs"
+    )
+
+
+def test_local_paths_keep_what_was_given() -> None:
+    assert storage.local_path("file:/tmp/x") == "/tmp/x"
+    assert storage.local_path("file:///tmp/x") == "/tmp/x"
+    assert storage.local_path("dump/*.parquet") == "dump/*.parquet"
+    assert storage.local_path("C:/dump") == "C:/dump"  # a drive letter is no scheme
+    for remote in ("dbfs:/mnt/a", "s3://b/x", "s3a://b/x", "abfss://c@a/x", "file://host/x"):
+        assert storage.local_path(remote) is None, remote
+        assert not storage.is_local(remote)
+    assert [storage.scheme(u) for u in ("/x", "file:/x", "dbfs:/x", "S3A://b", "C:/x")] == [
+        "",
+        "file",
+        "dbfs",
+        "s3a",
+        "",
+    ]
 
 
 def test_delta_rs_commits_conditionally_to_the_configured_endpoint(s3_env: None) -> None:

@@ -16,7 +16,8 @@ are exclusive ends / inclusive starts, as in Spark's Kafka source.
 
 Failures on the driver raise `InputNotReadable` (unreachable broker, unknown topic, no access;
 bounded by `timeout_s`) or `SourceConfigError` (invalid options), each with one line of text.
-Secrets never appear in messages or logs: everything goes through `redact` / `scrub`.
+Secrets never appear in messages or logs: everything goes through `redact` / `scrub`
+(kafka_names.py decides which settings are secrets).
 """
 
 from __future__ import annotations
@@ -24,10 +25,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -42,6 +42,7 @@ from pyspark.sql.types import (
 )
 
 from offsets_lib.io.sources import InputNotReadable, SourceConfigError, kafka_names
+from offsets_lib.io.sources.kafka_names import redact, scrub
 
 log = logging.getLogger(__name__)
 _rdkafka_log = logging.getLogger(__name__ + ".librdkafka")
@@ -64,33 +65,6 @@ KAFKA_SCHEMA = StructType(
     ]
 )
 KAFKA_COLUMNS = tuple(f.name for f in KAFKA_SCHEMA.fields)
-
-# ----------------------------------------------------------------------------------- secrets
-
-_SECRET_KEY = re.compile(
-    r"password|secret|jaas|token|credential|private|\.pem$|ssl\.key\.|keystore|sasl\.oauthbearer\.config",
-    re.IGNORECASE,
-)
-REDACTED = "***"
-
-
-def is_secret_option(key: str) -> bool:
-    """True for option names whose values must never be shown (passwords, keys, tokens...)."""
-    return bool(_SECRET_KEY.search(key))
-
-
-def redact(options: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of `options` with every secret value replaced by `***`; safe to log or raise."""
-    return {k: (REDACTED if is_secret_option(str(k)) else v) for k, v in options.items()}
-
-
-def scrub(text: str, options: Mapping[str, Any]) -> str:
-    """`text` with any secret value of `options` replaced by `***`, folded onto one line."""
-    for key, value in options.items():
-        if is_secret_option(str(key)) and value is not None and str(value):
-            text = text.replace(str(value), REDACTED)
-    return " ".join(str(text).split())
-
 
 # ------------------------------------------------------------------------------ client config
 
@@ -233,6 +207,52 @@ def resolve_start_offsets(
     return _list_offsets(kafka_options, topic, "earliest", timeout_s)
 
 
+class KafkaAdmin:
+    """The driver's Admin client for offset look-ups, the one place that asks Kafka for
+    offsets: the settings as librdkafka takes them, a topic asked about is never created,
+    librdkafka's errors and logs are kept (`events`) and every text shown is scrubbed."""
+
+    def __init__(self, kafka_options: Mapping[str, Any]) -> None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AdminClient
+
+        self.conf = client_config(kafka_options)
+        self.conf["allow.auto.create.topics"] = False  # asking about a topic must not create it
+        self.where = _where(self.conf)
+        self.events = _ClientEvents(self.conf)
+        try:
+            self.client = AdminClient(_with_events(self.conf, self.events))
+        except (KafkaException, ValueError, TypeError) as exc:
+            raise _config_error(exc, self.conf) from None
+
+    def error_text(self, exc: BaseException) -> str:
+        """An exception of the client as a message may show it (secrets scrubbed)."""
+        return scrub(_exc_text(exc), self.conf)
+
+    def list_offsets(
+        self,
+        partitions: Iterable[tuple[str, int]],
+        *,
+        timeout_s: float,
+        earliest: bool = False,
+        committed: bool = True,
+    ) -> dict[tuple[str, int], int]:
+        """{(topic, partition): offset}: the log start (``earliest``), else the end, which
+        under read_committed (``committed``) is the last stable offset and otherwise the high
+        watermark. Raises KafkaException: the caller words the failure."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        spec = OffsetSpec.earliest() if earliest else OffsetSpec.latest()
+        isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
+        futures = self.client.list_offsets(
+            {TopicPartition(topic, p): spec for topic, p in partitions},
+            isolation_level=isolation,
+            request_timeout=timeout_s,
+        )
+        return {(tp.topic, tp.partition): fut.result().offset for tp, fut in futures.items()}
+
+
 def _list_offsets(
     kafka_options: Mapping[str, Any],
     topic: str,
@@ -241,33 +261,23 @@ def _list_offsets(
     *,
     committed: bool = True,
 ) -> dict[int, int]:
-    from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
+    """{partition: offset} of every partition of `topic` (`KafkaAdmin.list_offsets`), with
+    one-line failures."""
+    from confluent_kafka import KafkaError, KafkaException
 
-    conf = client_config(kafka_options)
-    conf["allow.auto.create.topics"] = False  # asking about a topic must not create it
-    where = _where(conf)
-    events = _ClientEvents(conf)
     started = time.monotonic()
     deadline = started + timeout_s
-    try:
-        admin = AdminClient(_with_events(conf, events))
-    except (KafkaException, ValueError, TypeError) as exc:
-        raise _config_error(exc, conf) from None
-
-    partitions = _topic_partitions(admin, topic, conf, where, events, started, deadline)
+    admin = KafkaAdmin(kafka_options)
+    where = admin.where
+    partitions = _topic_partitions(admin, topic, started, deadline)
     remaining = max(deadline - time.monotonic(), 1.0)
-    spec = OffsetSpec.latest() if which == "latest" else OffsetSpec.earliest()
-    request = {TopicPartition(topic, p): spec for p in partitions}
     try:
-        futures = admin.list_offsets(
-            request,
-            isolation_level=(
-                IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
-            ),
-            request_timeout=remaining,
+        listed = admin.list_offsets(
+            [(topic, p) for p in partitions],
+            timeout_s=remaining,
+            earliest=which == "earliest",
+            committed=committed,
         )
-        result = {tp.partition: fut.result().offset for tp, fut in futures.items()}
     except KafkaException as exc:
         err = exc.args[0] if exc.args else None
         code = err.code() if err is not None and hasattr(err, "code") else None
@@ -282,15 +292,20 @@ def _list_offsets(
             raise InputNotReadable(f"kafka topic not found: {topic!r} ({where})") from None
         raise InputNotReadable(
             f"kafka: could not list {which} offsets of topic {topic!r} within {timeout_s:g} s "
-            f"({where}): {scrub(_exc_text(exc), conf)}"
+            f"({where}): {admin.error_text(exc)}"
         ) from None
+    result = {p: offset for (_topic, p), offset in listed.items()}
     log.debug("kafka %s offsets of %s (%s): %s", which, topic, where, result)
     return dict(sorted(result.items()))
 
 
-def _topic_partitions(admin, topic, conf, where, events, started, deadline) -> list[int]:
+def _topic_partitions(
+    kafka_admin: KafkaAdmin, topic: str, started: float, deadline: float
+) -> list[int]:
     """Partition ids of `topic`, retrying metadata until the deadline; one-line failures."""
     from confluent_kafka import KafkaError, KafkaException
+
+    admin, where, events = kafka_admin.client, kafka_admin.where, kafka_admin.events
 
     auth_codes = (KafkaError._AUTHENTICATION, KafkaError._SSL)
     down_codes = (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE)
@@ -301,7 +316,7 @@ def _topic_partitions(admin, topic, conf, where, events, started, deadline) -> l
             metadata = admin.list_topics(timeout=max(min(1.0, deadline - now), 0.1))
         except KafkaException as exc:
             admin.poll(0)  # serve error_cb / logger
-            last = events.last_text() or scrub(_exc_text(exc), conf)
+            last = events.last_text() or kafka_admin.error_text(exc)
             failed = events.has(*auth_codes)
             if failed is not None:
                 kind = "authentication" if failed[0] == KafkaError._AUTHENTICATION else "TLS"

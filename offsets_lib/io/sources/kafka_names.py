@@ -18,6 +18,9 @@ ssl.endpoint.identification         ssl.endpoint.identification.algorithm (none 
 
 Settings without a counterpart pass to both unchanged; librdkafka rejects names it does not know,
 so `librdkafka_config` leaves out the Java client's own names (they still reach the connector).
+
+Which settings are secrets is decided here too, once (`is_secret_option`): a profile may not
+write them (job/config.py), and messages and logs show them as ``***`` (`redact`, `scrub`).
 Pure functions: no client is created here.
 """
 
@@ -61,6 +64,44 @@ JAVA_ONLY = frozenset(
 LIBRDKAFKA_ONLY = frozenset(
     {"sasl.mechanisms", "sasl.username", "sasl.password", "ssl.ca.location"}
 )
+
+# The settings that hold a credential itself, as Kafka's clients mark them (the Java client's
+# PASSWORD type, librdkafka's sensitive properties): every password, passphrase and secret, the
+# JAAS and OAUTHBEARER configurations, a private key given inline. A setting that says where a
+# secret is kept (ssl.keystore.location) or in what format (ssl.keystore.type) is none: shown,
+# it tells which file a failure is about.
+_SECRET_WORDS = ("password", "passphrase", "secret", "jaas")
+_SECRET_SETTINGS = frozenset(
+    {
+        "sasl.oauthbearer.config",
+        "sasl.oauthbearer.assertion.private.key.pem",
+        "ssl.key.pem",
+        "ssl.keystore.key",
+        "ssl_key",
+    }
+)
+REDACTED = "***"  # what a secret's value is shown as
+
+
+def is_secret_option(key: str) -> bool:
+    """True for the settings whose values are never written in a profile nor shown (with or
+    without the ``kafka.`` prefix)."""
+    name = key.lower().removeprefix("kafka.")
+    return name in _SECRET_SETTINGS or any(word in name for word in _SECRET_WORDS)
+
+
+def redact(options: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of `options` with every secret value replaced by `***`; safe to log or raise."""
+    return {k: (REDACTED if is_secret_option(str(k)) else v) for k, v in options.items()}
+
+
+def scrub(text: str, options: Mapping[str, Any]) -> str:
+    """`text` with any secret value of `options` replaced by `***`, folded onto one line."""
+    for key, value in options.items():
+        if is_secret_option(str(key)) and value is not None and str(value):
+            text = text.replace(str(value), REDACTED)
+    return " ".join(str(text).split())
+
 
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import glob
 import os
 import re
-from urllib.parse import urlparse
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from offsets_lib.io import storage
 from offsets_lib.io.sources import InputNotReadable
 
 REQUIRED_COLUMNS: tuple[tuple[str, T.DataType], ...] = (
@@ -100,15 +100,10 @@ def check_local_inputs(paths: list[str]) -> None:
                 _check_parquet_file(data_file)
 
 
-def _local(path: str) -> str:
-    local = path[len("file://") :] if path.startswith("file://") else path
-    return local[len("file:") :] if local.startswith("file:") else local
-
-
 def _data_files(path: str) -> list[str]:
     """The files Spark would read for a local path or glob (hidden names skipped, as Spark
     skips them); a folder without any fails."""
-    local = _local(path)
+    local = storage.local_path(path) or path
     matches = sorted(glob.glob(local)) if _GLOB_CHARS.search(local) else [local]
     found = []
     for match in matches:
@@ -151,9 +146,8 @@ def _check_parquet_file(path: str) -> None:
 
 def _check_local(path: str) -> bool:
     """True when `path` is local and exists; raises when local and missing; False if remote."""
-    scheme = urlparse(path).scheme
-    if scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt"):
-        local = _local(path)
+    local = storage.local_path(path)
+    if local is not None:
         found = glob.glob(local) if _GLOB_CHARS.search(local) else os.path.exists(local)
         if not found:
             raise InputNotReadable(f"parquet input not found: {path}")
