@@ -23,7 +23,7 @@ from offsets_lib.cli.app import (
     EXIT_USAGE,
     fail,
 )
-from offsets_lib.io import sink
+from offsets_lib.io import sink, storage
 from offsets_lib.job.config import conf_option
 from offsets_lib.job.options import FLAGS, Flag, RunOptions, UsageError
 from offsets_lib.job.run import RejectRatioExceeded, RunReport, stages_kafka_records
@@ -164,9 +164,9 @@ def _run(
 
 def _check_output(options: RunOptions) -> None:
     """A local --output must be a folder, or a path where one can be created."""
-    if not options.output_given or "://" in options.output:
+    path = _local_output(options)
+    if path is None:
         return
-    path = Path(options.output.removeprefix("file:"))
     if path.exists() and not path.is_dir():
         raise UsageError(f"--output {options.output} is a file; give a folder for the tables")
     parent = next((p for p in path.parents if p.exists()), None)
@@ -176,10 +176,14 @@ def _check_output(options: RunOptions) -> None:
 
 def _folder_to_create(options: RunOptions) -> Path | None:
     """The local output folder this run creates (None if it exists or is not local)."""
-    if not options.output_given or "://" in options.output:
-        return None
-    path = Path(options.output.removeprefix("file:"))
-    return None if path.exists() else path
+    path = _local_output(options)
+    return None if path is None or path.exists() else path
+
+
+def _local_output(options: RunOptions) -> Path | None:
+    """The given --output's folder on this machine (None: not given, or not local)."""
+    local = storage.local_path(options.output) if options.output_given else None
+    return None if local is None else Path(local)
 
 
 def _remove_if_empty(folder: Path | None) -> None:

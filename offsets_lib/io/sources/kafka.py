@@ -464,7 +464,7 @@ def read_kafka(
     # every client setting passes through; read_committed unless the options say otherwise.
     # fetch.max.wait.ms: the connector's consumer ends each partition's range with a fetch that
     # the broker holds for this long when no record is left (Java default 500 ms). Measured
-    # with Kafka 4.4.0 on 2 cores (issue 19): 10k records of 50 partitions read in 14-18 s with
+    # with Kafka 4.4.0 on 2 cores: 10k records of 50 partitions read in 14-18 s with
     # the default, 1.5 s with 10 ms; a fetch with records waiting returns at once either way.
     java = connector_config(kafka_options)
     defaults = {"isolation.level": "read_committed", "fetch.max.wait.ms": "10"}
