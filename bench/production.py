@@ -8,12 +8,12 @@ bench dump's records (`offsets generate --profile bench`, bench/data) are produc
 50-partition topic, then, in rounds that each start with the next one in turn:
 
 - the job: `jobs/offsets_job.py --conf conf/prod-example.toml` submitted as jobs/airflow_dag.py
-  submits it (the shipped profile: Kafka source, Spark's shuffle, Delta's Spark writer, tables
+  submits it (the shipped profile: Kafka source, Spark's shuffle, delta-rs writing, tables
   in the catalog), with the deployment's addresses as options, onto a fresh output;
 - the baseline (bench/production_baseline.py): the same records read through the connector,
   the latest per key kept, written as one Delta table in the catalog;
-- with `--other-writers delta-rs`, the job with `--delta-writer delta-rs` too (tables written
-  by delta-rs, then registered in the catalog), which decides the writer.
+- with `--other-writers spark`, the job with `--delta-writer spark` too (Delta's Spark writer
+  instead of delta-rs plus registration): the figures that chose the profile's writer.
 
 Both are timed end to end as spark-submit processes (JVM, packages from Ivy's cache, executors,
 Kafka read, writes, catalog). The medians go to bench/results.json (`production`), and one line
@@ -21,7 +21,7 @@ is printed: `bench production: N records, job S s, baseline B s, ratio R` (R = B
 target is R >= 1.0).
 
     PYTHONPATH=. .venv/bin/python bench/production.py [--records 1000000] [--reps 3]
-        [--other-writers delta-rs]
+        [--other-writers spark]
 """
 
 from __future__ import annotations
