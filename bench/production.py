@@ -46,6 +46,7 @@ from tests.cluster.servers import (
     SparkCluster,
     run_cluster,
     run_s3,
+    write_spark_conf,
 )
 
 TOPIC = "offsets-bench"
@@ -53,35 +54,14 @@ PARTITIONS = 50
 PROFILE = REPO / "conf" / "prod-example.toml"
 BASELINE = REPO / "bench" / "production_baseline.py"
 TARGET_RATIO = 1.0
-LOG4J2 = """rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-"""
 SUBMIT_TIMEOUT_S = 3600
 
 
-def _spark_defaults(warehouse: Path) -> str:
-    """The cluster's own settings (spark-defaults.conf on the submitting machine): its catalog
-    and Delta's SQL extension, as the DAG and a cluster's configuration bring them, and the
-    small cluster's executor memory."""
-    from offsets_lib.job import session
-
-    settings = {
-        **session.catalog_conf(warehouse),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.ui.enabled": "false",
-        "spark.executor.memory": "1g",
-        # Delta rebuilds a table's snapshot in this many tasks at every write (default 50, for
-        # large clusters): on two one-core workers, 50 tasks of ~1 s per table (both sides pay)
-        "spark.databricks.delta.snapshotPartitions": "2",
-    }
-    return "".join(f"{k} {v}\n" for k, v in settings.items())
+# Delta's SQL extension and catalog, as the DAG passes them (jobs/airflow_dag.py DELTA_CONF)
+DELTA_CONF = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
 
 
 def _timed(cluster: SparkCluster, what: str, args: list[str], env: dict[str, str], **options):
@@ -136,11 +116,7 @@ def run(records: int, reps: int, out: Path, other_writers: list[str]) -> dict[st
         produced = produce(broker.client_conf, TOPIC, table, PARTITIONS)
         print(f"produced {produced:,} records in {time.perf_counter() - started:.0f} s")
         with run_s3(scratch / "s3") as s3, run_cluster(scratch / "cluster", s3) as cluster:
-            conf_dir = scratch / "spark-conf"
-            conf_dir.mkdir()
-            warehouse = scratch / "catalog"
-            (conf_dir / "spark-defaults.conf").write_text(_spark_defaults(warehouse))
-            (conf_dir / "log4j2.properties").write_text(LOG4J2)
+            conf_dir = write_spark_conf(scratch / "spark-conf", scratch / "catalog", DELTA_CONF)
             env = {
                 **s3.env,
                 "SPARK_CONF_DIR": str(conf_dir),

@@ -264,3 +264,35 @@ def run_cluster(root: Path, s3: S3Server) -> Iterator[SparkCluster]:
         shutil.rmtree(root / "local", ignore_errors=True)
         for jar in root.glob("work-*/**/*.jar"):
             jar.unlink(missing_ok=True)
+
+
+LOG4J2 = """rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+"""
+
+
+def write_spark_conf(folder: Path, warehouse: Path, extra: dict[str, str]) -> Path:
+    """SPARK_CONF_DIR of the submitting machine: the cluster's own settings (its catalog, the
+    Hive metastore that `--warehouse` opens locally; the small cluster's resources) plus
+    `extra`, and Spark's logs at warn."""
+    from offsets_lib.job import session
+
+    settings = {
+        **session.catalog_conf(warehouse),
+        "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
+        "spark.ui.enabled": "false",
+        "spark.executor.memory": "1g",
+        # Delta rebuilds a table's snapshot in this many tasks at every write (default 50, for
+        # large clusters): two one-core workers ran 50 tasks per table, ~1 min each under load
+        "spark.databricks.delta.snapshotPartitions": "2",
+        **extra,
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in settings.items()))
+    (folder / "log4j2.properties").write_text(LOG4J2)
+    return folder

@@ -46,6 +46,7 @@ from tests.cluster.servers import (
     S3Server,
     SparkCluster,
     clean_env,
+    write_spark_conf,
 )
 
 PROFILE = REPO / "conf" / "prod-example.toml"
@@ -164,36 +165,14 @@ def deployment_options(
     )  # fmt: skip
 
 
-def _spark_defaults(warehouse: Path) -> str:
-    """The cluster's own settings on the submitting machine: its catalog (the metastore that
-    `--warehouse` opens locally) and the test cluster's small resources."""
-    from offsets_lib.job import session
-
-    settings = {
-        **session.catalog_conf(warehouse),
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={warehouse}",
-        "spark.driver.host": "127.0.0.1",
-        "spark.driver.bindAddress": "127.0.0.1",
-        "spark.ui.enabled": "false",
-        "spark.executor.memory": "1g",
-        "spark.sql.shuffle.partitions": "4",
-        # Delta rebuilds a table's snapshot in this many tasks at every write (default 50):
-        # a two-core cluster ran 50 tasks per table, ~1 min each under the suite's load
-        "spark.databricks.delta.snapshotPartitions": "2",
-        # test-only: no executor-side cache of the jars (see conftest.SparkCluster)
-        "spark.files.useFetchCache": "false",
-    }
-    return "".join(f"{k} {v}\n" for k, v in settings.items())
-
-
-LOG4J2 = """rootLogger.level = warn
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-"""
+# what the DAG's spark-submit lacks on a machine without the cluster's own spark-defaults.conf
+SUBMIT_CONF = {
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.shuffle.partitions": "4",
+    # test-only: no executor-side cache of the jars (see servers.SparkCluster)
+    "spark.files.useFetchCache": "false",
+}
 
 
 @pytest.fixture(scope="module")
@@ -214,10 +193,7 @@ def deployment(
     (release / "conf" / PROFILE.name).symlink_to(PROFILE)
     (dags / "airflow_dag.py").symlink_to(REPO / "jobs" / "airflow_dag.py")
     warehouse = root / "catalog"
-    spark_conf = root / "spark-conf"
-    spark_conf.mkdir()
-    (spark_conf / "spark-defaults.conf").write_text(_spark_defaults(warehouse))
-    (spark_conf / "log4j2.properties").write_text(LOG4J2)
+    spark_conf = write_spark_conf(root / "spark-conf", warehouse, SUBMIT_CONF)
 
     airflow = ensure_airflow_venv().parent / "airflow"
     connection = {
