@@ -66,6 +66,30 @@ log4j.logger.kafka.request.logger=WARN
 log4j.logger.org.apache.zookeeper=WARN
 """
 
+# log4j2 (Kafka 4): errors to stdout as without a configuration, and the request log's lines of
+# the TxnOffsetCommit requests (their API version) to `requests.log`: which version a client sent.
+_LOG4J2 = """status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+appender.requests.type = File
+appender.requests.name = REQUESTS
+appender.requests.fileName = {requests}
+appender.requests.layout.type = PatternLayout
+appender.requests.layout.pattern = %m%n
+appender.requests.filter.api.type = RegexFilter
+appender.requests.filter.api.regex = .*"requestApiKeyName":"TXN_OFFSET_COMMIT".*
+appender.requests.filter.api.onMatch = ACCEPT
+appender.requests.filter.api.onMismatch = DENY
+rootLogger.level = ERROR
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.requests.name = kafka.request.logger
+logger.requests.level = DEBUG
+logger.requests.additivity = false
+logger.requests.appenderRef.requests.ref = REQUESTS
+"""
+
 
 def _without_controller(listeners: Mapping[str, str]) -> dict[str, str]:
     """A KRaft listener setup without its CONTROLLER listener: what a ZooKeeper-mode broker
@@ -295,7 +319,16 @@ class KafkaBroker:
         (self.work_dir / "log4j.properties").write_text(_LOG4J1)
         return out
 
+    @property
+    def request_log(self) -> Path:
+        """Kafka 4: the request log's TxnOffsetCommit lines (JSON after "Completed request:")."""
+        return self.work_dir / "requests.log"
+
     def _jvm_options(self) -> list[str]:
+        if self.zookeeper is None and self.major >= 4:
+            config = self.work_dir / "log4j2.properties"
+            config.write_text(_LOG4J2.format(requests=self.request_log))
+            return [*JVM_OPTIONS, f"-Dlog4j2.configurationFile={config}"]
         if self.zookeeper is None:
             return list(JVM_OPTIONS)
         return [*JVM_OPTIONS, f"-Dlog4j.configuration=file:{self.work_dir / 'log4j.properties'}"]

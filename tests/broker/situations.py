@@ -63,6 +63,10 @@ class Outcome:
     groups: list[str]
     offset_deletes: list[tuple[str, list[tuple[str, int]]]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # TxnOffsetCommit requests sent by Kafka's Java producer and the broker's answers (one dict
+    # per partition: group, member_id, member_epoch, topic, partition, error, case), compared
+    # with `offsets fence-check --transactional`
+    txn_commits: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -217,9 +221,22 @@ class Driver:
 
     def java_member(self, *args: str, keep: bool) -> None:
         """A Streams or share-group member (tests/broker/JavaGroups.java); READY = working."""
-        classpath = java_classpath("JavaGroups.java", kafka_dist.resolve_streams())
-        command = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath, "JavaGroups"]
-        command += [*args, "keep" if keep else "once"]
+        jars = kafka_dist.resolve_streams()
+        self._java_process("JavaGroups.java", jars, [*args, "keep" if keep else "once"], keep)
+
+    def txn_offset_commits(self, group: str, topic: str, client_prefix: str) -> list[dict]:
+        """tests/broker/TxnOffsetCommits.java: Kafka 4.4's transactional producer commits for a
+        consumer-protocol member of `group` that stays until `close`; its JSON lines."""
+        jars = kafka_dist.resolve(JAVA_ADMIN_VERSION)
+        args = [self.bootstrap, group, topic, client_prefix, "keep"]
+        lines = self._java_process("TxnOffsetCommits.java", jars, args, keep=True)
+        return [json.loads(line) for line in lines]
+
+    def _java_process(self, source: str, jars: Path, args: list[str], keep: bool) -> list[str]:
+        """Run `source`'s class with `args`; the lines it prints before READY (it is working)."""
+        classpath = java_classpath(source, jars)
+        command = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", classpath]
+        command += [Path(source).stem, *args]
         proc = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,
@@ -228,12 +245,17 @@ class Driver:
             text=True,
         )
         self._java.append(proc)
-        line = proc.stdout.readline()  # blocks until READY or exit
-        if line.strip() != "READY":
+        lines = []
+        for line in proc.stdout:  # blocks until READY or exit
+            if line.strip() == "READY":
+                break
+            lines.append(line.strip())
+        else:
             proc.kill()
-            raise RuntimeError(f"{args[0]} member did not start: {line!r}")
+            raise RuntimeError(f"{source} did not start: {lines[-3:]!r}")
         if not keep:
             proc.wait(timeout=60)
+        return lines
 
     def close(self) -> None:
         for proc in self._java:
@@ -538,6 +560,18 @@ def txn_commit_between(d: Driver, name: str) -> Outcome:
     consumer.close()
     producer.commit_transaction(20)
     return Outcome([group])
+
+
+@situation("txn-offset-commit-v6", since=(4, 4), keeps_members=True)
+def txn_offset_commit_v6(d: Driver, name: str) -> Outcome:
+    """TxnOffsetCommit v6 (KIP-1319), which only Kafka's Java producer sends: a consumer-protocol
+    member's offsets committed with its current epoch, then a stale epoch (STALE_MEMBER_EPOCH,
+    v0-v5: ILLEGAL_GENERATION) and an absent group (GROUP_ID_NOT_FOUND, v0-v5:
+    ILLEGAL_GENERATION), FEN-G3T and FEN-M5 / 8.4."""
+    topic = d.topic(f"{name}-t", 2)
+    group = f"{name}-g"
+    commits = d.txn_offset_commits(group, topic, name)
+    return Outcome([group], txn_commits=commits)
 
 
 # ---- KIP-848 consumer groups (the new coordinator) -------------------------------------------

@@ -19,6 +19,7 @@ Phases (one broker start, one retention wait per version):
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import struct
 import time
@@ -389,6 +390,67 @@ def compare_views(
             check(f"offset {key[0]}/{key[1]}", seen.offsets.get(key), mine.offsets.get(key))
 
 
+# ---- TxnOffsetCommit answers against fence-check ---------------------------------------------
+
+
+def request_versions(request_log: Path) -> dict[str, list[int]]:
+    """client id -> the TxnOffsetCommit versions the broker's request log shows it sent."""
+    sent: dict[str, list[int]] = {}
+    if not request_log.exists():
+        return sent
+    for line in request_log.read_text().splitlines():
+        if line.startswith("Completed request:"):
+            header = json.loads(line.split(":", 1)[1])["requestHeader"]
+            sent.setdefault(header["clientId"], []).append(header["requestApiVersion"])
+    return sent
+
+
+def fence_check(tables: Path, run_id: str, commit: dict, api_version: int | None) -> str:
+    """`offsets fence-check --transactional` of one TxnOffsetCommit partition: ACCEPTED or the
+    error the deciding rule of the run's coordinator answers."""
+    args = ["fence-check", "--output", str(tables), "--run-id", run_id, "--transactional"]
+    args += ["--group", commit["group"], "--member", commit["member_id"]]
+    args += ["--member-epoch", str(commit["member_epoch"]), "--topic", commit["topic"]]
+    args += ["--partition", str(commit["partition"]), "--json"]
+    if api_version is not None:
+        args += ["--api-version", str(api_version)]
+    result = CliRunner().invoke(offsets_cli, args)
+    assert result.exit_code in (0, 6), result.output  # accepted or fenced: never undecided
+    doc = json.loads(result.output)
+    return doc[doc["decided_by"]]["outcome"]
+
+
+def compare_txn_commits(
+    recorder: Recorder,
+    version: str,
+    outcomes: dict[str, Outcome],
+    run: JobRun,
+    request_log: Path,
+) -> None:
+    """Each TxnOffsetCommit partition a situation's Java producer sent: the version the broker
+    logged (what fence-check is asked about), and its answer against fence-check's, with the
+    version given and by default (the newest the run's coordinator speaks)."""
+    sent = request_versions(request_log)
+    for name, outcome in outcomes.items():
+        for commit in outcome.txn_commits:
+            what = f"{commit['group']} {commit['topic']}/{commit['partition']} ({commit['case']})"
+            client = f"{name}-{commit['case']}"
+            recorder.compare(
+                version, name, "live", f"{client} TxnOffsetCommit versions", sent.get(client), [6]
+            )
+            answered = commit["error"] or "ACCEPTED"
+            for api_version in (6, None):
+                label = "default version" if api_version is None else f"v{api_version}"
+                recorder.compare(
+                    version,
+                    name,
+                    "live",
+                    f"{what} fence-check ({label})",
+                    answered,
+                    fence_check(run.tables, run.run_id, commit, api_version),
+                )
+
+
 # ---- tombstones the broker wrote -------------------------------------------------------------
 
 
@@ -525,6 +587,7 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
             {g for o in outcomes.values() for g, _ in o.offset_deletes},
         )
         run = run_job(spark, work / "dump-live", work / "tables", "live", live_ms, coordinator)
+        compare_txn_commits(recorder, version, outcomes, run, broker.request_log)
         mine = job_view(run, groups, names)
         for name, outcome in outcomes.items():
             compare_views(
