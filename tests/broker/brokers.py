@@ -67,7 +67,8 @@ log4j.logger.org.apache.zookeeper=WARN
 """
 
 # log4j2 (Kafka 4): errors to stdout as without a configuration, and the request log's lines of
-# the TxnOffsetCommit requests (their API version) to `requests.log`: which version a client sent.
+# the TxnOffsetCommit and OffsetFetch requests (version, request, response) to `requests.log`:
+# which version a client sent and how it named the topics.
 _LOG4J2 = """status = warn
 appender.stdout.type = Console
 appender.stdout.name = STDOUT
@@ -79,7 +80,7 @@ appender.requests.fileName = {requests}
 appender.requests.layout.type = PatternLayout
 appender.requests.layout.pattern = %m%n
 appender.requests.filter.api.type = RegexFilter
-appender.requests.filter.api.regex = .*"requestApiKeyName":"TXN_OFFSET_COMMIT".*
+appender.requests.filter.api.regex = .*"requestApiKeyName":"(TXN_OFFSET_COMMIT|OFFSET_FETCH)".*
 appender.requests.filter.api.onMatch = ACCEPT
 appender.requests.filter.api.onMismatch = DENY
 rootLogger.level = ERROR
@@ -321,7 +322,8 @@ class KafkaBroker:
 
     @property
     def request_log(self) -> Path:
-        """Kafka 4: the request log's TxnOffsetCommit lines (JSON after "Completed request:")."""
+        """Kafka 4: the request log's TxnOffsetCommit and OffsetFetch lines (JSON after
+        "Completed request:")."""
         return self.work_dir / "requests.log"
 
     def _jvm_options(self) -> list[str]:

@@ -20,7 +20,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import (
+    Consumer,
+    ConsumerGroupTopicPartitions,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.broker import kafka_dist
@@ -44,16 +50,20 @@ def java_classpath(source: str, jars: Path) -> str:
     return _CLASSES[source]
 
 
+def java_lines(source: str, args: list[str]) -> list[dict]:
+    """Run a program of tests/broker on Kafka 4.4's client jars; its JSON lines."""
+    classpath = java_classpath(source, kafka_dist.resolve(JAVA_ADMIN_VERSION))
+    command = ["java", "-XX:TieredStopAtLevel=1", "-cp", classpath, Path(source).stem, *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
 def java_admin(bootstrap: str, command: str, items: list[str]) -> list[dict]:
     """Run tests/broker/KafkaAdmin.java (Kafka's Java Admin client); its JSON lines."""
     if not items:
         return []
-    classpath = java_classpath("KafkaAdmin.java", kafka_dist.resolve(JAVA_ADMIN_VERSION))
-    args = ["java", "-XX:TieredStopAtLevel=1", "-cp", classpath, "KafkaAdmin", command, bootstrap]
-    args += items
-    done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return java_lines("KafkaAdmin.java", [command, bootstrap, *items])
 
 
 @dataclass
@@ -67,6 +77,11 @@ class Outcome:
     # per partition: group, member_id, member_epoch, topic, partition, error, case), compared
     # with `offsets fence-check --transactional`
     txn_commits: list[dict] = field(default_factory=list)
+    # OffsetFetch by topic id from Kafka's Java consumer (one dict per partition: group, client,
+    # topic, partition, offset (None: none), topic_id (the id it named), old_topic_id (the id of
+    # the topic deleted before), offset_while_deleted (OffsetFetch by name between the deletion
+    # and the re-creation: -1)), compared with `offsets fetch --topic-id`
+    topic_id_fetches: list[dict] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -149,6 +164,13 @@ class Driver:
                 raise TimeoutError(f"topic {name} not ready")
             time.sleep(0.1)
         return name
+
+    def topic_id(self, name: str) -> str:
+        """The topic's id in Kafka's 22-character form."""
+        from confluent_kafka import TopicCollection
+
+        described = self.admin.describe_topics(TopicCollection([name]))[name].result()
+        return str(described.topic_id)
 
     def produce(self, topic: str, partitions: int, count: int) -> None:
         producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0})
@@ -496,6 +518,46 @@ def explicit_retention(d: Driver, name: str) -> Outcome:
                 raise RuntimeError(f"OffsetCommit v2 answered error {error}")
             time.sleep(0.2)
     return Outcome([group])
+
+
+@situation("topic-recreated", min_major=4)
+def topic_recreated(d: Driver, name: str) -> Outcome:
+    """A topic deleted and re-created under its name: the offset committed before is deleted
+    with the topic (the 4.x coordinator tombstones a deleted topic's offsets stored with its id
+    or none, `onTopicsDeleted`), a commit while the topic is absent is refused, the offset
+    committed after is stored with the new id; Kafka's Java consumer fetches it by that id
+    (OffsetFetch v10, FETCH-OK). FETCH-TOPICID (an offset stored with another id) cannot be made
+    by a client: the 4.4 broker resolves every committed topic against its current metadata
+    (UNKNOWN_TOPIC_OR_PARTITION by name, UNKNOWN_TOPIC_ID by id)."""
+    topic = d.topic(f"{name}-t", 1)
+    old_id = d.topic_id(topic)
+    group = f"{name}-g"
+    consumer = d.consumer(group)
+    d.commit(consumer, {(topic, 0): 3})
+    d.admin.delete_topics([topic])[topic].result()
+    time.sleep(1.0)  # the coordinator tombstones the offsets when the metadata update reaches it
+    try:
+        d.commit(consumer, {(topic, 0): 4})
+        refused = None
+    except KafkaException as exc:
+        refused = exc.args[0].name()
+    if refused != "UNKNOWN_TOPIC_OR_PART":
+        raise RuntimeError(f"a commit for the deleted topic answered {refused}")
+    request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
+    answer = d.admin.list_consumer_group_offsets(request)[group].result().topic_partitions[0]
+    while_deleted = max(answer.offset, -1)  # librdkafka's "none" is -1001
+    d.topic(topic, 1)
+    new_id = d.topic_id(topic)
+    d.commit(consumer, {(topic, 0): 7})
+    consumer.close()
+    client = f"{name}-by-id"
+    fetched = java_lines("TopicIdFetch.java", [d.bootstrap, group, client, f"{topic}:0"])
+    fetches = [
+        {**row, "group": group, "client": client, "topic_id": new_id}
+        | {"old_topic_id": old_id, "offset_while_deleted": while_deleted}
+        for row in fetched
+    ]
+    return Outcome([group], topic_id_fetches=fetches)
 
 
 # ---- transactional offsets -------------------------------------------------------------------

@@ -18,6 +18,7 @@ Phases (one broker start, one retention wait per version):
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import re
@@ -393,15 +394,25 @@ def compare_views(
 # ---- TxnOffsetCommit answers against fence-check ---------------------------------------------
 
 
-def request_versions(request_log: Path) -> dict[str, list[int]]:
-    """client id -> the TxnOffsetCommit versions the broker's request log shows it sent."""
-    sent: dict[str, list[int]] = {}
+def logged_requests(request_log: Path, api: str) -> list[dict]:
+    """The broker's request log entries of one API (header, request, response)."""
     if not request_log.exists():
-        return sent
+        return []
+    entries = []
     for line in request_log.read_text().splitlines():
         if line.startswith("Completed request:"):
-            header = json.loads(line.split(":", 1)[1])["requestHeader"]
-            sent.setdefault(header["clientId"], []).append(header["requestApiVersion"])
+            entry = json.loads(line.split(":", 1)[1])
+            if entry["requestHeader"]["requestApiKeyName"] == api:
+                entries.append(entry)
+    return entries
+
+
+def request_versions(request_log: Path, api: str) -> dict[str, list[int]]:
+    """client id -> the versions of `api` the broker's request log shows it sent."""
+    sent: dict[str, list[int]] = {}
+    for entry in logged_requests(request_log, api):
+        header = entry["requestHeader"]
+        sent.setdefault(header["clientId"], []).append(header["requestApiVersion"])
     return sent
 
 
@@ -430,7 +441,7 @@ def compare_txn_commits(
     """Each TxnOffsetCommit partition a situation's Java producer sent: the version the broker
     logged (what fence-check is asked about), and its answer against fence-check's, with the
     version given and by default (the newest the run's coordinator speaks)."""
-    sent = request_versions(request_log)
+    sent = request_versions(request_log, "TXN_OFFSET_COMMIT")
     for name, outcome in outcomes.items():
         for commit in outcome.txn_commits:
             what = f"{commit['group']} {commit['topic']}/{commit['partition']} ({commit['case']})"
@@ -449,6 +460,83 @@ def compare_txn_commits(
                     answered,
                     fence_check(run.tables, run.run_id, commit, api_version),
                 )
+
+
+def fetch_by_topic_id(
+    tables: Path, run_id: str, group: str, topic: str, partition: int, topic_id: str
+) -> int:
+    """`offsets fetch --topic-id`: the committed offset of one partition (-1: none)."""
+    args = ["fetch", "--output", str(tables), "--run-id", run_id, "--json"]
+    args += ["--group", f"{group}:{topic}:{partition}", "--topic-id", f"{topic}={topic_id}"]
+    result = CliRunner().invoke(offsets_cli, args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)["groups"][0]["partitions"][0]["committed_offset"]
+
+
+def _uuid(kafka_id: str) -> str:
+    """Kafka's 22-character topic id in the UUID form of the tables."""
+    return str(uuid.UUID(bytes=base64.urlsafe_b64decode(kafka_id + "==")))
+
+
+def compare_topic_id_fetches(
+    recorder: Recorder,
+    version: str,
+    outcomes: dict[str, Outcome],
+    run: JobRun,
+    request_log: Path,
+) -> None:
+    """Each OffsetFetch by topic id a situation's Java consumer sent: that the broker's request
+    log shows it naming the topic by the current id (v10+), the offset it answered against
+    `offsets fetch --topic-id` with that id, and the id stored with the job's offset against it;
+    and the deleted topic's offset: none at the broker between the deletion and the re-creation,
+    and -1 from `offsets fetch` by the deleted topic's id (FETCH-TOPICID)."""
+    logged = logged_requests(request_log, "OFFSET_FETCH")
+    for name, outcome in outcomes.items():
+        for f in outcome.topic_id_fetches:
+            what = f"{f['group']} {f['topic']}/{f['partition']}"
+            named = sorted(
+                {
+                    topic.get("topicId")
+                    for entry in logged
+                    if entry["requestHeader"]["clientId"] == f["client"]
+                    and entry["requestHeader"]["requestApiVersion"] >= 10
+                    for group in entry["request"].get("groups", [])
+                    for topic in group.get("topics") or []
+                }
+            )
+            recorder.compare(
+                version,
+                name,
+                "live",
+                f"{f['client']} OffsetFetch v10+ topic ids",
+                named,
+                [f["topic_id"]],
+            )
+            answered = -1 if f["offset"] is None else f["offset"]
+            fetched = fetch_by_topic_id(
+                run.tables, run.run_id, f["group"], f["topic"], f["partition"], f["topic_id"]
+            )
+            recorder.compare(version, name, "live", f"{what} by topic id", answered, fetched)
+            stored = [
+                o["topic_id"]
+                for o in run.offsets
+                if (o["group_id"], o["topic"], o["partition"])
+                == (f["group"], f["topic"], f["partition"])
+            ]
+            recorder.compare(
+                version, name, "live", f"{what} stored topic id", [_uuid(f["topic_id"])], stored
+            )
+            old = fetch_by_topic_id(
+                run.tables, run.run_id, f["group"], f["topic"], f["partition"], f["old_topic_id"]
+            )
+            recorder.compare(
+                version,
+                name,
+                "live",
+                f"{what} deleted topic's offset (broker: by name while deleted; job: by its id)",
+                f["offset_while_deleted"],
+                old,
+            )
 
 
 # ---- tombstones the broker wrote -------------------------------------------------------------
@@ -588,6 +676,7 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         )
         run = run_job(spark, work / "dump-live", work / "tables", "live", live_ms, coordinator)
         compare_txn_commits(recorder, version, outcomes, run, broker.request_log)
+        compare_topic_id_fetches(recorder, version, outcomes, run, broker.request_log)
         mine = job_view(run, groups, names)
         for name, outcome in outcomes.items():
             compare_views(
