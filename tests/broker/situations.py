@@ -8,6 +8,7 @@ OffsetDelete requests issued after the first snapshot (the job predicts their er
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import socket
@@ -166,11 +167,14 @@ class Driver:
         return name
 
     def topic_id(self, name: str) -> str:
-        """The topic's id in Kafka's 22-character form."""
+        """The topic's id in Kafka's 22-character form (URL-safe base64; librdkafka's str() of a
+        Uuid is standard base64, with '+' and '/')."""
         from confluent_kafka import TopicCollection
 
-        described = self.admin.describe_topics(TopicCollection([name]))[name].result()
-        return str(described.topic_id)
+        topic_id = self.admin.describe_topics(TopicCollection([name]))[name].result().topic_id
+        high = topic_id.get_most_significant_bits() % 2**64
+        low = topic_id.get_least_significant_bits() % 2**64
+        return base64.urlsafe_b64encode(((high << 64) | low).to_bytes(16, "big")).decode()[:22]
 
     def produce(self, topic: str, partitions: int, count: int) -> None:
         producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0})
