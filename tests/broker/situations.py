@@ -532,7 +532,7 @@ def topic_recreated(d: Driver, name: str) -> Outcome:
     committed after is stored with the new id; Kafka's Java consumer fetches it by that id
     (OffsetFetch v10, FETCH-OK). FETCH-TOPICID (an offset stored with another id) cannot be made
     by a client: the 4.4 broker resolves every committed topic against its current metadata
-    (UNKNOWN_TOPIC_OR_PARTITION by name, UNKNOWN_TOPIC_ID by id)."""
+    (UNKNOWN_TOPIC_OR_PARTITION by name, checked here; UNKNOWN_TOPIC_ID by id, in KafkaApis)."""
     topic = d.topic(f"{name}-t", 1)
     old_id = d.topic_id(topic)
     group = f"{name}-g"
