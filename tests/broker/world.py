@@ -4,7 +4,10 @@ Phases (one broker start, one retention wait per version):
 
 1. *live*: every situation runs; the broker's answers (ListGroups, DescribeGroups,
    OffsetFetch with and without require_stable) are taken, its log segments dumped and audited
-   with ``offsets run --as-of <now>``; the two views are compared per group. *live (kafka)*:
+   with ``offsets run --as-of <now>``; the two views are compared per group, and the answers
+   to Kafka's Java clients (TxnOffsetCommit v6, OffsetFetch by topic id, their versions from
+   the 4.x broker's request log) with ``offsets fence-check`` and ``offsets fetch --topic-id``
+   on the live run's tables. *live (kafka)*:
    the same with ``--source kafka`` on the live topic (groups an open transaction holds back
    and the OffsetDeletes' groups left out).
 2. *offset-delete*: the job's ``delete_error`` of each requested partition (sent right after
@@ -391,7 +394,7 @@ def compare_views(
             check(f"offset {key[0]}/{key[1]}", seen.offsets.get(key), mine.offsets.get(key))
 
 
-# ---- TxnOffsetCommit answers against fence-check ---------------------------------------------
+# ---- Kafka's Java clients: TxnOffsetCommit v6 and OffsetFetch by topic id ---------------------
 
 
 def logged_requests(request_log: Path, api: str) -> list[dict]:
