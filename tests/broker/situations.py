@@ -524,12 +524,12 @@ def explicit_retention(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("topic-recreated", min_major=4)
+@situation("topic-recreated", min_major=4, keeps_members=True)
 def topic_recreated(d: Driver, name: str) -> Outcome:
     """A topic deleted and re-created under its name: the offset committed before is deleted
     with the topic (the 4.x coordinator tombstones a deleted topic's offsets stored with its id
-    or none, `onTopicsDeleted`), a commit while the topic is absent is refused, the offset
-    committed after is stored with the new id; Kafka's Java consumer fetches it by that id
+    or none, `onTopicsDeleted`), a commit while the topic is absent is refused, the offset a
+    member commits after is stored with the new id; Kafka's Java consumer fetches it by that id
     (OffsetFetch v10, FETCH-OK). FETCH-TOPICID (an offset stored with another id) cannot be made
     by a client: the 4.4 broker resolves every committed topic against its current metadata
     (UNKNOWN_TOPIC_OR_PARTITION by name, checked here; UNKNOWN_TOPIC_ID by id, in KafkaApis)."""
@@ -550,10 +550,14 @@ def topic_recreated(d: Driver, name: str) -> Outcome:
     request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0)])]
     answer = d.admin.list_consumer_group_offsets(request)[group].result().topic_partitions[0]
     while_deleted = max(answer.offset, -1)  # librdkafka's "none" is -1001
+    consumer.close()
     d.topic(topic, 1)
     new_id = d.topic_id(topic)
-    d.commit(consumer, {(topic, 0): 7})
-    consumer.close()
+    # a member that stays: the offset does not expire while the slower situations run
+    member = d.consumer(group, client_id=f"{name}-c")
+    d.join([member], [topic])
+    d.commit(member, {(topic, 0): 7})
+    d.keep_alive(member)
     client = f"{name}-by-id"
     fetched = java_lines("TopicIdFetch.java", [d.bootstrap, group, client, f"{topic}:0"])
     fetches = [
