@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from offsets_lib.cli.fetch import format_fetch
+from offsets_lib.cli.fetch_command import format_fetch
 
 # private fetch._as_requests: the merged requests; fetch_offsets returns only their results
 from offsets_lib.tools import fetch
