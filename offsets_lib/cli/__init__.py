@@ -7,6 +7,7 @@ imports only `app`; this module adds them to the group, so nothing imports in a 
 from __future__ import annotations
 
 from offsets_lib.cli import (
+    fence_check_command,
     fetch_command,
     generate_command,
     inspect_command,
@@ -20,7 +21,7 @@ for _command in (
     run_command.run_command,
     inspect_command.inspect_command,
     fetch_command.fetch_command,
-    fetch_command.fence_check_command,
+    fence_check_command.fence_check_command,
     lag_command.lag_command,
     generate_command.generate_command,
     prune_command.prune_command,

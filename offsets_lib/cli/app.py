@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import NoReturn, TypeVar
 
 import click
@@ -20,6 +21,22 @@ def fail(code: int, message: str) -> NoReturn:
     """One clear line on stderr, then the command's exit status."""
     click.echo(f"offsets: {message}", err=True)
     sys.exit(code)
+
+
+def iso_utc(value: datetime | None) -> str | None:
+    """A timestamp as the commands print it: ISO 8601 in UTC with a ``Z`` (naive = UTC).
+
+    Args:
+        value: a timestamp of the tables, or None.
+
+    Returns:
+        ``2023-11-14T22:13:20Z`` style text, or None for None.
+    """
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 F = TypeVar("F", bound=Callable[..., object])
