@@ -67,8 +67,14 @@ groups it has ~1.2M offset-commit keys (about 1.1-1.2M distinct keys are hit at 
 
 from __future__ import annotations
 
-from offsets_lib.tools.generate.encoding import Template, fill_column, template
-from offsets_lib.tools.generate.events import assignment, group_metadata, subscription
+from offsets_lib.tools.generate.encoding import (
+    Template,
+    assignment,
+    fill_column,
+    group_metadata,
+    subscription,
+    template,
+)
 from offsets_lib.tools.generate.model import (
     END_MS,
     KINDS,
