@@ -23,7 +23,6 @@ from offsets_lib.tools.generate.encoding import (
     with_raw_string,
 )
 from offsets_lib.tools.generate.model import (
-    ASSIGNORS,
     COMMITTING,
     HOUR_MS,
     KINDS,
@@ -37,6 +36,7 @@ from offsets_lib.tools.generate.modern_groups import (
     ShareGroupEvents,
     StreamsGroupEvents,
 )
+from offsets_lib.tools.generate.vocabulary import ASSIGNORS
 
 
 class RareRecords:

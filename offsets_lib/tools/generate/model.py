@@ -18,6 +18,14 @@ import numpy as np
 
 from offsets_lib import wire
 from offsets_lib.tools.generate.encoding import fill_column, template
+from offsets_lib.tools.generate.vocabulary import (
+    APPS,
+    DOMAINS,
+    ENTITIES,
+    METADATA,
+    NON_ASCII,
+    TEAMS,
+)
 
 END_MS = 1_700_000_000_000
 """Every dump ends here (2023-11-14T22:13:20Z), whatever the seed."""
@@ -128,68 +136,6 @@ def partition_for(group: str, partitions: int) -> int:
 
 
 # --- the model -------------------------------------------------------------------------------
-
-DOMAINS = [
-    "orders",
-    "payments",
-    "clicks",
-    "inventory",
-    "users",
-    "shipments",
-    "audit",
-    "metrics",
-    "logs",
-    "events",
-    "sessions",
-    "invoices",
-    "fraud",
-    "search",
-    "recs",
-    "billing",
-    "ledger",
-    "pricing",
-    "catalog",
-    "ads",
-]
-ENTITIES = [
-    "created",
-    "updated",
-    "deleted",
-    "events",
-    "state",
-    "changes",
-    "raw",
-    "enriched",
-    "dlq",
-    "snapshots",
-]
-APPS = [
-    "indexer",
-    "aggregator",
-    "reconciler",
-    "notifier",
-    "enricher",
-    "archiver",
-    "router",
-    "scorer",
-    "sink",
-    "loader",
-    "dedup",
-    "validator",
-    "exporter",
-    "tracker",
-]
-TEAMS = ["core", "data", "risk", "growth", "platform", "ops", "search", "ml", "finance", "edge"]
-NON_ASCII = ("-über", "-消费者", "-café", "-😀")
-METADATA = (
-    "",
-    '{"app":"{app}","v":3}',
-    "host=ip-10-0-3-17",
-    "checkpoint:{n}",
-    '{"ts":1699990000,"node":"n7"}',
-    "ünïcode-meta",
-)
-ASSIGNORS = ("range", "cooperative-sticky", "roundrobin", "sticky")
 
 
 class PyRandom:
@@ -369,34 +315,7 @@ class World:
                 t_end=self.end,
                 members=int(min(12, 1 + rng.poisson(2))),
             )
-            if kind in ("classic", "simple") and rng.random() < 0.15:
-                g.retention_ms = rng.choice((1, 3, 7, 14, 30)) * DAY_MS
-            g.old_client = kind in ("classic", "simple") and rng.random() < 0.05
-            if kind != "connect" and kind != "share" and rng.random() < p.empty_share:
-                g.t_empty = int(rng.uniform(t_start + HOUR_MS, self.end - HOUR_MS))
-                if g.t_empty > t_start:
-                    g.t_end = g.t_empty
-                    if rng.random() < 0.6:
-                        t_del = g.t_empty + int(rng.uniform(HOUR_MS, 2 * DAY_MS))
-                        if t_del < self.end:
-                            g.t_delete = t_del
-                else:
-                    g.t_empty = None
-            if len(topics) > 1 and kind != "connect" and rng.random() < p.drop_share:
-                t_drop = int(rng.uniform(t_start + HOUR_MS, g.t_end))
-                if t_drop < g.t_end - HOUR_MS:
-                    g.t_drop = t_drop
-            if kind == "consumer" and rng.random() < 0.15:
-                d = self.topic_names[topics[0]].split(".")[0].split("-")[0]
-                g.regex = f"{d}\\..*"
-            if kind == "streams" or (
-                kind == "classic" and p.txn_group_share and rng.random() < p.txn_group_share
-            ):
-                g.txn = p.txn_share > 0
-            if g.txn:
-                g.producer_id = 1000 + i * 7 + int(rng.integers(0, 7))
-                g.producer_epoch = int(rng.integers(0, 40))
-                g.pending = rng.random() < 0.25
+            self._life(rng, g)
             self.groups.append(g)
         self._ensure_deletions()
         if p.non_ascii:
@@ -404,6 +323,39 @@ class World:
             for j, g in enumerate(self.groups[: max(1, len(self.groups) // 100)]):
                 g.name = g.name + NON_ASCII[j % len(NON_ASCII)]
                 g.partition = partition_for(g.name, self.partitions)
+
+    def _life(self, rng: PyRandom, g: Group) -> None:
+        """A group's retention, client age, Empty/deletion, dropped topic, regex and
+        transactional producer (drawn in this order: the seed's bytes depend on it)."""
+        p, kind, t_start, topics = self.p, g.kind, g.t_start, g.topics
+        if kind in ("classic", "simple") and rng.random() < 0.15:
+            g.retention_ms = rng.choice((1, 3, 7, 14, 30)) * DAY_MS
+        g.old_client = kind in ("classic", "simple") and rng.random() < 0.05
+        if kind != "connect" and kind != "share" and rng.random() < p.empty_share:
+            g.t_empty = int(rng.uniform(t_start + HOUR_MS, self.end - HOUR_MS))
+            if g.t_empty > t_start:
+                g.t_end = g.t_empty
+                if rng.random() < 0.6:
+                    t_del = g.t_empty + int(rng.uniform(HOUR_MS, 2 * DAY_MS))
+                    if t_del < self.end:
+                        g.t_delete = t_del
+            else:
+                g.t_empty = None
+        if len(topics) > 1 and kind != "connect" and rng.random() < p.drop_share:
+            t_drop = int(rng.uniform(t_start + HOUR_MS, g.t_end))
+            if t_drop < g.t_end - HOUR_MS:
+                g.t_drop = t_drop
+        if kind == "consumer" and rng.random() < 0.15:
+            d = self.topic_names[topics[0]].split(".")[0].split("-")[0]
+            g.regex = f"{d}\\..*"
+        if kind == "streams" or (
+            kind == "classic" and p.txn_group_share and rng.random() < p.txn_group_share
+        ):
+            g.txn = p.txn_share > 0
+        if g.txn:
+            g.producer_id = 1000 + g.idx * 7 + int(rng.integers(0, 7))
+            g.producer_epoch = int(rng.integers(0, 40))
+            g.pending = rng.random() < 0.25
 
     def _dominant(self) -> None:
         """With a dominant share: the first classic group commits that share of the bulk offset
@@ -488,7 +440,10 @@ class World:
         ]
         pair_of_key = np.repeat(np.arange(len(pg)), width)
         self.key_bytes = fill_column(keys, pair_of_key, {"partition": self.key_part})
-        # per-group arrays for the vectorized sampler
+        self._group_arrays(rng)
+
+    def _group_arrays(self, rng: np.random.Generator) -> None:
+        """Per-group arrays for the vectorized sampler, and the offset metadata strings."""
         self.g_start = np.array([g.t_start for g in self.groups], np.int64)
         self.g_end = np.array([g.t_end for g in self.groups], np.int64)
         self.g_drop = np.array(
