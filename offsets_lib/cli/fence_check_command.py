@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -24,6 +24,9 @@ from offsets_lib.cli.app import (
     tables_options,
     tables_root,
 )
+
+if TYPE_CHECKING:
+    from offsets_lib.tools.fence_check import FenceCheck
 
 
 @click.command("fence-check", epilog="Each rule id (FEN-...) is explained in docs/rules.md.")
@@ -87,34 +90,49 @@ def fence_check_command(**kw: Any) -> None:
         )
     except ValueError as exc:
         fail(EXIT_USAGE, str(exc))
-    group, fenced = check.group, check.fenced
     if kw["as_json"]:
-        doc = {
-            "run_id": run.run_id,
-            "as_of": iso_utc(run.as_of),
-            "coordinator": str(check.coordinator),
-            "group_type": group.group_type if group else None,
-            "group_state": group.state if group else None,
-            "request": asdict(check.request),
-            **{
-                name: {"outcome": d.outcome, "rule": d.rule, "reason": d.reason}
-                for name, d in check.decisions.items()
-            },
-            "decided_by": check.deciding,
-            "fenced": fenced,
-        }
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json.dumps(check_json(check), indent=2))
     else:
-        click.echo(f"run {run.run_id} (as of {iso_utc(run.as_of)})", err=True)
-        for name, d in check.decisions.items():
-            click.echo(f"{name}: {d.outcome} ({d.rule})")
-        for name, d in check.decisions.items():
-            click.echo(f"  {name + ':':<8} {d.reason}")
-        verdict = {True: "yes", False: "no", None: "cannot tell"}[fenced]
-        click.echo(
-            f"fenced: {verdict} ({check.deciding} rule of the {check.coordinator} coordinator)"
-        )
-    if fenced is None:
+        _print_check(check)
+    if check.fenced is None:
         sys.exit(EXIT_UNDECIDED)
-    if fenced:
+    if check.fenced:
         sys.exit(EXIT_FENCED)
+
+
+def check_json(check: FenceCheck) -> dict[str, Any]:
+    """The --json document of `offsets fence-check`.
+
+    Args:
+        check: the result of `tools.fence_check.check_commit`.
+
+    Returns:
+        The run, the coordinator, the group as the tables show it, the request, both rules'
+        decisions, the rule that decides and the verdict (null: the tables cannot tell).
+    """
+    run, group = check.run, check.group
+    return {
+        "run_id": run.run_id,
+        "as_of": iso_utc(run.as_of),
+        "coordinator": str(check.coordinator),
+        "group_type": group.group_type if group else None,
+        "group_state": group.state if group else None,
+        "request": asdict(check.request),
+        **{
+            name: {"outcome": d.outcome, "rule": d.rule, "reason": d.reason}
+            for name, d in check.decisions.items()
+        },
+        "decided_by": check.deciding,
+        "fenced": check.fenced,
+    }
+
+
+def _print_check(check: FenceCheck) -> None:
+    run = check.run
+    click.echo(f"run {run.run_id} (as of {iso_utc(run.as_of)})", err=True)
+    for name, d in check.decisions.items():
+        click.echo(f"{name}: {d.outcome} ({d.rule})")
+    for name, d in check.decisions.items():
+        click.echo(f"  {name + ':':<8} {d.reason}")
+    verdict = {True: "yes", False: "no", None: "cannot tell"}[check.fenced]
+    click.echo(f"fenced: {verdict} ({check.deciding} rule of the {check.coordinator} coordinator)")

@@ -152,7 +152,7 @@ def fetch_command(
 ) -> None:
     """Committed offsets of groups, as a batched OffsetFetch (KIP-709) would return them."""
     from offsets_lib.tools.fetch import fetch_offsets
-    from offsets_lib.tools.fetch_rules import FetchRequest, parse_topic_id
+    from offsets_lib.tools.fetch_rules import FetchRequest
     from offsets_lib.tools.run_tables import NoRunError
 
     if bool(groups or group_ids) == all_groups:
@@ -162,15 +162,7 @@ def fetch_command(
         )
     if topic_ids and all_groups:
         fail(EXIT_USAGE, "--topic-id names topics of --group requests (not --all-groups)")
-    ids: dict[str, str] = {}
-    for pair in topic_ids:
-        topic, sep, text = pair.partition("=")
-        if not sep or not topic:
-            fail(EXIT_USAGE, f"--topic-id {pair!r}: expected TOPIC=ID")
-        try:
-            ids[topic] = parse_topic_id(text)
-        except ValueError as exc:
-            fail(EXIT_USAGE, f"--topic-id {pair!r}: {exc}")
+    ids = _topic_ids(topic_ids)
     root = tables_root(output, database, warehouse)
     try:
         results = fetch_offsets(
@@ -185,20 +177,49 @@ def fetch_command(
     except ValueError as exc:
         fail(EXIT_USAGE, str(exc))
     if as_json:
-        run = results[0] if results else None
-        doc = {
-            "run_id": run.run_id if run else run_id,
-            "as_of": iso_utc(run.as_of) if run else None,
-            "require_stable": require_stable,
-            "groups": [
-                {k: v for k, v in _jsonable(asdict(g)).items() if k not in ("run_id", "as_of")}
-                for g in results
-            ],
-        }
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(json.dumps(fetch_json(results, run_id, require_stable), indent=2))
         return
     if results:
         click.echo(f"run {results[0].run_id} (as of {iso_utc(results[0].as_of)})", err=True)
     click.echo(format_fetch(results))
     for line in _notes(results):
         click.echo(line, err=True)
+
+
+def _topic_ids(pairs: tuple[str, ...]) -> dict[str, str]:
+    """--topic-id TOPIC=ID options as topic -> UUID form; exit 2 with one line when bad."""
+    from offsets_lib.tools.fetch_rules import parse_topic_id
+
+    ids: dict[str, str] = {}
+    for pair in pairs:
+        topic, sep, text = pair.partition("=")
+        if not sep or not topic:
+            fail(EXIT_USAGE, f"--topic-id {pair!r}: expected TOPIC=ID")
+        try:
+            ids[topic] = parse_topic_id(text)
+        except ValueError as exc:
+            fail(EXIT_USAGE, f"--topic-id {pair!r}: {exc}")
+    return ids
+
+
+def fetch_json(results: list, run_id: str | None, require_stable: bool) -> dict[str, Any]:
+    """The --json document of `offsets fetch`.
+
+    Args:
+        results: the GroupResults of `tools.fetch.fetch_offsets`.
+        run_id: the --run-id asked for (shown when no group answered).
+        require_stable: the request's flag, echoed.
+
+    Returns:
+        The run, the flag and one object per group (timestamps as ISO 8601 UTC).
+    """
+    run = results[0] if results else None
+    return {
+        "run_id": run.run_id if run else run_id,
+        "as_of": iso_utc(run.as_of) if run else None,
+        "require_stable": require_stable,
+        "groups": [
+            {k: v for k, v in _jsonable(asdict(g)).items() if k not in ("run_id", "as_of")}
+            for g in results
+        ],
+    }

@@ -61,8 +61,31 @@ def load_groups(run: RunSnapshot, group_ids: Sequence[str] | None) -> dict[str, 
     for row in read_run_rows(run, "groups", _GROUP_COLUMNS, group_ids):
         groups.setdefault(row["group_id"], []).append(row)
     chosen = {g: choose_group_rows(rows) for g, rows in groups.items()}
+    offsets = _offset_rows(run, chosen)
+    out = {}
+    for g, (row, note) in chosen.items():
+        assert row is not None
+        out[g] = GroupSnapshot(
+            group_id=g,
+            group_type=row["group_type"],
+            state=row["state"],
+            has_pending_transactions=bool(row["has_pending_transactions"]),
+            offsets=offsets[g],
+            offsets_partition=row["offsets_partition"],
+            note=note,
+        )
+    return out
+
+
+_KEY = ["group_id", "topic", "partition", "offsets_partition"]
+
+
+def _offset_rows(
+    run: RunSnapshot, chosen: dict[str, tuple[dict[str, Any] | None, str | None]]
+) -> dict[str, dict[tuple[str, int], OffsetRow]]:
+    """The chosen groups' offsets joined with their decisions and lag, per group."""
     ids = list(chosen)
-    key = ["group_id", "topic", "partition", "offsets_partition"]
+    key = _KEY
     decisions = {
         tuple(r[k] for k in key): r
         for r in read_run_rows(run, "offset_decisions", [*key, "expires_at", "expired"], ids)
@@ -96,19 +119,7 @@ def load_groups(run: RunSnapshot, group_ids: Sequence[str] | None) -> dict[str, 
             lag=lagged.get("lag"),
             topic_id=r["topic_id"],
         )
-    out = {}
-    for g, (row, note) in chosen.items():
-        assert row is not None
-        out[g] = GroupSnapshot(
-            group_id=g,
-            group_type=row["group_type"],
-            state=row["state"],
-            has_pending_transactions=bool(row["has_pending_transactions"]),
-            offsets=offsets[g],
-            offsets_partition=row["offsets_partition"],
-            note=note,
-        )
-    return out
+    return offsets
 
 
 def _with_members(run: RunSnapshot, groups: dict[str, GroupSnapshot], requests) -> None:
