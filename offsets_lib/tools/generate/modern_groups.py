@@ -1,14 +1,12 @@
 """Records of the groups of the new coordinator: KIP-848 consumer, streams and share groups.
 
 One writer class per group kind, each a group's life in time order: its first records, then
-one step per event of `Events.timeline` (rebalance, a topic dropped), then what an Empty or
+one step per event of `EventWriter.timeline` (rebalance, a topic dropped), then what an Empty or
 deleted group leaves. The random draws happen in the same order as the model was generated
 with, so a seed gives the same bytes.
 """
 
 from __future__ import annotations
-
-from typing import TYPE_CHECKING
 
 from offsets_lib import wire
 from offsets_lib.tools.generate.encoding import (
@@ -18,9 +16,7 @@ from offsets_lib.tools.generate.encoding import (
     subscription,
 )
 from offsets_lib.tools.generate.model import HOUR_MS, Group, new_uuid
-
-if TYPE_CHECKING:
-    from offsets_lib.tools.generate.events import Events
+from offsets_lib.tools.generate.writer import EventWriter
 
 __all__ = ["ConsumerGroupEvents", "ShareGroupEvents", "StreamsGroupEvents"]
 
@@ -28,7 +24,7 @@ __all__ = ["ConsumerGroupEvents", "ShareGroupEvents", "StreamsGroupEvents"]
 class ConsumerGroupEvents:
     """A KIP-848 consumer group: records 3, 5, 6, 7, 8 and 16 (regex subscriptions)."""
 
-    def __init__(self, events: Events, g: Group) -> None:
+    def __init__(self, events: EventWriter, g: Group) -> None:
         rng, w = events.rng, events.w
         self.ev, self.g, self.add, self.part = events, g, events.rare.add, g.partition
         self.names = w.topic_names
@@ -173,7 +169,7 @@ class ConsumerGroupEvents:
 class StreamsGroupEvents:
     """A streams group (KIP-1071): records 17, 19, 20, 21, 22 and 23 (its topology)."""
 
-    def __init__(self, events: Events, g: Group) -> None:
+    def __init__(self, events: EventWriter, g: Group) -> None:
         rng, w = events.rng, events.w
         self.ev, self.g, self.add, self.part = events, g, events.rare.add, g.partition
         self.epoch = int(rng.integers(1, 30)) if g.t_start < w.start + HOUR_MS else 1
@@ -297,7 +293,7 @@ class StreamsGroupEvents:
 class ShareGroupEvents:
     """A share group (KIP-932): records 10 to 15 (no Empty state or deletion is written)."""
 
-    def __init__(self, events: Events, g: Group) -> None:
+    def __init__(self, events: EventWriter, g: Group) -> None:
         self.ev, self.g, self.add, self.part = events, g, events.rare.add, g.partition
         self.epoch = int(events.rng.integers(1, 30))
         self.members = [events.member_id(g, n) for n in range(g.members)]
