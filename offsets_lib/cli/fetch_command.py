@@ -54,6 +54,15 @@ def _cell(value: Any) -> str:
 
 
 def render_table(rows: list[list[str]], header: list[str]) -> str:
+    """Columns padded to their widest cell, two spaces apart, as Kafka's tools print.
+
+    Args:
+        rows: the cells, one list per row.
+        header: the column names.
+
+    Returns:
+        The table's lines joined, trailing spaces removed.
+    """
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines = [header, *rows]
     return "\n".join(
@@ -62,7 +71,14 @@ def render_table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def format_fetch(results) -> str:
-    """kafka-consumer-groups --describe style table; ERROR column only when some row has one."""
+    """kafka-consumer-groups --describe style table; ERROR column only when some row has one.
+
+    Args:
+        results: the GroupResults of `tools.fetch.fetch_offsets`.
+
+    Returns:
+        The table; a group without partitions or with a group-level error is one row of dashes.
+    """
     rows: list[list[str]] = []
     errors: list[str] = []
     for g in results:

@@ -299,10 +299,16 @@ def find_assignment(
 ) -> tuple[str, PartitionEpoch | None, str]:
     """Look the partition up among assigned partitions, else partitions pending revocation.
 
-    ``topic`` matches an entry's topic name or topic id; ``topic_ids`` are further ids known
-    for that name (e.g. from OffsetCommit v4+ values). Returns (FOUND|NOT_FOUND|UNKNOWN, the
-    entry, why); UNKNOWN when the tables cannot tell (assignment unknown, entries with the same
-    partition whose topic name is unknown, or a streams group, whose entries are tasks).
+    Args:
+        member: the member whose assignment is searched.
+        topic: the committed topic, matched against an entry's topic name or topic id.
+        topic_ids: further ids known for that name (from OffsetCommit v4+ values).
+        group_type: the group's type; a streams group's entries are tasks, not partitions.
+
+    Returns:
+        (FOUND, NOT_FOUND or UNKNOWN, the entry or None, why). UNKNOWN when the tables cannot
+        tell: assignment unknown, entries with the same partition whose topic name is unknown,
+        or a streams group.
     """
     if group_type == STREAMS:
         return UNKNOWN, None, "streams assignments are tasks; the task -> topic map is not stored"
@@ -445,7 +451,15 @@ def _decide(group: FencingGroup | None, req: CommitRequest, modern_rows: tuple[R
 
 
 def decide_strict(group: FencingGroup | None, req: CommitRequest) -> Decision:
-    """Strict rule (Kafka 3.7 - 4.2): the client's member epoch must equal the broker's."""
+    """Strict rule (Kafka 3.7 - 4.2): the client's member epoch must equal the broker's.
+
+    Args:
+        group: the group at as_of; None when absent or Dead.
+        req: the commit.
+
+    Returns:
+        The first row of the chain that matches, then FEN-G5's size check if it was accepted.
+    """
     return _decide(group, req, STRICT_ROWS)
 
 
@@ -453,6 +467,13 @@ def decide_relaxed(group: FencingGroup | None, req: CommitRequest) -> Decision:
     """Relaxed rule (KIP-1251 / KAFKA-19779): assignment epoch <= epoch <= broker epoch.
 
     Classic-protocol members of consumer groups keep the strict check (semantics.md 11.9).
+
+    Args:
+        group: the group at as_of; None when absent or Dead.
+        req: the commit.
+
+    Returns:
+        The first row of the chain that matches, then FEN-G5's size check if it was accepted.
     """
     member = group.member(req.member_id) if group is not None else None
     if member is not None and member.uses_classic_protocol:

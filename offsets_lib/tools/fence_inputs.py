@@ -38,7 +38,15 @@ TxnOffsetCommitRequest.json in kafka-clients 2.0, 2.3, 3.9 and 4.4.0)."""
 
 
 def newest_version(coordinator: Coordinator, *, transactional: bool) -> int:
-    """The newest OffsetCommit (or TxnOffsetCommit) version `coordinator` answers."""
+    """The newest OffsetCommit (or TxnOffsetCommit) version a coordinator answers.
+
+    Args:
+        coordinator: the coordinator.
+        transactional: TxnOffsetCommit instead of OffsetCommit.
+
+    Returns:
+        The version (`NEWEST_VERSIONS`).
+    """
     return NEWEST_VERSIONS[coordinator][1 if transactional else 0]
 
 
@@ -111,6 +119,7 @@ class FencingGroup:
     topic_ids: dict[str, frozenset[str]] = field(default_factory=dict)  # name -> known ids
 
     def member(self, member_id: str) -> FencingMember | None:
+        """The member with this id, or None when the group has none."""
         return next((m for m in self.members if m.member_id == member_id), None)
 
 
@@ -126,8 +135,14 @@ class Decision:
 
 
 def is_fenced(decision: Decision) -> bool | None:
-    """True when the broker answers the commit with an error, False when it accepts it, None
-    when the tables cannot tell (UNDECIDED)."""
+    """Whether the broker answers the commit with an error.
+
+    Args:
+        decision: a decision of `fence.decide_strict` or `fence.decide_relaxed`.
+
+    Returns:
+        True: an error; False: accepted; None: the tables cannot tell (UNDECIDED).
+    """
     if decision.outcome == UNDECIDED:
         return None
     return not decision.accepted

@@ -265,8 +265,17 @@ def decide_partition(
     require_stable: bool,
     topic_id: str | None = None,
 ) -> PartitionResult:
-    """The first partition row that applies; `topic_id`: the id the request names the topic by
-    (None: by name)."""
+    """The first partition row that applies (FETCH-UNSTABLE, -NONE, -TOPICID, -OK).
+
+    Args:
+        group: the group (not absent, not Dead).
+        topic, partition: the requested partition.
+        require_stable: the request's RequireStable flag.
+        topic_id: the id the request names the topic by (v10+); None for by name.
+
+    Returns:
+        The partition's answer, with the rule that decided it.
+    """
     row = group.offsets.get((topic, partition))
     for rule in PARTITION_ROWS:
         result = rule(row, group, topic, partition, require_stable, topic_id)
@@ -278,7 +287,17 @@ def decide_partition(
 def decide_group(
     request: FetchRequest, group: GroupSnapshot | None, *, require_stable: bool = False
 ) -> GroupResult:
-    """One group of a batched OffsetFetch, rows evaluated top to bottom (semantics.md 7)."""
+    """One group of a batched OffsetFetch, rows evaluated top to bottom (semantics.md 7).
+
+    Args:
+        request: the group's part of the request.
+        group: the group as the run saw it; None when absent.
+        require_stable: the request's RequireStable flag.
+
+    Returns:
+        The group-level answer (FETCH-NULLID, -NOGROUP, -MEMBER), else every requested
+        partition's (all partitions with a committed offset when the request names no topic).
+    """
     decided = fetch_nullid(request) or fetch_nogroup(request, group)
     if decided is not None:
         return decided
@@ -324,6 +343,16 @@ def parse_group_spec(
 
     Topic names cannot contain ':', group ids can: a spec that is itself a known group id is
     that group; otherwise the topic and partitions are split off from the right.
+
+    Args:
+        spec: the --group value.
+        known_groups: group ids the run has (a spec equal to one is taken whole).
+
+    Returns:
+        (group, topic or None, partitions or None).
+
+    Raises:
+        ValueError: a spec ending in ':' (one line).
     """
     if spec in set(known_groups):
         return spec, None, None
@@ -340,9 +369,17 @@ def parse_group_spec(
 
 
 def parse_topic_id(text: str) -> str:
-    """A topic id as Kafka prints it (22 characters of URL-safe base64, e.g. in
-    `kafka-topics --describe`) or as a UUID -> the UUID form the tables store. ValueError with
-    one line otherwise."""
+    """A topic id as Kafka prints it or as a UUID -> the UUID form the tables store.
+
+    Args:
+        text: 22 characters of URL-safe base64 (as `kafka-topics --describe` prints it) or a UUID.
+
+    Returns:
+        The UUID's canonical text.
+
+    Raises:
+        ValueError: neither form (one line).
+    """
     try:
         return str(uuid.UUID(text))
     except ValueError:
@@ -355,7 +392,14 @@ def parse_topic_id(text: str) -> str:
 
 
 def merge_requests(specs: Sequence[tuple[str, str | None, tuple[int, ...] | None]]):
-    """Several --group options for one group are one request (all topics wins)."""
+    """Several --group options for one group are one request (all topics wins).
+
+    Args:
+        specs: (group, topic or None, partitions or None) per option (`parse_group_spec`).
+
+    Returns:
+        One FetchRequest per group, in the order the groups first appear.
+    """
     merged: dict[str, dict[str, set[int] | None] | None] = {}
     for group, topic, parts in specs:
         if topic is None:

@@ -121,7 +121,14 @@ class GenerateError(ValueError):
 
 
 def java_hash(s: str) -> int:
-    """Java's String.hashCode(): 31-polynomial over UTF-16 code units, 32-bit signed wrap."""
+    """Java's String.hashCode(): 31-polynomial over UTF-16 code units, 32-bit signed wrap.
+
+    Args:
+        s: the string.
+
+    Returns:
+        The signed 32-bit hash.
+    """
     data = s.encode("utf-16-be")
     h = 0
     for i in range(0, len(data), 2):
@@ -130,7 +137,15 @@ def java_hash(s: str) -> int:
 
 
 def partition_for(group: str, partitions: int) -> int:
-    """`abs(hashCode) % partitions`, with abs(Integer.MIN_VALUE) taken as 0 (Kafka's Utils.abs)."""
+    """`abs(hashCode) % partitions`, with abs(Integer.MIN_VALUE) taken as 0 (Kafka's Utils.abs).
+
+    Args:
+        group: the group id.
+        partitions: partitions of __consumer_offsets.
+
+    Returns:
+        The group's offsets partition, as the broker computes it.
+    """
     h = java_hash(group)
     return 0 if h == -(1 << 31) else abs(h) % partitions
 
@@ -179,6 +194,14 @@ class PyRandom:
 
 
 def new_uuid(rng: PyRandom | np.random.Generator) -> uuid.UUID:
+    """A version-4 UUID from the seeded stream (never `uuid.uuid4`: same seed, same ids).
+
+    Args:
+        rng: the random stream.
+
+    Returns:
+        The UUID.
+    """
     b = bytearray(rng.bytes(16))
     b[6] = (b[6] & 0x0F) | 0x40
     b[8] = (b[8] & 0x3F) | 0x80
@@ -186,6 +209,14 @@ def new_uuid(rng: PyRandom | np.random.Generator) -> uuid.UUID:
 
 
 def kafka_id(u: uuid.UUID) -> str:
+    """A UUID as Kafka prints it: 22 characters of URL-safe base64, no padding.
+
+    Args:
+        u: the UUID.
+
+    Returns:
+        The text.
+    """
     return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
 
 
@@ -471,7 +502,15 @@ class World:
         self.topic_id_bytes = np.frombuffer(ids, np.uint8).reshape(-1, 16)
 
     def sample_keys(self, rng: np.random.Generator, ts: np.ndarray) -> np.ndarray:
-        """Key index per commit: a group alive at `ts` by weight, then one of its keys."""
+        """Key index per commit: a group alive at `ts` by weight, then one of its keys.
+
+        Args:
+            rng: the chunk's random stream.
+            ts: each commit's timestamp (epoch ms).
+
+        Returns:
+            An offset key index per commit.
+        """
         n = len(ts)
         grp = np.searchsorted(self.commit_cdf, rng.random(n), side="right")
         for _ in range(4):

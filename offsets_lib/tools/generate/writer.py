@@ -30,6 +30,15 @@ class RareRecords:
         pid: int = -1,
         pepoch: int = -1,
     ) -> None:
+        """Append one record; `seq` keeps the writing order among records of the same time.
+
+        Args:
+            ts: the record's timestamp (epoch ms).
+            partition: its offsets partition.
+            key, value: its bytes (value None: a tombstone).
+            label: its record type for the report (``t2``, ``corrupt``, ...).
+            pid, pepoch: producer id and epoch (-1: not transactional).
+        """
         self.rows.append((ts, self.seq, partition, key, value, pid, pepoch, label))
         self.seq += 1
 
@@ -47,6 +56,15 @@ class EventWriter:
         self.keys: dict[tuple, bytes] = {}
 
     def key(self, record_type: int, **fields: object) -> bytes:
+        """A record key written once per content (keys repeat at every rebalance).
+
+        Args:
+            record_type: the key's record type.
+            fields: the key's fields.
+
+        Returns:
+            The key's bytes.
+        """
         memo = (record_type, *fields.values())
         if memo not in self.keys:
             self.keys[memo] = wire.encode_key(record_type, fields)
@@ -97,20 +115,49 @@ class EventWriter:
         return events
 
     def member_id(self, g: Group, n: int) -> str:
+        """A new member id: Kafka's 22-character form for the new coordinator's groups, else
+        ``<client id>-<uuid>`` as the classic coordinator makes them.
+
+        Args:
+            g: the group.
+            n: the member's index (its client id).
+
+        Returns:
+            The member id.
+        """
         u = new_uuid(self.rng)
         if g.kind in ("consumer", "share", "streams"):
             return kafka_id(u)
         return f"{self.client_id(g, n)}-{u}"
 
     def client_id(self, g: Group, n: int) -> str:
+        """The client id of a group's n-th member.
+
+        Args:
+            g: the group.
+            n: the member's index.
+
+        Returns:
+            The client id.
+        """
         return f"{g.name[:24]}-{n}" if g.kind != "connect" else f"connect-{n}"
 
     def host(self) -> str:
+        """A random ``/10.a.b.c`` client host."""
         r = self.rng.integers
         a, b, c = r(0, 255), r(0, 255), r(0, 255)
         return f"/10.{a}.{b}.{c}"
 
     def topics_at(self, g: Group, at: int) -> list[int]:
+        """The group's topics at a time: its last topic leaves the subscription at `t_drop`.
+
+        Args:
+            g: the group.
+            at: the time (epoch ms).
+
+        Returns:
+            The topic indexes.
+        """
         return g.topics[:-1] if g.t_drop is not None and at >= g.t_drop else g.topics
 
     def assign(self, g: Group, topics: list[int], n_members: int) -> list[list[tuple[int, list]]]:
@@ -132,4 +179,10 @@ class EventWriter:
             self.tombstone_keys += 1
 
     def delete_offsets(self, g: Group, ts: int) -> None:
+        """Tombstones of every offset key of a group that is deleted.
+
+        Args:
+            g: the group.
+            ts: the deletion's time (epoch ms).
+        """
         self._offset_tombstones(g, ts, range(g.key_start, g.key_start + g.key_count))
