@@ -9,13 +9,14 @@ with, so a seed gives the same bytes.
 from __future__ import annotations
 
 from offsets_lib import wire
+from offsets_lib.tools.generate.draws import new_uuid
 from offsets_lib.tools.generate.encoding import (
     MEMBER_EPOCHS,
     Template,
     epochs_template,
     subscription,
 )
-from offsets_lib.tools.generate.model import HOUR_MS, Group, new_uuid
+from offsets_lib.tools.generate.model import HOUR_MS, Group
 from offsets_lib.tools.generate.writer import EventWriter
 
 __all__ = ["ConsumerGroupEvents", "ShareGroupEvents", "StreamsGroupEvents"]

@@ -7,8 +7,9 @@ stream, memoized keys and values, a group's timeline, member ids and assignments
 from __future__ import annotations
 
 from offsets_lib import wire
+from offsets_lib.tools.generate.draws import kafka_id, new_uuid
 from offsets_lib.tools.generate.encoding import MEMBER_EPOCHS, Template, epochs_template
-from offsets_lib.tools.generate.model import Group, World, kafka_id, new_uuid
+from offsets_lib.tools.generate.model import Group, World
 
 __all__ = ["EventWriter", "RareRecords"]
 
