@@ -6,17 +6,25 @@ imports only `app`; this module adds them to the group, so nothing imports in a 
 
 from __future__ import annotations
 
-from offsets_lib.cli import fetch, generate, inspect_command, lag, prune, run
+from offsets_lib.cli import (
+    fence_check_command,
+    fetch_command,
+    generate_command,
+    inspect_command,
+    lag_command,
+    prune_command,
+    run_command,
+)
 from offsets_lib.cli.app import main
 
 for _command in (
-    run.run_command,
+    run_command.run_command,
     inspect_command.inspect_command,
-    fetch.fetch_command,
-    fetch.fence_check_command,
-    lag.lag_command,
-    generate.generate_command,
-    prune.prune_command,
+    fetch_command.fetch_command,
+    fence_check_command.fence_check_command,
+    lag_command.lag_command,
+    generate_command.generate_command,
+    prune_command.prune_command,
 ):
     main.add_command(_command)
 

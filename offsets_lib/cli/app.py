@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import NoReturn, TypeVar
 
 import click
@@ -17,9 +18,30 @@ EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report it: 128 + 2
 
 
 def fail(code: int, message: str) -> NoReturn:
-    """One clear line on stderr, then the command's exit status."""
+    """One clear line on stderr, then the command's exit status.
+
+    Args:
+        code: the exit status (`EXIT_USAGE`, `EXIT_INPUT`, ...).
+        message: the line, without the ``offsets:`` prefix.
+    """
     click.echo(f"offsets: {message}", err=True)
     sys.exit(code)
+
+
+def iso_utc(value: datetime | None) -> str | None:
+    """A timestamp as the commands print it: ISO 8601 in UTC with a ``Z`` (naive = UTC).
+
+    Args:
+        value: a timestamp of the tables, or None.
+
+    Returns:
+        ``2023-11-14T22:13:20Z`` style text, or None for None.
+    """
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -27,7 +49,14 @@ F = TypeVar("F", bound=Callable[..., object])
 
 def tables_options(command: F) -> F:
     """--output PATH or --database NAME [--warehouse DIR]: where a reading command finds the
-    tables of `offsets run` (same names as run's options)."""
+    tables of `offsets run` (same names as run's options).
+
+    Args:
+        command: the click command to decorate.
+
+    Returns:
+        The command with the three options.
+    """
     options = [
         click.option("--output", help="Root folder (or URI) of the Delta tables."),
         click.option(
@@ -45,9 +74,20 @@ def tables_options(command: F) -> F:
 
 
 def tables_root(output: str | None, database: str | None, warehouse: str | None) -> str:
-    """The folder the reading commands read: --output, or the database's tables' from the
-    catalog (a Spark session is started only for a database, and stopped once it answered:
-    the tables are read without it). Fails with exit 2 or 3."""
+    """The folder the reading commands read.
+
+    A Spark session is started only for a database, and stopped once the catalog answered: the
+    tables are read without it.
+
+    Args:
+        output: --output, or None.
+        database: --database, or None.
+        warehouse: --warehouse (a local session's catalog folder), or None.
+
+    Returns:
+        --output, or the folder of the database's tables from the catalog; exits 2 (bad usage)
+        or 3 (no tables in the database).
+    """
     from offsets_lib.io.catalog import NoTablesInDatabase, resolve_tables_root
     from offsets_lib.job import session
 

@@ -138,10 +138,17 @@ def _spilled_mb(spark, after_stage: int) -> dict[str, float]:
 
 
 def measure(work: Callable[[], dict[str, float] | None], spark=None) -> dict[str, Any]:
-    """Wall seconds, own CPU seconds, other processes' CPU seconds (and whether the machine was
-    busy), peak RSS of the driver, the JVM and the largest Python worker, the seconds per
-    stage that `work` returns (the pipeline's stage log), if any, and given the session, what
-    its stages spilled."""
+    """Run `work` and measure it.
+
+    Args:
+        work: the measured work; it may return its seconds per stage (the pipeline's stage log).
+        spark: the session, to read what its stages spilled.
+
+    Returns:
+        Wall seconds, own and other processes' CPU seconds (and whether the machine was busy),
+        peak RSS of the driver, the JVM and the largest Python worker, the seconds per stage
+        and, given the session, the spill.
+    """
     last_stage = max((s.stageId() for s in _spark_stages(spark)), default=-1) if spark else -1
     before_busy = _machine_busy_seconds()
     started = time.perf_counter()
@@ -167,7 +174,13 @@ def measure(work: Callable[[], dict[str, float] | None], spark=None) -> dict[str
 
 
 def baseline(spark, dump: str, out: str) -> None:
-    """The practical limit: latest record per raw key bytes (log-cleaner rule), then write."""
+    """The practical limit: latest record per raw key bytes (log-cleaner rule), then write.
+
+    Args:
+        spark: the session.
+        dump: the dump's folder.
+        out: where the baseline writes its table.
+    """
     from pyspark.sql import functions as F
 
     raw = spark.read.parquet(dump)
@@ -186,8 +199,19 @@ TASK_SKEW = "largest_over_mean_task"
 def pipeline_run(
     spark, dump: str, out: str, run_id: str, delta_writer: str = "delta-rs"
 ) -> dict[str, float]:
-    """The full `offsets run` on the dump; returns its seconds per stage, and the input records
-    of its largest audit task (LARGEST_TASK) and how it compares with the average (TASK_SKEW)."""
+    """The full `offsets run` on the dump.
+
+    Args:
+        spark: the session.
+        dump: the dump's folder.
+        out: the tables' folder.
+        run_id: the run's id.
+        delta_writer: ``delta-rs`` or ``spark``.
+
+    Returns:
+        Its seconds per stage, and the input records of its largest audit task (LARGEST_TASK)
+        and how it compares with the average (TASK_SKEW).
+    """
     from offsets_lib.io.sources.parquet import read_parquet_dump
     from offsets_lib.job.run import RunOptions, execute
 
@@ -207,8 +231,17 @@ def pipeline_run(
 
 
 def ensure_dump(root: Path, records: int, dominant_share: float = 0.0) -> str:
-    """The bench dump of `records` (generated once, in a child process: the generator's memory
-    must not count as the driver's in the measurements that follow)."""
+    """The bench dump of `records`, generated once, in a child process (the generator's memory
+    must not count as the driver's in the measurements that follow).
+
+    Args:
+        root: the folder of the bench's dumps.
+        records: the dump's size.
+        dominant_share: share of the commits written by one group.
+
+    Returns:
+        The dump's folder.
+    """
     path = root / (f"dump-{records}" + (f"-dominant-{dominant_share}" if dominant_share else ""))
     if not (path / "_generate.json").exists():
         print(f"generating {records:,} records into {path} ...", flush=True)
@@ -249,7 +282,15 @@ def _earlier_runs(path: Path) -> list[dict[str, Any]]:
 
 def target_lines(results: list[dict[str, Any]], earlier: list[dict[str, Any]]) -> list[str]:
     """The bench's targets (speed against the baseline, skew, memory), each with the figure it is
-    judged on and whether it holds."""
+    judged on and whether it holds.
+
+    Args:
+        results: this sitting's measurements.
+        earlier: an earlier sitting's, to compare with.
+
+    Returns:
+        One line per target.
+    """
     by_size = {
         (r["records"], r.get("dominant_group_share", 0.0)): r
         for r in [*earlier, *results]

@@ -1,16 +1,17 @@
 """Offset-commit fencing (semantics.md section 8): one named decision function per FEN row.
 
-Pure functions, no I/O: the inputs are small frozen dataclasses that `cli_fetch.py` builds from
-the `groups` and `members` tables. Each ``fen_*`` function returns a :class:`Decision` when its
-row is the first one that matches (rows are evaluated top to bottom, as the tables list them)
-and ``None`` otherwise. :func:`decide_strict` chains the rows of the strict rule (3.7 - 4.2:
-client epoch == broker epoch) and :func:`decide_relaxed` those of the relaxed rule
-(KAFKA-19779 / KIP-1251: assignment epoch <= client epoch <= broker epoch, per partition).
+Pure functions, no I/O: the inputs are small frozen dataclasses (`tools.fence_inputs`) that
+`tools.fence_check` builds from the `groups` and `members` tables. Each ``fen_*`` function
+returns a `Decision` when its row is the first one that matches (rows are evaluated top to
+bottom, as the tables list them) and ``None`` otherwise. :func:`decide_strict` chains the rows
+of the strict rule (3.7 - 4.2: client epoch == broker epoch) and :func:`decide_relaxed` those of
+the relaxed rule (KAFKA-19779 / KIP-1251: assignment epoch <= client epoch <= broker epoch, per
+partition).
 
 Versions matter where the broker answers the same check with different errors: FEN-G2 (an absent
 group, OffsetCommit v9+) and FEN-G3T / the stale-epoch rows (TxnOffsetCommit v6+, Kafka 4.4.0,
 KIP-1319). A request without a version is the newest the new coordinator speaks
-(:data:`NEWEST_VERSIONS`).
+(`fence_inputs.NEWEST_VERSIONS`).
 
 What the log cannot tell is said, never guessed: the result is then ``UNDECIDED`` with the
 reason (e.g. a streams group's task -> topic mapping, an assignment whose topic names are
@@ -21,138 +22,26 @@ unknown). Classic groups read from the log are Empty or Stable only, so FEN-C8
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 
-from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.tools.fence_inputs import (
+    ACCEPTED,
+    UNDECIDED,
+    CommitRequest,
+    Decision,
+    FencingGroup,
+    FencingMember,
+    PartitionEpoch,
+)
 
 __all__ = [
-    "ACCEPTED",
     "METADATA_MAX_BYTES",
-    "NEWEST_VERSIONS",
-    "UNDECIDED",
-    "CommitRequest",
-    "Decision",
-    "FencingGroup",
-    "FencingMember",
-    "PartitionEpoch",
     "decide_relaxed",
     "decide_strict",
     "find_assignment",
-    "is_fenced",
-    "newest_version",
 ]
 
-ACCEPTED = "ACCEPTED"
-UNDECIDED = "UNDECIDED"
 METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes default
 CLASSIC, CONSUMER, STREAMS, SHARE = "classic", "consumer", "streams", "share"
-TXN_GROUP_ID_NOT_FOUND_VERSION = 6  # TxnOffsetCommit v6+ (4.4.0): FEN-G3T, stale epochs as such
-
-NEWEST_VERSIONS: dict[Coordinator, tuple[int, int]] = {
-    Coordinator.NEW: (10, 6),  # Kafka 4.4.0
-    Coordinator.CLASSIC_2_4: (8, 4),  # 3.9; its v9 (KIP-848) is the new coordinator's
-    Coordinator.CLASSIC_2_1: (7, 2),  # 2.3
-    Coordinator.PRE_2_1: (4, 1),  # 2.0
-}
-"""(OffsetCommit, TxnOffsetCommit): the newest request versions each coordinator answers, as
-its newest release does (the `validVersions` of OffsetCommitRequest.json and
-TxnOffsetCommitRequest.json in kafka-clients 2.0, 2.3, 3.9 and 4.4.0)."""
-
-
-def newest_version(coordinator: Coordinator, *, transactional: bool) -> int:
-    """The newest OffsetCommit (or TxnOffsetCommit) version `coordinator` answers."""
-    return NEWEST_VERSIONS[coordinator][1 if transactional else 0]
-
-
-@dataclass(frozen=True)
-class CommitRequest:
-    """One OffsetCommit (or TxnOffsetCommit) for one partition, as a client would send it.
-
-    ``member_epoch`` is the generation id for classic groups. ``member_id`` "" means none.
-    ``api_version`` is the request's version: OffsetCommit, or TxnOffsetCommit when
-    ``transactional``; None = the newest the new coordinator speaks (:func:`newest_version`).
-    ``metadata_length`` is the committed metadata's length in Java ``String.length()`` units.
-    """
-
-    group_id: str
-    member_id: str
-    member_epoch: int
-    topic: str
-    partition: int
-    transactional: bool = False
-    instance_id: str | None = None
-    api_version: int | None = None
-    metadata_length: int = 0
-
-    @property
-    def version(self) -> int:
-        """The request's version, the newest the new coordinator speaks when not given."""
-        if self.api_version is not None:
-            return self.api_version
-        return newest_version(Coordinator.NEW, transactional=self.transactional)
-
-    @property
-    def reports_group_id_not_found(self) -> bool:
-        """An absent group or a stale epoch is said as such (GROUP_ID_NOT_FOUND,
-        STALE_MEMBER_EPOCH): OffsetCommit v9+, TxnOffsetCommit v6+ (KIP-1319); older versions
-        get ILLEGAL_GENERATION."""
-        if self.transactional:
-            return self.version >= TXN_GROUP_ID_NOT_FOUND_VERSION
-        return self.version >= 9
-
-
-@dataclass(frozen=True)
-class PartitionEpoch:
-    """One assigned (or pending-revocation) partition of a member (members table struct)."""
-
-    topic: str | None
-    topic_id: str | None
-    partition: int
-    assignment_epoch: int | None
-
-
-@dataclass(frozen=True)
-class FencingMember:
-    member_id: str
-    member_epoch: int | None
-    instance_id: str | None = None
-    uses_classic_protocol: bool = False  # a classic-protocol member inside a consumer group
-    assigned: tuple[PartitionEpoch, ...] | None = ()  # None = unknown (unparsable assignment)
-    pending_revocation: tuple[PartitionEpoch, ...] = ()
-
-
-@dataclass(frozen=True)
-class FencingGroup:
-    """A group that exists at as_of (never Dead: a Dead group is absent, pass ``None``)."""
-
-    group_id: str
-    group_type: str
-    state: str
-    generation: int | None
-    members: tuple[FencingMember, ...] = ()
-    topic_ids: dict[str, frozenset[str]] = field(default_factory=dict)  # name -> known ids
-
-    def member(self, member_id: str) -> FencingMember | None:
-        return next((m for m in self.members if m.member_id == member_id), None)
-
-
-@dataclass(frozen=True)
-class Decision:
-    outcome: str  # ACCEPTED, UNDECIDED or Kafka's error name
-    rule: str  # FEN row id
-    reason: str
-
-    @property
-    def accepted(self) -> bool:
-        return self.outcome == ACCEPTED
-
-
-def is_fenced(decision: Decision) -> bool | None:
-    """True when the broker answers the commit with an error, False when it accepts it, None
-    when the tables cannot tell (UNDECIDED)."""
-    if decision.outcome == UNDECIDED:
-        return None
-    return not decision.accepted
 
 
 Row = Callable[[FencingGroup | None, CommitRequest], Decision | None]
@@ -410,10 +299,16 @@ def find_assignment(
 ) -> tuple[str, PartitionEpoch | None, str]:
     """Look the partition up among assigned partitions, else partitions pending revocation.
 
-    ``topic`` matches an entry's topic name or topic id; ``topic_ids`` are further ids known
-    for that name (e.g. from OffsetCommit v4+ values). Returns (FOUND|NOT_FOUND|UNKNOWN, the
-    entry, why); UNKNOWN when the tables cannot tell (assignment unknown, entries with the same
-    partition whose topic name is unknown, or a streams group, whose entries are tasks).
+    Args:
+        member: the member whose assignment is searched.
+        topic: the committed topic, matched against an entry's topic name or topic id.
+        topic_ids: further ids known for that name (from OffsetCommit v4+ values).
+        group_type: the group's type; a streams group's entries are tasks, not partitions.
+
+    Returns:
+        (FOUND, NOT_FOUND or UNKNOWN, the entry or None, why). UNKNOWN when the tables cannot
+        tell: assignment unknown, entries with the same partition whose topic name is unknown,
+        or a streams group.
     """
     if group_type == STREAMS:
         return UNKNOWN, None, "streams assignments are tasks; the task -> topic map is not stored"
@@ -556,7 +451,15 @@ def _decide(group: FencingGroup | None, req: CommitRequest, modern_rows: tuple[R
 
 
 def decide_strict(group: FencingGroup | None, req: CommitRequest) -> Decision:
-    """Strict rule (Kafka 3.7 - 4.2): the client's member epoch must equal the broker's."""
+    """Strict rule (Kafka 3.7 - 4.2): the client's member epoch must equal the broker's.
+
+    Args:
+        group: the group at as_of; None when absent or Dead.
+        req: the commit.
+
+    Returns:
+        The first row of the chain that matches, then FEN-G5's size check if it was accepted.
+    """
     return _decide(group, req, STRICT_ROWS)
 
 
@@ -564,6 +467,13 @@ def decide_relaxed(group: FencingGroup | None, req: CommitRequest) -> Decision:
     """Relaxed rule (KIP-1251 / KAFKA-19779): assignment epoch <= epoch <= broker epoch.
 
     Classic-protocol members of consumer groups keep the strict check (semantics.md 11.9).
+
+    Args:
+        group: the group at as_of; None when absent or Dead.
+        req: the commit.
+
+    Returns:
+        The first row of the chain that matches, then FEN-G5's size check if it was accepted.
     """
     member = group.member(req.member_id) if group is not None else None
     if member is not None and member.uses_classic_protocol:

@@ -4,12 +4,8 @@ An operator's quick look, so no Spark and no JVM: the Parquet dump (files, folde
 Spark's Kafka-source schema, ../shared/spec/contract.md "Inputs") is streamed with
 `pyarrow.dataset` and every record goes through the project's codec (`offsets_lib.wire`).
 
-Order (records.md section 11, item 1: by partition, then offset). Memory stays bounded by one
-file, not by the dump: each Parquet file is checked with its `partition`/`offset` columns only;
-a file already in order (what Spark's Kafka source and log-segment readers write) is streamed
-batch by batch, a file out of order is sorted in memory on its own, and the files are then
-merged lazily (`heapq.merge`, one batch per file in flight). The `topic` column is not part of
-the sort key: a dump holds one topic. Duplicate (partition, offset) pairs are all printed.
+Order (records.md section 11, item 1: by partition, then offset), read by `tools.dump_reader`
+with memory bounded by one file. Duplicate (partition, offset) pairs are all printed.
 
 Text format, one line per record (`format_line`):
 
@@ -45,223 +41,22 @@ Text format, one line per record (`format_line`):
 
 from __future__ import annotations
 
-import glob
-import heapq
 import json
-import os
 import re
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
-
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.dataset as ds
+from typing import Any
 
 from offsets_lib import wire
-from offsets_lib.io import storage
-from offsets_lib.io.sources import InputNotReadable
+from offsets_lib.tools.dump_reader import BATCH_SIZE, RawRecord, fragments, read_records
 from offsets_lib.wire.layouts import Field, Message
-
-BATCH_SIZE = 8192
-"""Rows per Arrow batch read from a file (memory per open file ~ one batch)."""
 
 HEX_BYTES = 32
 """Bytes of a rejected key/value shown in hex before truncation."""
 
-REQUIRED = ("key", "value", "partition", "offset")
-"""Columns inspect cannot do without; `timestamp` and the batch-metadata columns are optional."""
-
-OPTIONAL = ("timestamp", "producer_id", "producer_epoch", "is_transactional", "is_control")
-
-_GLOB_CHARS = re.compile(r"[*?\[]")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_TS_FACTOR = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
-
-
-class RawRecord(NamedTuple):
-    """One raw record of the dump; batch-metadata fields are None when the dump lacks them."""
-
-    partition: int
-    offset: int
-    timestamp_ms: int | None
-    key: bytes | None
-    value: bytes | None
-    producer_id: int | None = None
-    producer_epoch: int | None = None
-    is_transactional: bool | None = None
-    is_control: bool | None = None
-
-
-# ---------------------------------------------------------------------------------------------
-# Reading the dump
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _datasets(paths: Iterable[str]) -> list[tuple[str, ds.Dataset]]:
-    """(given path, dataset) per file/folder; globs expand locally. Missing -> InputNotReadable."""
-    out: list[tuple[str, ds.Dataset]] = []
-    for path in paths:
-        path = str(path)
-        local = storage.local_path(path)
-        if local is not None:
-            if _GLOB_CHARS.search(local):
-                targets = sorted(glob.glob(local, recursive=True))
-            else:
-                targets = [local] if os.path.exists(local) else []
-            if not targets:
-                raise InputNotReadable(f"parquet input not found: {path}")
-        else:
-            targets = [path]  # remote URI: pyarrow resolves the filesystem and reports problems
-        for target in targets:
-            try:
-                is_dir = storage.is_local(target) and os.path.isdir(target)
-                dataset = ds.dataset(
-                    target, format="parquet", partitioning="hive" if is_dir else None
-                )
-            except FileNotFoundError:
-                raise InputNotReadable(f"parquet input not found: {path}") from None
-            except (OSError, pa.ArrowException, ValueError) as exc:
-                raise InputNotReadable(
-                    f"parquet input not readable: {target}: {_first_line(exc)}"
-                ) from None
-            out.append((target, dataset))
-    return out
-
-
-def _fragments(paths: Iterable[str]) -> list[ds.Fragment]:
-    paths = [str(p) for p in paths]
-    if not paths:
-        raise InputNotReadable("parquet input not found: no path given")
-    fragments: list[ds.Fragment] = []
-    for target, dataset in _datasets(paths):
-        found = list(dataset.get_fragments())
-        if not found:
-            raise InputNotReadable(f"parquet input has no Parquet files: {target}")
-        fragments.extend(found)
-    return fragments
-
-
-def _check_schema(fragment: ds.Fragment, constants: dict[str, Any]) -> list[str]:
-    """Columns to read from the file; raises InputNotReadable for a missing/odd required one."""
-    schema = fragment.physical_schema
-    names = set(schema.names)
-    for name in REQUIRED:
-        if name in constants:
-            continue
-        if name not in names:
-            raise InputNotReadable(f"parquet input lacks required column {name!r}: {fragment.path}")
-        typ = schema.field(name).type
-        ok = (
-            pa.types.is_binary(typ) or pa.types.is_large_binary(typ)
-            if name in ("key", "value")
-            else pa.types.is_integer(typ)
-        )
-        if not ok:
-            raise InputNotReadable(
-                f"parquet input column {name!r} has type {typ}, expected "
-                f"{'binary' if name in ('key', 'value') else 'an integer'}: {fragment.path}"
-            )
-    return [n for n in (*REQUIRED, *OPTIONAL) if n in names and n not in constants]
-
-
-def _timestamps_ms(column: pa.Array) -> list[int | None]:
-    typ = column.type
-    if pa.types.is_timestamp(typ):
-        mul, div = _TS_FACTOR[typ.unit]
-        raw = pc.cast(column, pa.int64()).to_pylist()
-        return [None if v is None else v * mul // div for v in raw]
-    if pa.types.is_integer(typ):  # epoch milliseconds
-        return column.to_pylist()
-    return [None] * len(column)
-
-
-def _batch_records(batch: pa.RecordBatch, constants: dict[str, Any]) -> Iterator[RawRecord]:
-    n = batch.num_rows
-    names = batch.schema.names
-
-    def col(field: str) -> list[Any]:
-        name = "timestamp" if field == "timestamp_ms" else field
-        if name in names:
-            column = batch.column(name)
-            return _timestamps_ms(column) if name == "timestamp" else column.to_pylist()
-        return [constants.get(name)] * n
-
-    yield from map(RawRecord, *(col(name) for name in RawRecord._fields))
-
-
-def _sort_keys(fragment: ds.Fragment, constants: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-    cols = [c for c in ("partition", "offset") if c not in constants]
-    table = fragment.to_table(columns=cols)
-    n = table.num_rows
-
-    def arr(name: str) -> np.ndarray:
-        if name in constants:
-            return np.full(n, int(constants[name]), dtype=np.int64)
-        column = pc.cast(table.column(name), pa.int64()).fill_null(-1)
-        return column.to_numpy()
-
-    return arr("partition"), arr("offset")
-
-
-def _is_sorted(partitions: np.ndarray, offsets: np.ndarray) -> bool:
-    if len(partitions) < 2:
-        return True
-    dp = np.diff(partitions)
-    return bool(np.all((dp > 0) | ((dp == 0) & (np.diff(offsets) >= 0))))
-
-
-def _fragment_records(fragment: ds.Fragment, batch_size: int) -> Iterator[RawRecord]:
-    """Records of one Parquet file in (partition, offset) order."""
-    try:
-        constants = {
-            k: v
-            for k, v in ds.get_partition_keys(fragment.partition_expression).items()
-            if k in (*REQUIRED, *OPTIONAL)
-        }
-        columns = _check_schema(fragment, constants)
-        partitions, offsets = _sort_keys(fragment, constants)
-        if _is_sorted(partitions, offsets):
-            batches: Iterable[pa.RecordBatch] = fragment.to_batches(
-                columns=columns, batch_size=batch_size, batch_readahead=1, fragment_readahead=1
-            )
-        else:  # this file alone is held in memory and sorted
-            order = np.lexsort((offsets, partitions))
-            table = fragment.to_table(columns=columns)
-            batches = (
-                table.take(pa.array(order[i : i + batch_size])).combine_chunks().to_batches()[0]
-                for i in range(0, len(order), batch_size)
-            )
-        for batch in batches:
-            yield from _batch_records(batch, constants)
-    except InputNotReadable:
-        raise
-    except (OSError, pa.ArrowException, ValueError) as exc:
-        raise InputNotReadable(
-            f"parquet input not readable: {fragment.path}: {_first_line(exc)}"
-        ) from None
-
-
-def read_records(paths: Iterable[str], *, batch_size: int = BATCH_SIZE) -> Iterator[RawRecord]:
-    """Raw records of a Parquet dump in (partition, offset) order, streamed.
-
-    Raises `InputNotReadable` (one line) for a missing path, a file that is not Parquet, or a
-    required column that is missing or of the wrong type; paths are checked before the first
-    record is returned.
-    """
-    fragments = _fragments(paths)
-    streams = [_fragment_records(f, batch_size) for f in fragments]
-    if len(streams) == 1:
-        return streams[0]
-    return heapq.merge(*streams, key=lambda r: (r.partition, r.offset))
-
 
 # ---------------------------------------------------------------------------------------------
 # Decoding
@@ -291,7 +86,14 @@ class Inspected:
 
 
 def inspect_record(raw: RawRecord) -> Inspected:
-    """Decode one raw record; control records (`is_control` true) as transaction markers."""
+    """Decode one raw record; control records (`is_control` true) as transaction markers.
+
+    Args:
+        raw: the record as read.
+
+    Returns:
+        The record with the codec's result (`record`, or `control` for a marker).
+    """
     if raw.is_control:
         return Inspected(raw, control=wire.decode_control(raw.key, raw.value))
     return Inspected(raw, record=wire.decode_record(raw.key, raw.value))
@@ -312,7 +114,14 @@ _PLAIN = re.compile(r"[^\s\"'=\[\]{},;()<>]+")
 
 
 def iso_ms(ms: int) -> str:
-    """Epoch milliseconds -> `2023-11-13T22:13:20Z` (`.mmm` only when not a whole second)."""
+    """Epoch milliseconds -> `2023-11-13T22:13:20Z` (`.mmm` only when not a whole second).
+
+    Args:
+        ms: epoch milliseconds.
+
+    Returns:
+        The ISO-8601 UTC text; a value out of datetime's range stays a number.
+    """
     try:
         dt = _EPOCH + timedelta(milliseconds=ms)
     except OverflowError:
@@ -322,7 +131,14 @@ def iso_ms(ms: int) -> str:
 
 
 def quote(text: str | None) -> str:
-    """A string as printed: bare when unambiguous, else JSON-quoted; None -> null."""
+    """A string as printed: bare when unambiguous, else JSON-quoted; None -> null.
+
+    Args:
+        text: the string, or None.
+
+    Returns:
+        The text as the line shows it.
+    """
     if text is None:
         return "null"
     if text in ("null", "true", "false") or not _PLAIN.fullmatch(text) or not text.isprintable():
@@ -331,6 +147,14 @@ def quote(text: str | None) -> str:
 
 
 def hex_preview(data: bytes | None) -> str:
+    """A rejected key or value in hex, cut after `HEX_BYTES` bytes so a line stays short.
+
+    Args:
+        data: the bytes, or None.
+
+    Returns:
+        The hex, ``...(N bytes)`` when cut; ``null`` for None.
+    """
     if data is None:
         return "null"
     data = bytes(data)
@@ -447,7 +271,17 @@ def _member(fields: tuple[Field, ...], version: int, m: dict, consumer: bool) ->
 
 
 def value_text(record_type: int, version: int, layout: str, values: dict) -> str:
-    """The value fields of `version` as `name=value` pairs (GroupMetadata members compact)."""
+    """The value fields of `version` as `name=value` pairs (GroupMetadata members compact).
+
+    Args:
+        record_type: the record's type.
+        version: the value's version.
+        layout: ``current`` or the label of the historical layout it decoded with.
+        values: the decoded fields.
+
+    Returns:
+        The pairs, separated by spaces.
+    """
     message = _value_message(record_type, layout)
     if message is None:  # cannot happen for a decoded value; keep the raw dict readable
         return " ".join(f"{k}={quote(str(v))}" for k, v in values.items())
@@ -516,7 +350,14 @@ def _record_text(raw: RawRecord, r: wire.DecodedRecord) -> str:
 
 
 def format_line(item: Inspected) -> str:
-    """The one-line text form of a record (see the module docstring)."""
+    """The one-line text form of a record (see the module docstring).
+
+    Args:
+        item: the decoded record.
+
+    Returns:
+        The line, without its newline.
+    """
     if item.control is not None:
         body = _control_text(item.raw, item.control)
     else:
@@ -535,6 +376,12 @@ def to_json(item: Inspected) -> dict:
     `key`/`value` are the codec's field dicts through `wire.to_jsonable` (bytes as hex, UUIDs as
     strings; `value` holds every field of the table, with defaults for those the version lacks).
     `key_hex`/`value_hex` (full) are added for rejected records.
+
+    Args:
+        item: the decoded record.
+
+    Returns:
+        The object, ready for `json.dumps`.
     """
     raw = item.raw
     ts = raw.timestamp_ms
@@ -582,6 +429,14 @@ def to_json(item: Inspected) -> dict:
 
 
 def json_line(item: Inspected) -> str:
+    """`to_json` as one line of JSON (`--json`).
+
+    Args:
+        item: the decoded record.
+
+    Returns:
+        The line, without its newline.
+    """
     return json.dumps(to_json(item), ensure_ascii=False, separators=(",", ":"))
 
 
@@ -604,10 +459,25 @@ def inspect_dump(
     as_json: bool = False,
     batch_size: int = BATCH_SIZE,
 ) -> Counts:
-    """Print the dump's records through `echo`, filtered by group id, at most `limit` lines."""
+    """Print the dump's records through `echo`, filtered by group id, at most `limit` lines.
+
+    Args:
+        paths: Parquet files, folders or globs.
+        echo: called with each line.
+        group: only records whose key's group id is this one.
+        limit: stop after this many printed records.
+        as_json: JSON lines instead of text.
+        batch_size: rows per Arrow batch read from a file.
+
+    Returns:
+        The printed and rejected counts.
+
+    Raises:
+        InputNotReadable: a missing or unreadable input (one line).
+    """
     counts = Counts()
     if limit is not None and limit <= 0:
-        _fragments(paths)  # still report a missing input
+        fragments(paths)  # still report a missing input
         return counts
     render = json_line if as_json else format_line
     for raw in read_records(paths, batch_size=batch_size):

@@ -50,12 +50,22 @@ class AuditRun:
     tables: dict[str, pd.DataFrame | None] = field(default_factory=dict)
 
     def has(self, name: str) -> bool:
+        """Whether the run wrote the table `name`."""
         frame = self.tables.get(name)
         return frame is not None
 
 
 def tables_root(output: str | None, database: str | None, warehouse: str | None = None) -> str:
-    """The folder to read: ``output``, or the tables' folder of a catalog database."""
+    """The folder to read: ``output``, or the tables' folder of a catalog database.
+
+    Args:
+        output: the tables' root folder (or URI), or None.
+        database: a catalog database of `offsets run --database`, or None.
+        warehouse: a local session's catalog folder, as for run.
+
+    Returns:
+        The root folder the tables are read from.
+    """
     from offsets_lib.io.catalog import resolve_tables_root
     from offsets_lib.job import session
 
@@ -65,7 +75,12 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None 
 
 
 def table_exists(output: str, name: str) -> bool:
-    """True when ``<output>/<name>`` is a Delta table."""
+    """True when ``<output>/<name>`` is a Delta table.
+
+    Args:
+        output: the tables' root folder (or URI).
+        name: the table.
+    """
     from offsets_lib.io import storage
 
     return storage.is_delta_table(sink.table_uri(output, name))
@@ -73,7 +88,17 @@ def table_exists(output: str, name: str) -> bool:
 
 def latest_run_id(output: str) -> str:
     """Id of the latest succeeded run, as every reader picks it (`io.runs.latest_run`; ``runs``
-    is committed last, so its tables are complete). LookupError when there is none."""
+    is committed last, so its tables are complete).
+
+    Args:
+        output: the tables' root folder (or URI).
+
+    Returns:
+        The run id.
+
+    Raises:
+        LookupError: no succeeded run.
+    """
     from offsets_lib.io import runs
 
     return str(runs.latest_run(output)["run_id"])
@@ -87,9 +112,19 @@ def load_run(
     database: str | None = None,
     warehouse: str | None = None,
 ) -> AuditRun:
-    """Load one run's tables (the latest successful run when ``run_id`` is None), from the root
-    folder ``output`` or from the catalog ``database`` of `offsets run --database` (then a
-    Spark session asks the catalog where the tables are; ``warehouse`` as for run)."""
+    """Load one run's tables from a root folder or a catalog database.
+
+    Args:
+        output: the tables' root folder (or URI), or None with ``database``.
+        run_id: the run; None for the latest succeeded run.
+        tables: the tables to load.
+        database: the catalog database of `offsets run --database` (a Spark session then asks
+            the catalog where the tables are).
+        warehouse: a local session's catalog folder, as for run.
+
+    Returns:
+        The run: its id, as_of and tables as pandas frames (None for a table it did not write).
+    """
     output = tables_root(output, database, warehouse)
     run_id = run_id or latest_run_id(output)
     runs = sink.read_table(output, "runs", run_id=run_id).to_pandas()
@@ -108,7 +143,15 @@ def load_run(
 
 
 def worst_lagging_groups(lag: pd.DataFrame, n: int = 10) -> pd.DataFrame:
-    """Groups by total lag (sum over their partitions), largest first."""
+    """Groups by total lag (sum over their partitions), largest first.
+
+    Args:
+        lag: the ``lag`` table's rows.
+        n: how many groups.
+
+    Returns:
+        Per group: partitions, total_lag, max_lag, last_commit_at.
+    """
     known = lag.dropna(subset=["lag"])
     out = (
         known.groupby("group_id")
@@ -131,6 +174,14 @@ def staleness_by_group(offsets: pd.DataFrame, as_of: pd.Timestamp, n: int = 10) 
 
     A group that stopped committing is the one falling behind (or gone); ``hours_since_commit``
     uses the group's newest ``commit_timestamp``, ``oldest_commit_hours`` its oldest partition.
+
+    Args:
+        offsets: the ``offsets`` table's rows.
+        as_of: the run's evaluation time.
+        n: how many groups.
+
+    Returns:
+        The stalest groups first.
     """
     per_group = offsets.groupby("group_id").agg(
         partitions=("partition", "size"),
@@ -150,7 +201,16 @@ def staleness_by_group(offsets: pd.DataFrame, as_of: pd.Timestamp, n: int = 10) 
 def expiring_within(
     decisions: pd.DataFrame, as_of: pd.Timestamp, window: pd.Timedelta
 ) -> pd.DataFrame:
-    """Offsets not expired at ``as_of`` whose ``expires_at`` falls within ``window`` after it."""
+    """Offsets not expired at ``as_of`` whose ``expires_at`` falls within ``window`` after it.
+
+    Args:
+        decisions: the ``offset_decisions`` table's rows.
+        as_of: the run's evaluation time.
+        window: how far ahead.
+
+    Returns:
+        group_id, topic, partition, expires_at, expires_in_hours and rule, soonest first.
+    """
     live = decisions[~decisions["expired"] & decisions["expires_at"].notna()]
     soon = live[live["expires_at"] <= as_of + window].copy()
     soon["expires_in_hours"] = (soon["expires_at"] - as_of) / pd.Timedelta(hours=1)
@@ -166,6 +226,14 @@ def stale_unsubscribed(
     """Offsets of topics the group no longer subscribes to (the STALE_RULES, topic unsubscribed).
 
     A null ``subscribed_topics`` (no member reported one) counts as not subscribed.
+
+    Args:
+        decisions: the ``offset_decisions`` table's rows.
+        groups: the ``groups`` table's rows.
+        offsets: the ``offsets`` table's rows, for their commit timestamps (optional).
+
+    Returns:
+        The offsets, by group, topic and partition.
     """
     stale = decisions[decisions["rule"].isin(STALE_RULES)]
     cols = ["group_id", "group_type", "state", "subscribed_topics"]
@@ -202,7 +270,17 @@ def expiry_timeline(
     horizon: pd.Timedelta = pd.Timedelta(days=7),  # noqa: B008
     freq: str = "6h",
 ) -> pd.DataFrame:
-    """Offsets expiring per ``freq`` bin within ``horizon`` after ``as_of`` (empty bins kept)."""
+    """Offsets expiring per ``freq`` bin within ``horizon`` after ``as_of`` (empty bins kept).
+
+    Args:
+        decisions: the ``offset_decisions`` table's rows.
+        as_of: the run's evaluation time.
+        horizon: how far ahead.
+        freq: the bins' width (a pandas frequency).
+
+    Returns:
+        bin_start, offsets and cumulative per bin.
+    """
     soon = expiring_within(decisions, as_of, horizon)
     start = as_of.floor(freq)
     bins = pd.date_range(start, as_of + horizon, freq=freq, tz=as_of.tz)
@@ -221,6 +299,13 @@ def commit_rate(
     From ``metrics`` (every commit written to the log) when given; otherwise from
     ``offsets.commit_timestamp``, which only holds each partition's *latest* commit, so it shows
     when groups last committed rather than the full rate.
+
+    Args:
+        offsets: the ``offsets`` table's rows.
+        metrics: the ``metrics`` table's rows.
+
+    Returns:
+        (commits per hour, a sentence saying which source counted them).
     """
     if metrics is not None and not metrics.empty:
         per_hour = metrics.groupby("hour")["offset_commits"].sum().rename("commits")

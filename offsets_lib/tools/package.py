@@ -13,8 +13,15 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]  # offsets_lib/
 
 
 def build_pyfiles(destination: Path) -> Path:
-    """Zip offsets_lib (no __pycache__) into `destination`, paths relative to the package's
-    parent, so executors import it from the archive on their sys.path."""
+    """Zip offsets_lib (no __pycache__) with paths relative to the package's parent, so
+    executors import it from the archive on their sys.path.
+
+    Args:
+        destination: the zip file to write.
+
+    Returns:
+        The path written.
+    """
     destination.parent.mkdir(parents=True, exist_ok=True)
     files = sorted(
         p for p in PACKAGE_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts

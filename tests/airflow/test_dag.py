@@ -252,7 +252,7 @@ def test_job_accepts_the_dag_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
 
     from offsets_lib.cli import main
-    from offsets_lib.cli import run as cli_run
+    from offsets_lib.cli import run_command as cli_run
     from offsets_lib.job.run import UsageError
 
     seen = []

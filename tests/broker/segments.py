@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from offsets_lib.tools.generate import SCHEMA as DUMP_SCHEMA
-from offsets_lib.tools.generate.output import TOPIC
+from offsets_lib.tools.generate.chunks import TOPIC
 
 # the dump format of `offsets generate`, with the log's millisecond timestamps kept as they are
 SCHEMA = DUMP_SCHEMA.set(

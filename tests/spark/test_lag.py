@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from offsets_lib.audit import lag
-from offsets_lib.cli import lag as cli_lag
+from offsets_lib.cli import lag_command as cli_lag
 from offsets_lib.cli import main
 from offsets_lib.io import sink
 from tests.reference import scenario

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from offsets_lib.cli import main
-from offsets_lib.cli.run import _options
+from offsets_lib.cli.run_command import _options
 from offsets_lib.job import local_tuning, session
 
 
@@ -199,7 +199,7 @@ def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
     (a relative --output too: pyarrow checks its staging folder as the run does)."""
     from dataclasses import replace
 
-    from offsets_lib.cli import run as cli_run
+    from offsets_lib.cli import run_command as cli_run
     from offsets_lib.io import incremental
     from offsets_lib.job.run import RunOptions
 

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from offsets_lib.cli import main
-from offsets_lib.cli import run as cli_run
+from offsets_lib.cli import run_command as cli_run
 from offsets_lib.job import config
 from offsets_lib.job.config import ProfileError, conf_option, load_profile, parse_profile
 from offsets_lib.job.run import UsageError

@@ -6,15 +6,16 @@ import pytest
 
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.tools import fence
-from offsets_lib.tools.fence import (
+from offsets_lib.tools.fence import decide_relaxed, decide_strict
+from offsets_lib.tools.fence_inputs import (
     ACCEPTED,
     UNDECIDED,
     CommitRequest,
     FencingGroup,
     FencingMember,
     PartitionEpoch,
-    decide_relaxed,
-    decide_strict,
+    is_fenced,
+    newest_version,
 )
 
 ORDERS_ID = "3f1c9a2e-5b7d-4e10-9a3b-0c2d4e6f8a01"
@@ -342,14 +343,14 @@ def test_a_request_without_a_version_is_the_newest_the_new_coordinator_speaks() 
     assert req().version == 10
     assert req(transactional=True).version == 6
     assert req(api_version=3, transactional=True).version == 3
-    assert fence.newest_version(Coordinator.NEW, transactional=True) == 6
-    assert fence.newest_version(Coordinator.CLASSIC_2_4, transactional=True) == 4
-    assert fence.newest_version(Coordinator.CLASSIC_2_4, transactional=False) == 8
-    assert fence.newest_version(Coordinator.PRE_2_1, transactional=True) == 1
+    assert newest_version(Coordinator.NEW, transactional=True) == 6
+    assert newest_version(Coordinator.CLASSIC_2_4, transactional=True) == 4
+    assert newest_version(Coordinator.CLASSIC_2_4, transactional=False) == 8
+    assert newest_version(Coordinator.PRE_2_1, transactional=True) == 1
 
 
 def test_is_fenced_says_accepted_fenced_or_cannot_tell() -> None:
-    assert fence.is_fenced(decide_relaxed(consumer_group(M1), req())) is False
-    assert fence.is_fenced(decide_relaxed(consumer_group(M1), req(member_epoch=6))) is True
+    assert is_fenced(decide_relaxed(consumer_group(M1), req())) is False
+    assert is_fenced(decide_relaxed(consumer_group(M1), req(member_epoch=6))) is True
     streams = consumer_group(M1, group_type="streams")
-    assert fence.is_fenced(decide_relaxed(streams, req(member_epoch=4))) is None
+    assert is_fenced(decide_relaxed(streams, req(member_epoch=4))) is None

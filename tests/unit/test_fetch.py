@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from offsets_lib.cli.fetch import format_fetch
+from offsets_lib.cli.fetch_command import format_fetch
 
 # private fetch._as_requests: the merged requests; fetch_offsets returns only their results
-from offsets_lib.tools import fetch
-from offsets_lib.tools.fetch import (
+from offsets_lib.tools import fetch, fetch_rules
+from offsets_lib.tools.fetch_rules import (
     FetchRequest,
     GroupResult,
     GroupSnapshot,
@@ -19,6 +19,7 @@ from offsets_lib.tools.fetch import (
     decide_group,
     merge_requests,
     parse_group_spec,
+    parse_topic_id,
 )
 
 T0 = datetime(2023, 11, 14, tzinfo=UTC)
@@ -139,7 +140,7 @@ def test_pending_only_partitions_are_flagged_not_guessed() -> None:
 
 def test_every_fetch_row_has_a_named_function() -> None:
     for row in ["nullid", "nogroup", "member", "unstable", "none", "topicid", "ok"]:
-        function = getattr(fetch, f"fetch_{row}")
+        function = getattr(fetch_rules, f"fetch_{row}")
         assert function.__doc__.startswith(f"FETCH-{row.upper()}")
 
 
@@ -186,11 +187,11 @@ def test_fetch_topicid_answers_none_for_an_offset_of_a_re_created_topic() -> Non
 
 
 def test_parse_topic_id_takes_kafkas_form_and_uuids() -> None:
-    assert fetch.parse_topic_id("PxyaLlt9ThCaOwwtTm-KAQ") == OLD_ID
-    assert fetch.parse_topic_id(OLD_ID) == OLD_ID
-    assert fetch.parse_topic_id(OLD_ID.replace("-", "").upper()) == OLD_ID
+    assert parse_topic_id("PxyaLlt9ThCaOwwtTm-KAQ") == OLD_ID
+    assert parse_topic_id(OLD_ID) == OLD_ID
+    assert parse_topic_id(OLD_ID.replace("-", "").upper()) == OLD_ID
     with pytest.raises(ValueError, match="expected Kafka's 22-character form"):
-        fetch.parse_topic_id("orders")
+        parse_topic_id("orders")
 
 
 # ---- --group specs ------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from offsets_lib import wire
 from offsets_lib.cli import main
-from offsets_lib.tools.inspect_dump import read_records
+from offsets_lib.tools.dump_reader import read_records
 from tests.reference import scenario as sc
 from tests.unit.conftest import SHARED, shared_path
 

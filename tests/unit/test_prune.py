@@ -20,7 +20,7 @@ from offsets_lib.cli import main
 from offsets_lib.io import incremental, sink
 from offsets_lib.io.lock import OutputLocked, output_lock
 from offsets_lib.io.prune import prune
-from offsets_lib.tools.fetch import load_run
+from offsets_lib.tools.run_tables import load_run
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 

@@ -18,10 +18,10 @@ from offsets_lib.audit.runs import (
 )
 
 # private: `offsets lag`'s own reader of the latest run, which must agree with the public ones
-from offsets_lib.cli.lag import _latest_run as lag_latest_run
+from offsets_lib.cli.lag_command import _latest_run as lag_latest_run
 from offsets_lib.tools import notebook_queries
-from offsets_lib.tools.fetch import NoRunError
-from offsets_lib.tools.fetch import load_run as fetch_load_run
+from offsets_lib.tools.run_tables import NoRunError
+from offsets_lib.tools.run_tables import load_run as fetch_load_run
 
 T0 = datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
 RUN_ROWS = pa.schema(

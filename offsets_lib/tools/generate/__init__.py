@@ -67,8 +67,15 @@ groups it has ~1.2M offset-commit keys (about 1.1-1.2M distinct keys are hit at 
 
 from __future__ import annotations
 
-from offsets_lib.tools.generate.encoding import Template, fill_column, template
-from offsets_lib.tools.generate.events import assignment, group_metadata, subscription
+from offsets_lib.tools.generate.chunks import SCHEMA
+from offsets_lib.tools.generate.encoding import (
+    Template,
+    assignment,
+    fill_column,
+    group_metadata,
+    subscription,
+    template,
+)
 from offsets_lib.tools.generate.model import (
     END_MS,
     KINDS,
@@ -78,12 +85,7 @@ from offsets_lib.tools.generate.model import (
     java_hash,
     partition_for,
 )
-from offsets_lib.tools.generate.output import (
-    END_OFFSETS_FILE,
-    SCHEMA,
-    GenerateReport,
-    generate_dump,
-)
+from offsets_lib.tools.generate.output import END_OFFSETS_FILE, GenerateReport, generate_dump
 
 __all__ = [
     "END_MS",

@@ -7,17 +7,22 @@ records; `output.py` writes them.
 
 from __future__ import annotations
 
-import base64
-import bisect
 import math
-import random
-import uuid
 from dataclasses import dataclass
 
 import numpy as np
 
 from offsets_lib import wire
+from offsets_lib.tools.generate.draws import PyRandom, new_uuid
 from offsets_lib.tools.generate.encoding import fill_column, template
+from offsets_lib.tools.generate.vocabulary import (
+    APPS,
+    DOMAINS,
+    ENTITIES,
+    METADATA,
+    NON_ASCII,
+    TEAMS,
+)
 
 END_MS = 1_700_000_000_000
 """Every dump ends here (2023-11-14T22:13:20Z), whatever the seed."""
@@ -113,7 +118,14 @@ class GenerateError(ValueError):
 
 
 def java_hash(s: str) -> int:
-    """Java's String.hashCode(): 31-polynomial over UTF-16 code units, 32-bit signed wrap."""
+    """Java's String.hashCode(): 31-polynomial over UTF-16 code units, 32-bit signed wrap.
+
+    Args:
+        s: the string.
+
+    Returns:
+        The signed 32-bit hash.
+    """
     data = s.encode("utf-16-be")
     h = 0
     for i in range(0, len(data), 2):
@@ -122,125 +134,20 @@ def java_hash(s: str) -> int:
 
 
 def partition_for(group: str, partitions: int) -> int:
-    """`abs(hashCode) % partitions`, with abs(Integer.MIN_VALUE) taken as 0 (Kafka's Utils.abs)."""
+    """`abs(hashCode) % partitions`, with abs(Integer.MIN_VALUE) taken as 0 (Kafka's Utils.abs).
+
+    Args:
+        group: the group id.
+        partitions: partitions of __consumer_offsets.
+
+    Returns:
+        The group's offsets partition, as the broker computes it.
+    """
     h = java_hash(group)
     return 0 if h == -(1 << 31) else abs(h) % partitions
 
 
 # --- the model -------------------------------------------------------------------------------
-
-DOMAINS = [
-    "orders",
-    "payments",
-    "clicks",
-    "inventory",
-    "users",
-    "shipments",
-    "audit",
-    "metrics",
-    "logs",
-    "events",
-    "sessions",
-    "invoices",
-    "fraud",
-    "search",
-    "recs",
-    "billing",
-    "ledger",
-    "pricing",
-    "catalog",
-    "ads",
-]
-ENTITIES = [
-    "created",
-    "updated",
-    "deleted",
-    "events",
-    "state",
-    "changes",
-    "raw",
-    "enriched",
-    "dlq",
-    "snapshots",
-]
-APPS = [
-    "indexer",
-    "aggregator",
-    "reconciler",
-    "notifier",
-    "enricher",
-    "archiver",
-    "router",
-    "scorer",
-    "sink",
-    "loader",
-    "dedup",
-    "validator",
-    "exporter",
-    "tracker",
-]
-TEAMS = ["core", "data", "risk", "growth", "platform", "ops", "search", "ml", "finance", "edge"]
-NON_ASCII = ("-über", "-消费者", "-café", "-😀")
-METADATA = (
-    "",
-    '{"app":"{app}","v":3}',
-    "host=ip-10-0-3-17",
-    "checkpoint:{n}",
-    '{"ts":1699990000,"node":"n7"}',
-    "ünïcode-meta",
-)
-ASSIGNORS = ("range", "cooperative-sticky", "roundrobin", "sticky")
-
-
-class PyRandom:
-    """Scalar draws with Python's `random` (numpy's scalar calls cost ~1 us each)."""
-
-    def __init__(self, seed_words: np.random.SeedSequence) -> None:
-        self.r = random.Random(int(seed_words.generate_state(2, np.uint64)[0]))
-        self.random = self.r.random
-
-    def integers(self, lo: int, hi: int | None = None) -> int:
-        return self.r.randrange(lo, hi) if hi is not None else self.r.randrange(lo)
-
-    def uniform(self, lo: float, hi: float) -> float:
-        return self.r.uniform(lo, hi)
-
-    def choice(self, seq: list | tuple):
-        return seq[self.r.randrange(len(seq))]
-
-    def poisson(self, lam: float) -> int:
-        limit, k, prod = math.exp(-lam), 0, self.r.random()
-        while prod > limit:
-            k += 1
-            prod *= self.r.random()
-        return k
-
-    def bytes(self, n: int) -> bytes:
-        return self.r.getrandbits(8 * n).to_bytes(n, "big")
-
-    def sample_weighted(self, cdf: list[float], k: int) -> list[int]:
-        """k distinct indices drawn with probabilities given by the cumulative `cdf`."""
-        out: dict[int, None] = {}
-        for _ in range(50 * k):
-            if len(out) == k:
-                break
-            out[min(bisect.bisect_right(cdf, self.r.random() * cdf[-1]), len(cdf) - 1)] = None
-        for i in range(len(cdf)):
-            if len(out) == k:
-                break
-            out.setdefault(i, None)
-        return list(out)
-
-
-def new_uuid(rng: PyRandom | np.random.Generator) -> uuid.UUID:
-    b = bytearray(rng.bytes(16))
-    b[6] = (b[6] & 0x0F) | 0x40
-    b[8] = (b[8] & 0x3F) | 0x80
-    return uuid.UUID(bytes=bytes(b))
-
-
-def kafka_id(u: uuid.UUID) -> str:
-    return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()
 
 
 @dataclass
@@ -369,34 +276,7 @@ class World:
                 t_end=self.end,
                 members=int(min(12, 1 + rng.poisson(2))),
             )
-            if kind in ("classic", "simple") and rng.random() < 0.15:
-                g.retention_ms = rng.choice((1, 3, 7, 14, 30)) * DAY_MS
-            g.old_client = kind in ("classic", "simple") and rng.random() < 0.05
-            if kind != "connect" and kind != "share" and rng.random() < p.empty_share:
-                g.t_empty = int(rng.uniform(t_start + HOUR_MS, self.end - HOUR_MS))
-                if g.t_empty > t_start:
-                    g.t_end = g.t_empty
-                    if rng.random() < 0.6:
-                        t_del = g.t_empty + int(rng.uniform(HOUR_MS, 2 * DAY_MS))
-                        if t_del < self.end:
-                            g.t_delete = t_del
-                else:
-                    g.t_empty = None
-            if len(topics) > 1 and kind != "connect" and rng.random() < p.drop_share:
-                t_drop = int(rng.uniform(t_start + HOUR_MS, g.t_end))
-                if t_drop < g.t_end - HOUR_MS:
-                    g.t_drop = t_drop
-            if kind == "consumer" and rng.random() < 0.15:
-                d = self.topic_names[topics[0]].split(".")[0].split("-")[0]
-                g.regex = f"{d}\\..*"
-            if kind == "streams" or (
-                kind == "classic" and p.txn_group_share and rng.random() < p.txn_group_share
-            ):
-                g.txn = p.txn_share > 0
-            if g.txn:
-                g.producer_id = 1000 + i * 7 + int(rng.integers(0, 7))
-                g.producer_epoch = int(rng.integers(0, 40))
-                g.pending = rng.random() < 0.25
+            self._life(rng, g)
             self.groups.append(g)
         self._ensure_deletions()
         if p.non_ascii:
@@ -404,6 +284,39 @@ class World:
             for j, g in enumerate(self.groups[: max(1, len(self.groups) // 100)]):
                 g.name = g.name + NON_ASCII[j % len(NON_ASCII)]
                 g.partition = partition_for(g.name, self.partitions)
+
+    def _life(self, rng: PyRandom, g: Group) -> None:
+        """A group's retention, client age, Empty/deletion, dropped topic, regex and
+        transactional producer (drawn in this order: the seed's bytes depend on it)."""
+        p, kind, t_start, topics = self.p, g.kind, g.t_start, g.topics
+        if kind in ("classic", "simple") and rng.random() < 0.15:
+            g.retention_ms = rng.choice((1, 3, 7, 14, 30)) * DAY_MS
+        g.old_client = kind in ("classic", "simple") and rng.random() < 0.05
+        if kind != "connect" and kind != "share" and rng.random() < p.empty_share:
+            g.t_empty = int(rng.uniform(t_start + HOUR_MS, self.end - HOUR_MS))
+            if g.t_empty > t_start:
+                g.t_end = g.t_empty
+                if rng.random() < 0.6:
+                    t_del = g.t_empty + int(rng.uniform(HOUR_MS, 2 * DAY_MS))
+                    if t_del < self.end:
+                        g.t_delete = t_del
+            else:
+                g.t_empty = None
+        if len(topics) > 1 and kind != "connect" and rng.random() < p.drop_share:
+            t_drop = int(rng.uniform(t_start + HOUR_MS, g.t_end))
+            if t_drop < g.t_end - HOUR_MS:
+                g.t_drop = t_drop
+        if kind == "consumer" and rng.random() < 0.15:
+            d = self.topic_names[topics[0]].split(".")[0].split("-")[0]
+            g.regex = f"{d}\\..*"
+        if kind == "streams" or (
+            kind == "classic" and p.txn_group_share and rng.random() < p.txn_group_share
+        ):
+            g.txn = p.txn_share > 0
+        if g.txn:
+            g.producer_id = 1000 + g.idx * 7 + int(rng.integers(0, 7))
+            g.producer_epoch = int(rng.integers(0, 40))
+            g.pending = rng.random() < 0.25
 
     def _dominant(self) -> None:
         """With a dominant share: the first classic group commits that share of the bulk offset
@@ -488,7 +401,10 @@ class World:
         ]
         pair_of_key = np.repeat(np.arange(len(pg)), width)
         self.key_bytes = fill_column(keys, pair_of_key, {"partition": self.key_part})
-        # per-group arrays for the vectorized sampler
+        self._group_arrays(rng)
+
+    def _group_arrays(self, rng: np.random.Generator) -> None:
+        """Per-group arrays for the vectorized sampler, and the offset metadata strings."""
         self.g_start = np.array([g.t_start for g in self.groups], np.int64)
         self.g_end = np.array([g.t_end for g in self.groups], np.int64)
         self.g_drop = np.array(
@@ -516,7 +432,15 @@ class World:
         self.topic_id_bytes = np.frombuffer(ids, np.uint8).reshape(-1, 16)
 
     def sample_keys(self, rng: np.random.Generator, ts: np.ndarray) -> np.ndarray:
-        """Key index per commit: a group alive at `ts` by weight, then one of its keys."""
+        """Key index per commit: a group alive at `ts` by weight, then one of its keys.
+
+        Args:
+            rng: the chunk's random stream.
+            ts: each commit's timestamp (epoch ms).
+
+        Returns:
+            An offset key index per commit.
+        """
         n = len(ts)
         grp = np.searchsorted(self.commit_cdf, rng.random(n), side="right")
         for _ in range(4):
