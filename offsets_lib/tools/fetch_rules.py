@@ -372,7 +372,9 @@ def parse_topic_id(text: str) -> str:
     """A topic id as Kafka prints it or as a UUID -> the UUID form the tables store.
 
     Args:
-        text: 22 characters of URL-safe base64 (as `kafka-topics --describe` prints it) or a UUID.
+        text: 22 characters of URL-safe base64 (as `kafka-topics --describe` prints it), the
+            same in standard base64 (confluent-kafka's `str(Uuid)`: `+` and `/` for `-` and
+            `_`), or a UUID.
 
     Returns:
         The UUID's canonical text.
@@ -384,8 +386,9 @@ def parse_topic_id(text: str) -> str:
         return str(uuid.UUID(text))
     except ValueError:
         pass
-    if re.fullmatch(r"[A-Za-z0-9_-]{22}", text):
-        return str(uuid.UUID(bytes=base64.urlsafe_b64decode(text + "==")))
+    if re.fullmatch(r"[A-Za-z0-9_-]{22}|[A-Za-z0-9+/]{22}", text):
+        url_safe = text.replace("+", "-").replace("/", "_")
+        return str(uuid.UUID(bytes=base64.urlsafe_b64decode(url_safe + "==")))
     raise ValueError(
         f"topic id {text!r}: expected Kafka's 22-character form (kafka-topics --describe) or a UUID"
     )

@@ -188,6 +188,7 @@ def test_fetch_topicid_answers_none_for_an_offset_of_a_re_created_topic() -> Non
 
 def test_parse_topic_id_takes_kafkas_form_and_uuids() -> None:
     assert parse_topic_id("PxyaLlt9ThCaOwwtTm-KAQ") == OLD_ID
+    assert parse_topic_id("PxyaLlt9ThCaOwwtTm+KAQ") == OLD_ID  # confluent-kafka's standard base64
     assert parse_topic_id(OLD_ID) == OLD_ID
     assert parse_topic_id(OLD_ID.replace("-", "").upper()) == OLD_ID
     with pytest.raises(ValueError, match="expected Kafka's 22-character form"):
