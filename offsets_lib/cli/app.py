@@ -47,8 +47,9 @@ def tables_options(command: F) -> F:
 def tables_root(output: str | None, database: str | None, warehouse: str | None) -> str:
     """The folder the reading commands read: --output, or the database's tables' from the
     catalog (a Spark session is started only for a database, and stopped once it answered:
-    the tables are read without it). Fails with exit 2 or 3."""
-    from offsets_lib.io.catalog import NoTablesInDatabase, resolve_tables_root
+    the tables are read without it). Fails with exit 2 or 3 (no such database, or a catalog
+    that cannot be reached)."""
+    from offsets_lib.io.catalog import CatalogUnreachable, NoTablesInDatabase, resolve_tables_root
     from offsets_lib.job import session
 
     started: list[object] = []
@@ -64,7 +65,7 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
 
     try:
         return resolve_tables_root(output, database, warehouse=warehouse, open_session=open_session)
-    except NoTablesInDatabase as exc:
+    except (NoTablesInDatabase, CatalogUnreachable) as exc:
         fail(EXIT_INPUT, str(exc))
     except ValueError as exc:
         fail(EXIT_USAGE, str(exc))

@@ -1,8 +1,10 @@
-"""`--source kafka` against a Kafka 4.4.0 broker that requires a login (SASL PLAIN).
+"""`--source kafka` against a Kafka 4.4.0 broker that requires a login (SASL PLAIN) and
+authorizes every request (KRaft's StandardAuthorizer, no ACL allows anything by default).
 
 One set of `--kafka-option` settings, in librdkafka's names or the Java client's, must log in
 both the driver's offset look-ups (confluent-kafka) and Spark's connector (the Java client): the
-tables then equal the Parquet path's on the same records, and the password shows nowhere.
+tables then equal the Parquet path's on the same records, and the password shows nowhere. A
+user who logs in but has no ACL may not describe or read `__consumer_offsets`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from tests.kafka.test_kafka_job import (
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
 USER, PASSWORD = "alice", "alice-Pa55-w0rd"
+# logs in, but no ACL names this user: the authorizer denies every topic
+UNAUTHORIZED_USER, UNAUTHORIZED_PASSWORD = "mallory", "mallory-Pa55-w0rd"
 TOPIC = "offsets-sasl"
 LOGIN_RDKAFKA = {
     "security.protocol": "SASL_PLAINTEXT",
@@ -44,12 +48,26 @@ LOGIN_JAVA = {
 }
 
 
+# KRaft's authorizer; the broker's own logins (admin on the SASL listener, ANONYMOUS on the
+# plaintext controller listener) and alice may do anything, nobody else anything at all
+AUTHORIZER = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": f"User:admin;User:ANONYMOUS;User:{USER}",
+    "allow.everyone.if.no.acl.found": "false",
+}
+
+
 @pytest.fixture(scope="module")
 def sasl_dump(tmp_path_factory) -> Iterator[dict[str, Any]]:
     """A broker with a login, a topic holding golden scenarios' records, and the same records
     (with the broker's offsets) as a Parquet dump audited by the Parquet path."""
     work = tmp_path_factory.mktemp("kafka-sasl")
-    broker = KafkaBroker("4.4.0", work / "broker", sasl_users={USER: PASSWORD})
+    broker = KafkaBroker(
+        "4.4.0",
+        work / "broker",
+        settings=AUTHORIZER,
+        sasl_users={USER: PASSWORD, UNAUTHORIZED_USER: UNAUTHORIZED_PASSWORD},
+    )
     broker.start()
     try:
         specs = scenario_specs([1, 2, 3, 4, 5, 6])
@@ -71,7 +89,7 @@ def _run(*args: str):
     return CliRunner().invoke(main, ["run", *args])
 
 
-def _kafka_run(dump: dict[str, Any], run_id: str, login: dict[str, str]):
+def _kafka_run(dump: dict[str, Any], run_id: str, login: dict[str, str], topic: str = TOPIC):
     options = [item for k, v in login.items() for item in ("--kafka-option", f"{k}={v}")]
     return _run(
         "--source",
@@ -79,7 +97,7 @@ def _kafka_run(dump: dict[str, Any], run_id: str, login: dict[str, str]):
         "--bootstrap-servers",
         dump["broker"].bootstrap,
         "--topic",
-        TOPIC,
+        topic,
         *options,
         "--output",
         str(dump["output"]),
@@ -117,3 +135,21 @@ def test_a_wrong_password_fails_on_the_driver_in_one_line_without_the_password(s
     assert len(lines) == 1, lines
     assert "authentication" in lines[0].lower() or "sasl" in lines[0].lower(), lines
     assert PASSWORD not in result.output and PASSWORD not in result.stderr
+
+
+def test_a_user_without_acls_fails_on_the_driver_in_one_line_without_the_password(sasl_dump):
+    """mallory logs in, and may neither describe nor read `__consumer_offsets`: exit 3 (input
+    not readable: authorization) with one line naming the topic, before any Spark job."""
+    login = {
+        **LOGIN_RDKAFKA,
+        "sasl.username": UNAUTHORIZED_USER,
+        "sasl.password": UNAUTHORIZED_PASSWORD,
+    }
+    result = _kafka_run(sasl_dump, "no-acl", login, topic="__consumer_offsets")
+    assert result.exit_code == 3, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [
+        "offsets: kafka: not authorized to describe topic '__consumer_offsets'"
+        f" ({sasl_dump['broker'].bootstrap})"
+    ], lines
+    assert UNAUTHORIZED_PASSWORD not in result.output + result.stderr
