@@ -150,6 +150,6 @@ def test_a_user_without_acls_fails_on_the_driver_in_one_line_without_the_passwor
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert lines == [
         "offsets: kafka: not authorized to describe topic '__consumer_offsets'"
-        f" ({sasl_dump['broker'].bootstrap})"
+        f" (bootstrap.servers={sasl_dump['broker'].bootstrap}, security.protocol=SASL_PLAINTEXT)"
     ], lines
     assert UNAUTHORIZED_PASSWORD not in result.output + result.stderr
