@@ -120,10 +120,10 @@ def local_catalog_locations(warehouse: str | os.PathLike[str], database: str) ->
     Hive metastore on embedded Derby that job/session.py's catalog_conf opens), read with
     Derby's own tools in a small JVM instead of a Spark session with its Hive client.
 
-    Why (the `make run` sample's 10 tables, 2 cores, the same sitting): the lookup took 2.2 s
-    against 14-17 s for a Spark session's (JVM and session 7-9 s, Hive client 5-6 s,
-    ``SHOW TABLE EXTENDED`` 1.4-2.8 s, load 15-25), which made `lag` and `fence-check` with
-    ``--database`` 2.9-4.2x their ``--output`` times."""
+    Why (the `make run` sample, 2 cores, load 14-27, one sitting): a Spark session's lookup
+    took 14-17 s (JVM and session 7-9 s, Hive client 5-6 s, ``SHOW TABLE EXTENDED`` 1.4-2.8 s)
+    and Derby's ~2 s (0.6 s CPU); `lag`/`fence-check`/`fetch --database` went from 2.6-3.6x /
+    5.5-7.5x / 2.1-4.4x their ``--output`` times to 1.2-1.9x / 1.5-1.7x / 0.6-1.1x."""
     metastore = Path(warehouse).resolve() / METASTORE_FOLDER
     if not metastore.is_dir():
         raise NoTablesInDatabase(f"no database {database!r} in the catalog (no {metastore})")
@@ -201,12 +201,6 @@ def tables_root(database: str, locations: Mapping[str, str]) -> str:
     return roots.pop()
 
 
-# A lookup asks a metastore service once: Hive's client otherwise tries 3 times per client
-# it opens (Spark opens it more than once as it starts), and a reader at a closed port failed
-# after 31 s instead of ~10 s (load ~15).
-LOOKUP_CONF = {"spark.hadoop.hive.metastore.connect.retries": "1"}
-
-
 def resolve_tables_root(
     output: str | None,
     database: str | None,
@@ -218,8 +212,8 @@ def resolve_tables_root(
     """The root folder the readers read: ``output`` as given, or the database's, from the
     catalog: the local catalog of ``--warehouse`` without Spark (`local_catalog_locations`,
     unless this process runs a Spark session already: its catalog is asked), any other through
-    a session, ``open_session(warehouse=..., verbose=..., quick_start=True,
-    extra_conf=LOOKUP_CONF)`` (a local JVM that only asks the metastore compiles with C1 only)."""
+    a session, ``open_session(warehouse=..., verbose=..., quick_start=True)`` (a local JVM that
+    only asks the metastore compiles with C1 only)."""
     if (output is None) == (database is None):
         raise ValueError("give the tables as --output PATH or as --database NAME (one of them)")
     if output is not None:
@@ -228,7 +222,5 @@ def resolve_tables_root(
 
     if warehouse is not None and SparkContext._active_spark_context is None:
         return tables_root(database, local_catalog_locations(warehouse, database))
-    spark = open_session(
-        warehouse=warehouse, verbose=verbose, quick_start=True, extra_conf=LOOKUP_CONF
-    )
+    spark = open_session(warehouse=warehouse, verbose=verbose, quick_start=True)
     return tables_root(database, table_locations(spark, database))
