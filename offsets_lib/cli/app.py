@@ -76,8 +76,8 @@ def tables_options(command: F) -> F:
 def tables_root(output: str | None, database: str | None, warehouse: str | None) -> str:
     """The folder the reading commands read.
 
-    A Spark session is started only for a database, and stopped once the catalog answered: the
-    tables are read without it.
+    A local catalog (--warehouse) is read without Spark; another catalog starts a Spark session,
+    stopped once it answered. The tables are read without it.
 
     Args:
         output: --output, or None.
@@ -86,9 +86,9 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
 
     Returns:
         --output, or the folder of the database's tables from the catalog; exits 2 (bad usage)
-        or 3 (no tables in the database).
+        or 3 (no tables in the database, or a catalog that cannot be reached).
     """
-    from offsets_lib.io.catalog import NoTablesInDatabase, resolve_tables_root
+    from offsets_lib.io.catalog import CatalogUnreachable, NoTablesInDatabase, resolve_tables_root
     from offsets_lib.job import session
 
     started: list[object] = []
@@ -104,7 +104,7 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
 
     try:
         return resolve_tables_root(output, database, warehouse=warehouse, open_session=open_session)
-    except NoTablesInDatabase as exc:
+    except (NoTablesInDatabase, CatalogUnreachable) as exc:
         fail(EXIT_INPUT, str(exc))
     except ValueError as exc:
         fail(EXIT_USAGE, str(exc))

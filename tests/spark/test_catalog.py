@@ -23,8 +23,9 @@ from deltalake import DeltaTable
 
 from offsets_lib.audit.tables import TABLES
 from offsets_lib.engine.pipeline import DECIDED_TABLES
-from offsets_lib.io import sink
+from offsets_lib.io import catalog, sink
 from offsets_lib.tools.generate import generate_dump
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -124,6 +125,18 @@ def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path, writ
     offsets = [json.loads(r) for r in _rows(sink.read_table(str(root), "offsets"), ["run_id"])]
     assert offsets and {r["run_id"] for r in offsets} == {"r1"}
 
+    # a reader's own process finds the tables through the local catalog read without Spark
+    assert catalog.local_catalog_locations(warehouse, "AUDIT") == {
+        name: str(root / name) for name in got["tables"]
+    }
+    lag = [str(BIN / "offsets"), "lag", "--json"]
+    by_name = [*lag, "--database", "audit", "--warehouse", str(warehouse)]
+    by_name = subprocess.run(by_name, env=env, capture_output=True, text=True, cwd=work)
+    by_path = subprocess.run([*lag, "--output", str(root)], env=env, capture_output=True, text=True)
+    assert (by_name.returncode, by_name.stderr) == (0, ""), by_name.stderr
+    assert by_name.stdout == by_path.stdout and by_name.stdout.strip()
+    assert list(work.iterdir()) == []
+
 
 def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> None:
     """fetch, fence-check, lag and the notebook's loader read `offsets run --database`'s tables
@@ -173,3 +186,48 @@ def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> Non
         3,
         "offsets: no database 'no_such_db' in the catalog\n",
     )
+
+
+def _reader_fails(args: list[str], cwd: Path, env: dict[str, str] | None = None):
+    """`offsets ARGS` in its own process (the JVM's stderr included): status and stderr lines."""
+    done = subprocess.run(
+        [str(BIN / "offsets"), *args],
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=cwd,
+    )
+    return done.returncode, [line for line in done.stderr.splitlines() if line.strip()]
+
+
+def test_a_catalog_that_cannot_be_reached_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    """A metastore at a closed loopback port (a user's spark-defaults naming a metastore
+    service), and a local catalog folder that holds no Derby database: one line each, exit 3
+    (input not readable), and nothing left in the working directory."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    uri = f"thrift://127.0.0.1:{free_port()}"
+    (conf / "spark-defaults.conf").write_text(
+        f"spark.sql.catalogImplementation hive\nspark.hadoop.hive.metastore.uris {uri}\n"
+    )
+    status, lines = _reader_fails(
+        ["lag", "--database", "audit"], tmp_path, {"SPARK_CONF_DIR": str(conf)}
+    )
+    assert status == 3, lines
+    assert len(lines) == 1 and lines[0].startswith(
+        f"offsets: the catalog cannot be reached (metastore {uri}): "
+    ), lines
+
+    warehouse = tmp_path / "warehouse"
+    (warehouse / catalog.METASTORE_FOLDER).mkdir(parents=True)  # not a Derby database
+    fence = ["fence-check", "--group", "g", "--member", "", "--member-epoch", "-1"]
+    fence += ["--topic", "t", "--partition", "0"]
+    by_name = ["--database", "audit", "--warehouse", str(warehouse)]
+    status, lines = _reader_fails([*fence, *by_name], tmp_path)
+    assert status == 3, lines
+    metastore = warehouse / catalog.METASTORE_FOLDER
+    assert len(lines) == 1 and lines[0].startswith(
+        f"offsets: the catalog in {metastore} cannot be read: ERROR XJ004"
+    ), lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf", "warehouse"]

@@ -37,3 +37,10 @@ def test_tables_not_side_by_side_or_none_are_refused() -> None:
         tables_root("audit", {"runs": "/a/runs", "offsets": "/a/other"})
     with pytest.raises(NoTablesInDatabase, match="no tables in database 'audit'"):
         tables_root("audit", {})
+
+
+def test_a_warehouse_without_a_metastore_has_no_database(tmp_path) -> None:
+    """The local catalog is read, never created: no JVM, nothing written."""
+    with pytest.raises(NoTablesInDatabase, match="no database 'audit' in the catalog"):
+        resolve_tables_root(None, "audit", warehouse=str(tmp_path), open_session=_no_session)
+    assert list(tmp_path.iterdir()) == []

@@ -413,6 +413,27 @@ def checked_start_offsets(
     return start
 
 
+def check_read_access(conf: Mapping[str, Any], topic: str, timeout_s: float) -> None:
+    """InputNotReadable unless the broker says this login may READ `topic` (the operations it
+    authorizes, KIP-430, brokers 2.3+; an older broker's answer has none: not checked). A
+    principal that may describe the topic but not read it passes every offset look-up, and
+    Spark's connector would fail in its tasks with a Java stack trace instead of one line."""
+    from confluent_kafka import KafkaException, TopicCollection
+    from confluent_kafka.admin import AclOperation
+
+    admin = KafkaAdmin(conf)
+    try:
+        futures = admin.client.describe_topics(
+            TopicCollection([topic]), include_authorized_operations=True, request_timeout=timeout_s
+        )
+        allowed = futures[topic].result().authorized_operations
+    except KafkaException as exc:  # the offset look-ups described it: the read will tell
+        log.debug("kafka: authorized operations of %s not known: %s", topic, admin.error_text(exc))
+        return
+    if allowed and not {AclOperation.READ, AclOperation.ALL} & set(allowed):
+        raise InputNotReadable(f"kafka: not authorized to read topic {topic!r} ({admin.where})")
+
+
 # Spark's Kafka connector resolves a batch's partitions with the Admin client by default, and
 # that reader leaves out internal topics: for __consumer_offsets it finds no partition and the
 # read fails ("Partitions specified for Kafka start offsets don't match what are assigned ...
@@ -460,6 +481,7 @@ def read_kafka(
     """
     conf = client_config(kafka_options)
     start = checked_start_offsets(conf, topic, start_offsets, end_offsets, timeout_s)
+    check_read_access(conf, topic, timeout_s)
     reader = spark.read.format("kafka")
     # every client setting passes through; read_committed unless the options say otherwise.
     # fetch.max.wait.ms: the connector's consumer ends each partition's range with a fetch that
