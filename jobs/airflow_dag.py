@@ -21,6 +21,17 @@ Set in the scheduler's environment (read when the DAG file is parsed):
   environments that differ in ``--bootstrap-servers``, ``--output`` and
   ``--kafka-option ssl.ca.location=...``. Never a secret: Airflow logs the command line.
 
+- ``OFFSETS_AUDIT_RETENTION`` (optional): what the ``prune_runs`` task keeps, as ``offsets
+  prune`` options; default ``--keep-for 7d --keep-runs 48``, TABLES.md's retention for hourly
+  runs: the last 7 days of runs (168) stay queryable, at least 48 when the schedule paused,
+  never fewer than the latest succeeded run, and removed files are deleted 7 days later.
+
+After a successful run, ``prune_runs`` submits ``jobs/prune_job.py`` (``offsets prune``) the
+same way with the same profile: it reads where the tables are from the profile (and from
+``--output``, else ``--database``, and ``--warehouse`` of ``OFFSETS_AUDIT_OPTIONS``), so the
+output location is written once. Without it every run would add a ``run_id`` partition to
+every table for good (8,760 a year).
+
 The profile's secret (``KAFKA_SASL_PASSWORD``) must be in the driver's environment (the
 worker's in client mode), never in a file or an option. Retries and backfills are safe: a rerun
 with the same ``--run-id`` replaces that run's rows. Connection ``spark_default`` says where to
@@ -51,6 +62,7 @@ except ImportError:  # Airflow 2
 RELEASE = os.environ.get("OFFSETS_AUDIT_RELEASE", "/opt/kafka-offsets-audit").rstrip("/")
 PROFILE = os.environ.get("OFFSETS_AUDIT_PROFILE", "prod-example.toml")
 OPTIONS = shlex.split(os.environ.get("OFFSETS_AUDIT_OPTIONS", ""))
+RETENTION = shlex.split(os.environ.get("OFFSETS_AUDIT_RETENTION", "--keep-for 7d --keep-runs 48"))
 # What a plain Spark 4.2 cluster lacks, built for its Spark, Scala and Hadoop versions (`python -m
 # offsets_lib.tools.jars --packages` prints this list for the installed pyspark): Delta Lake's
 # writer and catalog, Spark's Kafka connector, and Hadoop's S3A for s3:// tables (Spark 4.2
@@ -66,6 +78,41 @@ DELTA_CONF = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
 }
 
+
+def location_options(options: list[str]) -> list[str]:
+    """The options among the run's that say where its tables are, for ``offsets prune``: its
+    ``--output`` (the tables are there, registered in a database or not), else its
+    ``--database``; and ``--warehouse``. As ``offsets prune --conf`` reads a profile."""
+    found: dict[str, str] = {}
+    for i, arg in enumerate(options):
+        name, equals, value = arg.partition("=")
+        if name in ("--output", "--database", "--warehouse"):
+            found[name] = value if equals else options[i + 1]
+    if "--output" in found:
+        found.pop("--database", None)
+    return [part for name, value in found.items() for part in (name, value)]
+
+
+def submit(
+    task_id: str, job: str, name: str, arguments: list[str], timeout: timedelta
+) -> SparkSubmitOperator:
+    """A task that submits ``jobs/<job>`` of the release with the profile (the same release,
+    packages and settings for every task, so each finds what the run wrote)."""
+    return SparkSubmitOperator(
+        task_id=task_id,
+        conn_id="spark_default",
+        name=f"{name}-{{{{ ts_nodash }}}}",
+        application=f"{RELEASE}/jobs/{job}",
+        py_files=f"{RELEASE}/dist/offsets_lib.zip",
+        packages=PACKAGES,
+        files=f"{RELEASE}/conf/{PROFILE}",  # cluster mode: lands in the driver's working dir
+        env_vars={"OFFSETS_CONF_DIR": f"{RELEASE}/conf"},  # client mode: where --conf looks
+        conf={"spark.sql.session.timeZone": "UTC", **DELTA_CONF},
+        application_args=["--conf", PROFILE, *arguments],
+        execution_timeout=timeout,
+    )
+
+
 with DAG(
     dag_id="kafka_offsets_audit",
     description="Decode __consumer_offsets, predict offset expiry and group deletion, write Delta.",
@@ -77,24 +124,18 @@ with DAG(
     tags=["kafka", "delta", "audit"],
     doc_md=__doc__,
 ) as dag:
-    SparkSubmitOperator(
-        task_id="audit_offsets",
-        conn_id="spark_default",
-        name="kafka-offsets-audit-{{ ts_nodash }}",
-        application=f"{RELEASE}/jobs/offsets_job.py",
-        py_files=f"{RELEASE}/dist/offsets_lib.zip",
-        packages=PACKAGES,
-        files=f"{RELEASE}/conf/{PROFILE}",  # cluster mode: lands in the driver's working dir
-        env_vars={"OFFSETS_CONF_DIR": f"{RELEASE}/conf"},  # client mode: where --conf looks
-        conf={"spark.sql.session.timeZone": "UTC", **DELTA_CONF},
-        application_args=[
-            "--conf",
-            PROFILE,
-            *OPTIONS,
-            "--as-of",
-            "{{ data_interval_end.isoformat() }}",
-            "--run-id",
-            "{{ run_id }}",
-        ],
-        execution_timeout=timedelta(minutes=50),
+    audit = submit(
+        "audit_offsets",
+        "offsets_job.py",
+        "kafka-offsets-audit",
+        [*OPTIONS, "--as-of", "{{ data_interval_end.isoformat() }}", "--run-id", "{{ run_id }}"],
+        timedelta(minutes=50),
     )
+    prune = submit(
+        "prune_runs",
+        "prune_job.py",
+        "kafka-offsets-prune",
+        [*location_options(OPTIONS), *RETENTION],
+        timedelta(minutes=20),
+    )
+    audit >> prune

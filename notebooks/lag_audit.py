@@ -50,7 +50,18 @@ import pandas as pd
 from IPython.display import Image, Markdown, display
 from matplotlib.ticker import FuncFormatter
 
+from offsets_lib.tools import fonts
 from offsets_lib.tools import notebook_queries as q
+
+# Group ids in CJK or with emoji draw from the fallback fonts `make setup` fetches, not as boxes.
+missing_fonts = fonts.use_fallback_fonts()
+if missing_fonts:
+    display(
+        Markdown(
+            f"_Fonts {missing_fonts} are missing (`make setup` fetches them): CJK and "
+            "emoji group ids draw as empty boxes._"
+        )
+    )
 
 pd.set_option("display.width", 160)
 pd.set_option("display.max_colwidth", 60)

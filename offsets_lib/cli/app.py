@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import NoReturn, TypeVar
 
 import click
+from click.core import ParameterSource
 
 # Exit statuses of every command (contract.md): 1 is left to unexpected errors.
 EXIT_USAGE, EXIT_INPUT, EXIT_REJECTS, EXIT_LOCKED = 2, 3, 4, 5
@@ -91,6 +92,7 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
     from offsets_lib.io.catalog import CatalogUnreachable, NoTablesInDatabase, resolve_tables_root
     from offsets_lib.job import session
 
+    output, database = _command_line_wins(output, database)
     started: list[object] = []
 
     def open_session(**options: object) -> object:
@@ -111,6 +113,25 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
     finally:
         for spark in started:
             spark.stop()
+
+
+def _command_line_wins(output: str | None, database: str | None) -> tuple[str | None, str | None]:
+    """A profile's (``--conf``) output gives way to ``--database`` on the command line, and a
+    profile's database to ``--output``: both given stays a usage error only when both come
+    from the same place."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None or output is None or database is None:
+        return output, database
+    from_profile = {
+        name
+        for name in ("output", "database")
+        if ctx.get_parameter_source(name) is ParameterSource.DEFAULT_MAP
+    }
+    if from_profile == {"output"}:
+        return None, database
+    if from_profile == {"database"}:
+        return output, None
+    return output, database
 
 
 DISTRIBUTION = "kafka-offsets-audit"  # pyproject's project name: `offsets --version`

@@ -15,9 +15,11 @@ from offsets_lib.cli.app import (
     tables_options,
     tables_root,
 )
+from offsets_lib.job.config import tables_conf_option
 
 
 @click.command("prune")
+@tables_conf_option()
 @tables_options
 @click.option("--keep-runs", type=int, help="Keep the N newest runs (any status).")
 @click.option("--keep-for", help="Keep the runs that finished within this span, e.g. 7d, 48h.")
@@ -46,6 +48,9 @@ def prune_command(
     Safe while readers read: a removal is a new Delta version and files stay until a vacuum
     after the retention (7 days by default). Holds the output's lock (exit 5 while a run writes).
     Incremental Kafka runs keep their current checkpoint and kept records. See TABLES.md.
+
+    `--conf FILE` takes the tables' location from the profile the run ran with (e.g. the
+    hourly DAG's: `offsets prune --conf prod-example.toml --keep-for 7d --keep-runs 48`).
     """
     from offsets_lib.audit.runs import Retention
     from offsets_lib.io.lock import OutputLocked

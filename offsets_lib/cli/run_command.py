@@ -455,5 +455,8 @@ def print_summary(report: RunReport, options: RunOptions, lag_line: str | None =
         click.echo(line)
     if options.database is not None:
         click.echo(f"tables in database {options.database}: {', '.join(sorted(report.tables))}")
+        if report.views:
+            names = ", ".join(v.removeprefix(f"{options.database}.") for v in report.views)
+            click.echo(f"views of the latest succeeded run: {names}")
     else:
         click.echo(f"tables under {options.output}: {', '.join(sorted(report.tables))}")

@@ -14,6 +14,10 @@ catalog needs Spark: the caller passes the function that opens one (``session.ge
 of job/session.py, which io may not import)::
 
     root = resolve_tables_root(None, "audit", warehouse=w, open_session=session.get_or_create)
+
+Beside the tables, a catalog run keeps one view per table, ``latest_<table>``: that table's
+rows of the latest succeeded run, so that dashboards and SQL users need no run id. The views
+select by `audit.runs.latest_succeeded_sql`, the readers' own rule, evaluated when read.
 """
 
 from __future__ import annotations
@@ -24,17 +28,22 @@ import posixpath
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from offsets_lib.audit.runs import latest_succeeded_sql
+from offsets_lib.audit.tables import RUN_ID
 from offsets_lib.io import storage
 
 __all__ = [
+    "LATEST_VIEW_PREFIX",
     "CatalogUnreachable",
     "NoTablesInDatabase",
+    "create_latest_views",
     "identifier",
+    "latest_view_sql",
     "local_catalog_locations",
     "resolve_tables_root",
     "sql_string",
@@ -63,6 +72,7 @@ def sql_string(value: str) -> str:
 
 
 LOCATION_LINE = "Location: "  # of SHOW TABLE EXTENDED's `information`
+VIEW_LINE = "Type: VIEW"  # the same answer's line for a view (no location, no Delta log)
 
 
 def table_locations(spark: SparkSession, database: str) -> dict[str, str]:
@@ -85,6 +95,8 @@ def table_locations(spark: SparkSession, database: str) -> dict[str, str]:
         if row["isTemporary"]:
             continue
         lines = row["information"].splitlines()
+        if VIEW_LINE in lines:  # the latest_<table> views
+            continue
         found = [n.removeprefix(LOCATION_LINE) for n in lines if n.startswith(LOCATION_LINE)]
         if not found:
             qualified = f"{identifier(database)}.{identifier(row['tableName'])}"
@@ -179,6 +191,32 @@ def _derby_java(warehouse: str | os.PathLike[str]) -> list[str]:
         "-cp",
         os.pathsep.join(jars),
     ]
+
+
+LATEST_VIEW_PREFIX = "latest_"
+
+
+def latest_view_sql(database: str, table: str) -> str:
+    """``CREATE OR REPLACE VIEW database.latest_<table>``: the table's rows of the latest
+    succeeded run in ``database.runs``, chosen when the view is read, so it follows every run."""
+    runs = f"{identifier(database)}.{identifier('runs')}"
+    view = f"{identifier(database)}.{identifier(LATEST_VIEW_PREFIX + table)}"
+    comment = f"The rows of {table} of the latest succeeded run (TABLES.md)."
+    return (
+        f"CREATE OR REPLACE VIEW {view} COMMENT {sql_string(comment)} AS SELECT * FROM "
+        f"{identifier(database)}.{identifier(table)} WHERE {identifier(RUN_ID)} = "
+        f"({latest_succeeded_sql(runs)})"
+    )
+
+
+def create_latest_views(spark: SparkSession, database: str, tables: Iterable[str]) -> list[str]:
+    """Create or replace `latest_view_sql`'s view of each of ``tables`` (catalog metadata
+    only, no data read); returns the views' qualified names."""
+    views = []
+    for table in sorted(tables):
+        spark.sql(latest_view_sql(database, table))
+        views.append(f"{database}.{LATEST_VIEW_PREFIX}{table}")
+    return views
 
 
 def tables_root(database: str, locations: Mapping[str, str]) -> str:

@@ -27,6 +27,11 @@ wins. ``--kafka-option`` settings are merged per key (the command line wins key 
 adding one client setting on the command line keeps the profile's others. Any error in the
 profile (missing file, bad TOML, unknown key, wrong type, missing environment variable) ends
 the command with one line on stderr and exit status 2.
+
+:func:`tables_conf_option` gives a command that works on a run's tables (``offsets prune``) the
+same ``--conf FILE``: it takes only where the tables are (``output``, else ``database``; and
+``warehouse``), so a scheduler names the run's profile once, and it resolves no ``[kafka]``
+secret, which such a command never needs.
 """
 
 from __future__ import annotations
@@ -55,6 +60,7 @@ __all__ = [
     "find_profile",
     "load_profile",
     "parse_profile",
+    "tables_conf_option",
 ]
 
 EXIT_USAGE = 2
@@ -69,6 +75,8 @@ RUN_KEYS: dict[str, tuple[str, tuple[type, ...], str]] = {
     for key, flag in PROFILE_FLAGS.items()
 }
 KAFKA_PARAM = KAFKA_OPTIONS_PARAM
+# The options of `offsets run` that say where the tables are (what tables_conf_option takes).
+TABLES_PARAMS = ("output", "database", "warehouse")
 
 
 class ProfileError(ValueError):
@@ -100,6 +108,15 @@ class Profile:
         if param_names is not None:
             values = {k: v for k, v in values.items() if k in param_names}
         return values
+
+    def tables_default_map(self) -> dict[str, Any]:
+        """Where the run's tables are, for a command that reads or prunes them: ``output``
+        when the profile gives one (the tables are there, registered in ``database`` or not: no
+        catalog needed), else ``database``; and ``warehouse``."""
+        found = {k: v for k, v in self.options.items() if k in TABLES_PARAMS}
+        if "output" in found:
+            found.pop("database", None)
+        return found
 
     def __repr__(self) -> str:
         return (
@@ -190,8 +207,10 @@ def parse_profile(
     source: str = "<profile>",
     environ: Mapping[str, str] | None = None,
     now: time.struct_time | None = None,
+    resolve_kafka: bool = True,
 ) -> Profile:
-    """Validate an already-parsed TOML document and resolve its secrets from ``environ``."""
+    """Validate an already-parsed TOML document and resolve its secrets from ``environ``
+    (``resolve_kafka=False``: the ``[kafka]`` table is left out, no secret is read)."""
     environ = os.environ if environ is None else environ
     now = time.gmtime() if now is None else now
     known = sorted([*RUN_KEYS, KAFKA_TABLE])
@@ -200,6 +219,8 @@ def parse_profile(
     secrets: frozenset[str] = frozenset()
     for key, value in data.items():
         if key == KAFKA_TABLE:
+            if not resolve_kafka:
+                continue
             kafka, secrets = _kafka_settings(value, source=source, environ=environ)
         elif key in RUN_KEYS:
             options[RUN_KEYS[key][0]] = _option_value(key, value, source=source, now=now)
@@ -239,6 +260,7 @@ def load_profile(
     *,
     environ: Mapping[str, str] | None = None,
     now: time.struct_time | None = None,
+    resolve_kafka: bool = True,
 ) -> Profile:
     """Read, parse and validate a TOML profile; raise :class:`ProfileError` with one line."""
     path = find_profile(name)
@@ -250,7 +272,9 @@ def load_profile(
         raise ProfileError(f"profile {str(path)!r} is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ProfileError(f"profile {str(path)!r} is not valid TOML: {exc}") from None
-    return parse_profile(data, source=str(path), environ=environ, now=now)
+    return parse_profile(
+        data, source=str(path), environ=environ, now=now, resolve_kafka=resolve_kafka
+    )
 
 
 # ---- click ------------------------------------------------------------------------------------
@@ -272,7 +296,27 @@ def _apply_profile(ctx: click.Context, _param: click.Parameter, value: str | Non
         click.echo(
             f"offsets: {profile.path}: {', '.join(unused)} not used by this command", err=True
         )
-    defaults = profile.default_map(names)
+    _set_defaults(ctx, profile, profile.default_map(names))
+    return value
+
+
+def _apply_tables_profile(
+    ctx: click.Context, _param: click.Parameter, value: str | None
+) -> str | None:
+    if value is None or ctx.resilient_parsing:
+        return value
+    try:
+        profile = load_profile(value, resolve_kafka=False)
+    except ProfileError as exc:
+        click.echo(f"offsets: {exc}", err=True)
+        ctx.exit(EXIT_USAGE)
+    _set_defaults(ctx, profile, profile.tables_default_map())
+    return value
+
+
+def _set_defaults(ctx: click.Context, profile: Profile, defaults: dict[str, Any]) -> None:
+    """The profile's values become the command's defaults (each checked by its option's type:
+    a wrong one ends the command with exit 2); the command line still wins."""
     for param in ctx.command.params:
         if param.name in defaults and param.name != KAFKA_PARAM:
             try:
@@ -283,7 +327,6 @@ def _apply_profile(ctx: click.Context, _param: click.Parameter, value: str | Non
                 ctx.exit(EXIT_USAGE)
     ctx.default_map = {**(ctx.default_map or {}), **defaults}
     ctx.meta[_META_KEY] = profile
-    return value
 
 
 def _merge_kafka_options(profile: Profile, command_line: tuple[str, ...]) -> tuple[str, ...]:
@@ -324,3 +367,19 @@ def conf_option(*param_decls: str, **attrs: Any) -> Callable[[Callable], Callabl
         )(wrapper)
 
     return decorator
+
+
+def tables_conf_option() -> Callable[[Callable], Callable]:
+    """Decorator adding ``--conf FILE`` to a command that works on a run's tables: the run's
+    own profile gives where the tables are (`Profile.tables_default_map`); its other keys are
+    the run's business and are ignored. The command line wins."""
+    return click.option(
+        "--conf",
+        "conf",
+        metavar="FILE",
+        is_eager=True,
+        expose_value=False,
+        callback=_apply_tables_profile,
+        help="The TOML profile `offsets run` ran with: where its tables are (output, else"
+        " database; warehouse). The command line wins.",
+    )

@@ -39,7 +39,7 @@ from offsets_lib.engine.staging import (
     stage_end_offsets,
     written_files,
 )
-from offsets_lib.io import incremental, sink
+from offsets_lib.io import catalog, incremental, sink
 from offsets_lib.io.lock import output_lock
 from offsets_lib.job.options import RunOptions, UsageError
 
@@ -72,6 +72,7 @@ class RunReport:
     load_failures: int = 0
     load_failures_shown: tuple[tuple[int, str, str], ...] = ()
     tables: dict[str, str] = field(default_factory=dict)
+    views: list[str] = field(default_factory=list)  # a catalog run's latest_<table> views
     stage_seconds: dict[str, float] = field(default_factory=dict)
     largest_task_records: int | None = None  # input records of the largest audit task (files)
     # the largest audit task's records over the average task's, in the step where it is largest
@@ -726,9 +727,13 @@ def _table_name(options: RunOptions, name: str) -> str:
 def _register(spark: SparkSession, report: RunReport, options: RunOptions) -> None:
     """A catalog run's tables written by delta-rs: the catalog learns the ones it lacks, once
     every table and the runs row are committed (a failed run's tables are registered by the
-    next run that succeeds; Delta's Spark writer registers its tables itself)."""
-    if options.database is not None and options.delta_writer != "spark":
+    next run that succeeds; Delta's Spark writer registers its tables itself). Then each
+    table's ``latest_<table>`` view, for readers that name no run."""
+    if options.database is None:
+        return
+    if options.delta_writer != "spark":
         sink.register_tables(spark, report.tables, output=options.output, database=options.database)
+    report.views = catalog.create_latest_views(spark, options.database, report.tables)
 
 
 def _publish(spark: SparkSession, report: RunReport, options: RunOptions, started_ms: int) -> None:

@@ -43,14 +43,8 @@ SCRIPT = textwrap.dedent(
         from airflow.models.dagbag import DagBag  # Airflow 2
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
-    def report():
-        bag = DagBag(dag_folder=sys.argv[1])  # parses the file again: its settings are re-read
-        out = {"import_errors": {k: str(v) for k, v in bag.import_errors.items()},
-               "dag_ids": sorted(bag.dag_ids)}
-        dag = bag.dags.get("kafka_offsets_audit")  # bag.get_dag() would query the metadata DB
-        if dag is None:
-            return out
-        task = dag.get_task("audit_offsets")
+    def task_report(dag, task_id):
+        task = dag.get_task(task_id)
         end = pendulum.datetime(2026, 11, 21, 10, tz="UTC")
         context = {
             "data_interval_start": end.subtract(hours=1),
@@ -67,16 +61,30 @@ SCRIPT = textwrap.dedent(
                                py_files=rendered["py_files"], files=rendered["files"],
                                name=rendered["name"],
                                application_args=rendered["application_args"])
-        out.update(
-            schedule=str(getattr(dag, "schedule", None) or dag.timetable.summary),
-            catchup=dag.catchup,
-            max_active_runs=dag.max_active_runs,
+        return dict(
             task_type=type(task).__name__,
+            trigger_rule=str(getattr(task.trigger_rule, "value", task.trigger_rule)),
             template_fields=list(task.template_fields),
             raw={"application": task.application, "py_files": task.py_files,
                  "application_args": task.application_args},
             rendered=rendered,
             command=hook._build_spark_submit_command(rendered["application"]),
+        )
+
+    def report():
+        bag = DagBag(dag_folder=sys.argv[1])  # parses the file again: its settings are re-read
+        out = {"import_errors": {k: str(v) for k, v in bag.import_errors.items()},
+               "dag_ids": sorted(bag.dag_ids)}
+        dag = bag.dags.get("kafka_offsets_audit")  # bag.get_dag() would query the metadata DB
+        if dag is None:
+            return out
+        out.update(
+            schedule=str(getattr(dag, "schedule", None) or dag.timetable.summary),
+            catchup=dag.catchup,
+            max_active_runs=dag.max_active_runs,
+            downstream={t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks},
+            prune=task_report(dag, "prune_runs"),
+            **task_report(dag, "audit_offsets"),
         )
         return out
 
@@ -90,6 +98,7 @@ SCRIPT = textwrap.dedent(
 CONFIGURED = {
     "OFFSETS_AUDIT_PROFILE": "audit-eu.toml",
     "OFFSETS_AUDIT_OPTIONS": "--output 's3://audit eu/tables' --kafka-option client.id=eu",
+    "OFFSETS_AUDIT_RETENTION": "--keep-runs 24",
 }
 
 
@@ -234,6 +243,48 @@ def test_spark_submit_command_line(dag_report: dict) -> None:
     ]
 
 
+def test_a_prune_task_follows_the_run(dag_report: dict) -> None:
+    """The run, then `offsets prune` with TABLES.md's retention for hourly runs, submitted
+    like the run with the same profile (which says where the tables are), only after a run
+    that succeeded."""
+    assert dag_report["downstream"] == {"audit_offsets": ["prune_runs"], "prune_runs": []}
+    prune = dag_report["prune"]
+    assert (prune["task_type"], prune["trigger_rule"]) == ("SparkSubmitOperator", "all_success")
+    assert prune["rendered"]["application"] == f"{RELEASE}/jobs/prune_job.py"
+    assert prune["rendered"]["name"] == "kafka-offsets-prune-20261121T090000"
+    assert (ROOT / "jobs" / "prune_job.py").is_file()
+    command = prune["command"]
+    assert command[command.index("--files") + 1] == f"{RELEASE}/conf/prod-example.toml"
+    assert (
+        command[command.index("--packages") + 1]
+        == dag_report["command"][dag_report["command"].index("--packages") + 1]
+    )
+    app = command.index(f"{RELEASE}/jobs/prune_job.py")
+    assert command[app + 1 :] == [
+        "--conf",
+        "prod-example.toml",
+        "--keep-for",
+        "7d",
+        "--keep-runs",
+        "48",
+    ]
+
+
+def test_a_deployment_prunes_where_its_options_put_the_tables(dag_report: dict) -> None:
+    """OFFSETS_AUDIT_OPTIONS' --output reaches the prune task too (its Kafka options do not),
+    and OFFSETS_AUDIT_RETENTION replaces the retention."""
+    command = dag_report["configured"]["prune"]["command"]
+    app = command.index(f"{RELEASE}/jobs/prune_job.py")
+    assert command[app + 1 :] == [
+        "--conf",
+        "audit-eu.toml",
+        "--output",
+        "s3://audit eu/tables",
+        "--keep-runs",
+        "24",
+    ]
+
+
 def test_the_task_submits_what_a_plain_cluster_lacks(dag_report: dict) -> None:
     """Delta's, the Kafka connector's and S3A's packages for the installed pyspark, and Delta's
     SQL extension: a Spark cluster without them cannot run the shipped profile."""
@@ -281,3 +332,32 @@ def test_airflow_never_in_the_project_venv() -> None:
 
     names = {d.metadata["Name"].lower() for d in metadata.distributions() if d.metadata["Name"]}
     assert not names & {"apache-airflow", "pyspark-client", "apache-airflow-providers-apache-spark"}
+
+
+def test_prune_job_accepts_the_dag_arguments(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """The prune task's arguments parse in jobs/prune_job.py: the shipped profile (found via
+    OFFSETS_CONF_DIR, no Kafka password in the environment) and a deployment's --output."""
+    import importlib.util
+    from datetime import UTC, datetime, timedelta
+
+    from offsets_lib.io import sink
+
+    spec = importlib.util.spec_from_file_location("prune_job", ROOT / "jobs" / "prune_job.py")
+    prune_job = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prune_job)
+    now = datetime.now(UTC).replace(microsecond=0)
+    for hours_ago, run_id in ((24 * 9, "old"), (1, "recent")):
+        finished = now - timedelta(hours=hours_ago)
+        row = {"run_id": run_id, "status": "succeeded", "finished_at": finished}
+        sink.publish_run(row, output=str(tmp_path))
+    monkeypatch.setenv("OFFSETS_CONF_DIR", str(ROOT / "conf"))
+    monkeypatch.delenv("KAFKA_SASL_PASSWORD", raising=False)
+    monkeypatch.chdir(tempfile.gettempdir())
+    args = ["--conf", "prod-example.toml", "--output", str(tmp_path)]
+    code = prune_job.main([*args, "--keep-for", "7d", "--keep-runs", "1", "--json"])
+    out, err = capsys.readouterr()
+    assert (code, err) == (0, ""), out
+    doc = json.loads(out)
+    assert (doc["output"], doc["removed"], doc["kept"]) == (str(tmp_path), ["old"], ["recent"])

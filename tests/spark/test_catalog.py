@@ -11,7 +11,7 @@ import json
 import os
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import duckdb
@@ -38,7 +38,12 @@ import json, sys
 import pyarrow.parquet as pq
 from offsets_lib.job import session
 spark = session.get_or_create("reader", master="local[1]", warehouse=sys.argv[1])
-tables = sorted(t.name for t in spark.catalog.listTables("audit"))
+listed = spark.catalog.listTables("audit")
+tables = sorted(t.name for t in listed if t.tableType != "VIEW")
+views = sorted(t.name for t in listed if t.tableType == "VIEW")
+# one view read (each reads the runs table, then its table): they share latest_view_sql
+latest = spark.table("audit.latest_offsets").toArrow()
+pq.write_table(latest, f"{sys.argv[2]}/latest_offsets.parquet")
 about = {}
 for name in tables:
     frame = spark.table(f"audit.{name}")
@@ -51,7 +56,7 @@ for name in tables:
         "partitions": list(detail["partitionColumns"]),
         "comments": {f.name: f.metadata.get("comment") for f in frame.schema.fields},
     }
-print(json.dumps({"tables": tables, "about": about}))
+print(json.dumps({"tables": tables, "views": views, "about": about}))
 spark.stop()
 """
 
@@ -74,9 +79,9 @@ def _json_value(value: object) -> str:
 def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path, writer: str) -> None:
     """The tables a catalog run writes (with delta-rs and registers, the default and the
     profile's; or with Delta's Spark writer) read identically by name through Delta's Spark
-    reader (a new session on the same catalog), by path through delta-rs, Polars and DuckDB;
-    nothing is left in the working directory (Derby's log and metastore sit in the
-    warehouse)."""
+    reader (a new session on the same catalog), by path through delta-rs, Polars and DuckDB,
+    and through the latest_offsets view; nothing is left in the working directory (Derby's
+    log and metastore sit in the warehouse)."""
     dump, warehouse, spark_read = tmp_path / "dump", tmp_path / "warehouse", tmp_path / "read"
     spark_read.mkdir()
     generate_dump(str(dump), groups=12, records=400, seed=5, partitions=3)
@@ -102,6 +107,9 @@ def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path, writ
     assert read.returncode == 0, read.stderr
     got = json.loads(read.stdout.strip().splitlines()[-1])
     assert got["tables"] == sorted([*DECIDED_TABLES, "lag", "runs"])
+    assert got["views"] == [f"latest_{name}" for name in got["tables"]]
+    views = ", ".join(got["views"])
+    assert f"views of the latest succeeded run: {views}\n" in run.stdout
     assert list(work.iterdir()) == []  # no derby.log, no metastore_db
     assert sorted(p.name for p in warehouse.iterdir()) == ["audit.db", "derby.log", "metastore_db"]
 
@@ -124,6 +132,10 @@ def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path, writ
         assert by_spark or name in ("rejects", "load_failures"), name  # none here
     offsets = [json.loads(r) for r in _rows(sink.read_table(str(root), "offsets"), ["run_id"])]
     assert offsets and {r["run_id"] for r in offsets} == {"r1"}
+    # one run, r1: the view of the latest run, read in a new session, holds every row
+    columns = TABLES["offsets"].columns
+    by_view = _rows(pq.read_table(spark_read / "latest_offsets.parquet"), columns)
+    assert by_view == _rows(sink.read_table(str(root), "offsets"), columns)
 
     # a reader's own process finds the tables through the local catalog read without Spark
     assert catalog.local_catalog_locations(warehouse, "AUDIT") == {
@@ -179,6 +191,8 @@ def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> Non
         if frame is not None:
             assert loaded.tables[name].equals(frame), name
 
+    _latest_views_follow_the_runs_table(spark, root)
+
     both = runner.invoke(main, ["lag", "--output", root, "--database", "audit"])
     assert both.exit_code == 2
     missing = runner.invoke(main, ["lag", "--database", "no_such_db"])
@@ -231,3 +245,32 @@ def test_a_catalog_that_cannot_be_reached_is_one_line_and_exit_3(tmp_path: Path)
         f"offsets: the catalog in {metastore} cannot be read: ERROR XJ004"
     ), lines
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conf", "warehouse"]
+
+
+def _latest_views_follow_the_runs_table(spark, root: str) -> None:
+    """The latest_<table> views pick the run `offsets_lib.io.runs.latest_run` picks, when they
+    are read: runs rows published after r1 (no new audit run) move them or not."""
+    from offsets_lib.io import runs
+
+    def latest(table: str) -> list[str]:
+        spec = TABLES[table]
+        return _rows(spark.table(f"audit.latest_{table}").toArrow(), spec.columns)
+
+    def of_run(table: str, run_id: str) -> list[str]:
+        return _rows(sink.read_table(root, table, run_id=run_id), TABLES[table].columns)
+
+    r1 = runs.latest_run(root)
+    assert r1["run_id"] == "r1"
+    assert latest("offsets") == of_run("offsets", "r1") != []
+    assert latest("lag") == of_run("lag", "r1") != []
+    # a failed run after r1 and a succeeded one before it: r1 stays the latest
+    later, earlier = r1["finished_at"] + timedelta(hours=1), r1["finished_at"] - timedelta(hours=1)
+    sink.publish_run({"run_id": "r2-failed", "status": "failed", "finished_at": later}, output=root)
+    sink.publish_run({"run_id": "r0", "status": "succeeded", "finished_at": earlier}, output=root)
+    assert runs.latest_run(root)["run_id"] == "r1"
+    assert [r["run_id"] for r in spark.table("audit.latest_runs").collect()] == ["r1"]
+    # a succeeded run after r1 that wrote no offsets: the views show it, hence no offsets
+    sink.publish_run({"run_id": "r3", "status": "succeeded", "finished_at": later}, output=root)
+    assert runs.latest_run(root)["run_id"] == "r3"
+    assert [r["run_id"] for r in spark.table("audit.latest_runs").collect()] == ["r3"]
+    assert latest("offsets") == latest("lag") == []

@@ -306,3 +306,28 @@ def test_undecodable_file_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["run", "--conf", str(path)])
     assert result.exit_code == 2
     assert "is not UTF-8 text" in result.output
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        ({"output": "s3://b/t", "database": "audit", "source": "kafka"}, {"output": "s3://b/t"}),
+        (
+            {"database": "audit", "warehouse": "/w", "retention": "7d"},
+            {"database": "audit", "warehouse": "/w"},
+        ),
+        ({"source": "parquet", "input": ["dump"]}, {}),
+    ],
+)
+def test_tables_default_map_is_where_the_tables_are(data: dict, expected: dict) -> None:
+    """A run's profile tells a command on its tables only where they are: its output when it
+    has one (a catalog run's tables are there too), else its database."""
+    assert parse_profile(data).tables_default_map() == expected
+
+
+def test_tables_profile_resolves_no_kafka_secret() -> None:
+    data = {"output": "t", "kafka": {"sasl_password_env": "NOT_SET_ANYWHERE"}}
+    with pytest.raises(ProfileError, match="NOT_SET_ANYWHERE is not set"):
+        parse_profile(data, environ={})
+    profile = parse_profile(data, environ={}, resolve_kafka=False)
+    assert (profile.kafka, profile.tables_default_map()) == ({}, {"output": "t"})

@@ -208,3 +208,73 @@ def test_cli_locked(output: Path) -> None:
         result = invoke("--output", str(output), "--keep-runs", "1")
     assert result.exit_code == 5
     assert "is being written by run run-writing" in result.output
+
+
+def _run_profile(tmp_path: Path, output: str) -> Path:
+    """The shipped hourly profile (conf/prod-example.toml) with its output at ``output``: it
+    also names a database and a Kafka password variable, which prune must not need."""
+    shipped = (Path(__file__).resolve().parents[2] / "conf" / "prod-example.toml").read_text()
+    lines = [
+        f'output = "{output}"' if line.startswith("output =") else line
+        for line in shipped.splitlines()
+    ]
+    profile = tmp_path / "hourly.toml"
+    profile.write_text("\n".join(lines) + "\n")
+    return profile
+
+
+def test_cli_takes_the_runs_profile(
+    output: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--conf` reads where the tables are from the run's own profile: its output (the
+    database it also names is not asked: no catalog, no Spark), nothing else of it, and no
+    Kafka secret (the variable is unset here)."""
+    monkeypatch.delenv("KAFKA_SASL_PASSWORD", raising=False)
+    profile = _run_profile(tmp_path_factory.mktemp("conf"), str(output))
+    result = CliRunner().invoke(
+        main, ["prune", "--conf", str(profile), "--keep-runs", "2", "--json"]
+    )
+    assert (result.exit_code, result.stderr) == (0, ""), result.output
+    doc = json.loads(result.stdout)
+    assert (doc["output"], doc["removed"], doc["kept"]) == (
+        str(output),
+        ["orphan", "h1", "h2", "h3"],
+        ["h4", "h5"],
+    )
+
+
+def test_cli_the_command_line_wins_over_the_profile(
+    output: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    conf = tmp_path_factory.mktemp("conf")
+    profile = _run_profile(conf, str(conf / "elsewhere"))
+    result = invoke(
+        "--conf", str(profile), "--output", str(output), "--keep-runs", "2", "--dry-run"
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "would remove 4 runs, kept 2 (latest succeeded: h4)"
+    missing = invoke("--conf", str(profile), "--keep-runs", "2")
+    assert (missing.exit_code, missing.stderr) == (
+        3,
+        f"offsets: no tables under {conf / 'elsewhere'} (no runs table): run `offsets run` first\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("profile_text", "message"),
+    [
+        (None, "offsets: profile '{path}' not found"),
+        ("output = 5\n", "offsets: {path}: output: expected"),
+        ('outptu = "x"\n', "offsets: {path}: unknown key 'outptu'"),
+    ],
+)
+def test_cli_bad_profile_is_one_line(
+    tmp_path: Path, profile_text: str | None, message: str
+) -> None:
+    path = tmp_path / "bad.toml"
+    if profile_text is not None:
+        path.write_text(profile_text)
+    result = invoke("--conf", str(path), "--keep-runs", "2")
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message.format(path=path)), result.stderr
+    assert result.stderr.count("\n") == 1 and result.stdout == ""

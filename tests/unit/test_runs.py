@@ -195,3 +195,15 @@ def test_runs_without_a_time_are_the_oldest() -> None:
 def test_retention_needs_a_limit(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         Retention(**kwargs)
+
+
+def test_latest_view_selects_by_the_shared_rule() -> None:
+    """The catalog's latest_<table> views embed latest_succeeded_sql, nothing of their own."""
+    from offsets_lib.io.catalog import latest_view_sql
+
+    assert latest_view_sql("audit", "lag") == (
+        "CREATE OR REPLACE VIEW `audit`.`latest_lag` COMMENT 'The rows of lag of the latest"
+        " succeeded run (TABLES.md).' AS SELECT * FROM `audit`.`lag` WHERE `run_id` = ("
+        + latest_succeeded_sql("`audit`.`runs`")
+        + ")"
+    )

@@ -1,0 +1,29 @@
+"""spark-submit entry point of `offsets prune`: the hourly DAG's task after each run.
+
+    spark-submit --py-files dist/offsets_lib.zip --files conf/prod-example.toml \
+        jobs/prune_job.py --conf prod-example.toml --keep-for 7d --keep-runs 48
+
+Submitted like the run (same release, profile and cluster settings), so it finds the tables
+where the run wrote them: ``--conf`` takes the profile's output (else its database) and nothing
+else; the object store's credentials are the driver's, as the run's are. See TABLES.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from offsets_lib.cli import main as cli
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cli.main(args=["prune", *args], prog_name="prune_job.py", standalone_mode=True)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
