@@ -47,9 +47,9 @@ def prune_command(
     after the retention (7 days by default). Holds the output's lock (exit 5 while a run writes).
     Incremental Kafka runs keep their current checkpoint and kept records. See TABLES.md.
     """
-    from offsets_lib.audit.runs import Retention
+    from offsets_lib.audit.run_selection import Retention
     from offsets_lib.io.lock import OutputLocked
-    from offsets_lib.io.prune import prune
+    from offsets_lib.io.run_pruning import prune
     from offsets_lib.job.options import UsageError, parse_retention
 
     try:

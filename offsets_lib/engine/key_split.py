@@ -3,7 +3,7 @@
 A group's records all meet in one audit task, so one dominant group made one task hold its whole
 share of a dump (30 % of the commits in the bench's skewed dump). Here the records first go to
 tasks by offset key (routing.task_buckets with `by_offset_key`: every task gets a similar share
-of the commits, whatever the groups' sizes), where audit.key_split keeps the few commits per
+of the commits, whatever the groups' sizes), where audit.commit_reduction keeps the few commits per
 key that the audit needs and counts the rest; the kept commits and the group-level records then
 reach the per-group audit as staged pieces (exchange.audit_pieces). The per-group task of a
 dominant group then holds a few records per offset key instead of every commit of the group.
@@ -25,7 +25,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from offsets_lib.audit import key_split
+from offsets_lib.audit import commit_reduction
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
@@ -47,11 +47,11 @@ def _reduce_task(
     """One first-step task: reduce its SPLIT_ARROW records, write the forwarded ones as pieces
     by group task, stage its counts; yields REDUCED_ARROW rows (pieces and staged files)."""
     table = (
-        pa.Table.from_batches(batches).cast(key_split.SPLIT_ARROW)
+        pa.Table.from_batches(batches).cast(commit_reduction.SPLIT_ARROW)
         if batches
-        else key_split.SPLIT_ARROW.empty_table()
+        else commit_reduction.SPLIT_ARROW.empty_table()
     )
-    reduced = key_split.reduce_commits(
+    reduced = commit_reduction.reduce_commits(
         table.to_batches(), needs_decoding=routing.decoded_by_key_split(table)
     )
     pieces = exchange.write_piece_file(
@@ -117,7 +117,7 @@ def reduce_records(records: DataFrame, *, staging: Staging, tasks: int) -> list[
     routed = (
         pipeline.routed_by_task(records, tasks=tasks, by_offset_key=True)
         .withColumn("is_copy", F.col("_copy") > 0)
-        .select(*key_split.SPLIT_ARROW.names)
+        .select(*commit_reduction.SPLIT_ARROW.names)
     )
 
     def reduce(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
