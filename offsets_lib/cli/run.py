@@ -24,9 +24,10 @@ from offsets_lib.cli.app import (
     fail,
 )
 from offsets_lib.io import sink, storage
+from offsets_lib.job.audit_plan import stages_kafka_records
 from offsets_lib.job.config import conf_option
 from offsets_lib.job.options import FLAGS, Flag, RunOptions, UsageError
-from offsets_lib.job.run import RejectRatioExceeded, RunReport, stages_kafka_records
+from offsets_lib.job.run import RejectRatioExceeded, RunReport
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -300,8 +300,8 @@ class RunOptions:
         ),
     )
     # a dominant group's offset commits reduced per offset key first (engine.key_split): when a
-    # task of the per-group routing would hold more than run.SKEWED_TASK times the average
-    # (`run._oversized`); False: never
+    # task of the per-group routing would hold more than audit_plan.SKEWED_TASK times the average
+    # (`audit_plan.oversized_tasks`); False: never
     split_commits: bool = field(
         default=SPLIT_COMMITS["auto"],
         metadata=_flags(
