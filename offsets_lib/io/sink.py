@@ -49,10 +49,10 @@ import json
 import logging
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -62,7 +62,7 @@ from deltalake.transaction import AddAction, create_table_with_add_actions
 from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.audit.tables import RUN_ID, TableSpec, table_spec
-from offsets_lib.io import catalog, storage
+from offsets_lib.io import catalog, spark_settings, storage
 from offsets_lib.io.delta_schema import (
     RunRows,
     arrow_schema,
@@ -77,6 +77,7 @@ from offsets_lib.io.delta_stats import stats_of_file
 __all__ = [
     "DEFAULT_WRITER",
     "DELTA_WRITERS",
+    "DeltaWriter",
     "add_action",
     "choose_writer",
     "commit_files",
@@ -354,22 +355,12 @@ def write_frame(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> 
 _TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
 
 
-@contextmanager
-def _micros_timestamps(spark: SparkSession | None) -> Iterator[None]:
+def _micros_timestamps(spark: SparkSession | None) -> AbstractContextManager[None]:
     """Spark writes timestamps as INT64 micros while the tables are written (its INT96 default
     has no Parquet statistics, so the Delta stats would lack them); the setting is restored."""
     if spark is None:
-        yield
-        return
-    previous = spark.conf.get(_TIMESTAMP_TYPE, None)
-    spark.conf.set(_TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
-    try:
-        yield
-    finally:
-        if previous is None:
-            spark.conf.unset(_TIMESTAMP_TYPE)
-        else:
-            spark.conf.set(_TIMESTAMP_TYPE, previous)
+        return nullcontext()
+    return spark_settings.setting(spark, _TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
 
 
 def write_rows(rows: list[Mapping[str, Any]], spec: TableSpec, *, output: str, run_id: str) -> int:
@@ -409,8 +400,9 @@ def read_table(
 # records; FIGURES).
 # Delta's Spark writer stays for --delta-writer spark (e.g. a catalog whose tables only Spark
 # may write); it writes every table in a Spark job of its own after the audit.
-DELTA_WRITERS = ("spark", "delta-rs")
-DEFAULT_WRITER = "delta-rs"
+DeltaWriter = Literal["delta-rs", "spark"]  # the run options' type (job/options.py)
+DELTA_WRITERS: tuple[str, ...] = get_args(DeltaWriter)
+DEFAULT_WRITER: DeltaWriter = "delta-rs"
 
 
 def choose_writer(requested: str | None) -> str:
