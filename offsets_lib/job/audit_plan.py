@@ -211,7 +211,7 @@ def mapped_pieces(
     """The file shuffle's map stage (none when every record is in a stored piece): its pieces
     and the stored ones, and with `split` the oversized audit tasks, whose records alone go
     through the split audit's first step (key_split.oversized_pieces; the map cuts the records
-    of tasks that look large by first-step section too, exchange.LARGE_IN_BATCH)."""
+    of tasks that look large by first-step section too, piece_files.LARGE_IN_BATCH)."""
     tasks = inputs.tasks
     cutting = {"by_section": split}
     pieces = list(inputs.stored)
