@@ -139,7 +139,7 @@ def test_a_run_splits_a_dominant_task_itself_and_publishes_the_same_tables(
     shows the dominant group's task oversized, its commits are reduced per key first (read from
     the map's sections), no task holds far more than the others, and the published tables are
     the same."""
-    monkeypatch.setattr(run, "RECORDS_PER_TASK", 1_000)  # the oversized bound, scaled down
+    monkeypatch.setattr(audit_plan, "RECORDS_PER_TASK", 1_000)  # the oversized bound, scaled down
     published = {}
     for split in (False, True):
         output = str(tmp_path / f"split-{split}")
