@@ -6,6 +6,9 @@ event per group (the log offset of its newest offset-commit value), which is all
 needs from them to decide whether a "simple" group exists (G-S1/G-S2).
 """
 
+# Whole (~650 lines): the loader's replay and its inverse (`needed_records`) read one private
+# group model (_Modern, _cells, the family tables); cut, each half would import the other's.
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -172,6 +175,7 @@ def replay_group(
 
     A Scala coordinator (`coordinator.is_scala`) skips record types >= 3.
     """
+    # long: the loader's one dispatch over record types, in log order, read against the loader
     # The classic group is its last GroupMetadata value ({} = a simple group without one). Each
     # value replaces the whole group, so only the last one is parsed, once, after the replay.
     classic: dict[str, Any] | None = None
@@ -479,6 +483,7 @@ def needed_records(events: list[Event]) -> list[bool]:
     depends on offset commits, which are not among these records), and so are those of a group
     that may fail a LOG-6 check (replayed without values, the checks fail wherever a value
     might make them fail): the partition stays unloadable while these records are in the log."""
+    # long: one backward pass whose cases mirror replay_group's, to be read side by side
     if any(_FAMILY_OF.get(e.record_type) == SHARE for e in events):
         return [True] * len(events)
     if replay_group(-1, "", events)["load_failures"]:

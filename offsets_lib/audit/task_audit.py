@@ -11,6 +11,9 @@ applies the decisions (EXP, ODEL, DEL rows: rules.py) to the task's offsets and 
 both give the same tables.
 """
 
+# Whole (~740 lines): one pass over a task's decoded columns that the audit, the kept records
+# and the split audit's first step share; cut, each part would import the others' privates.
+
 from __future__ import annotations
 
 import gc
@@ -284,6 +287,7 @@ def _replay(
     coordinator: Coordinator,
 ) -> pa.Table:
     """Replay every group's records in log order (replay.replay_group), offsets as one event."""
+    # long: columns to Python lists once (no per-row Arrow access), then one loop over groups
     group_ids = decoded.column("group_id")
     is_event = ok & ~is_control & (record_type >= 2) & as_bools(pc.is_valid(group_ids))
     rows = np.flatnonzero(is_event)
@@ -428,6 +432,7 @@ def _live_offsets(keys: pa.Table, groups: pa.Table) -> tuple[pa.Table, int]:
 
 def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
     """Partial KIP-496 meters per (UTC hour, offsets partition): see metrics.py for the meaning."""
+    # long: the meters' vectorised flags over one sort of the task's records, then one sum
     rows = np.flatnonzero(counted)
     records = task.table.select(
         [

@@ -52,9 +52,9 @@ def prune_command(
     `--conf FILE` takes the tables' location from the profile the run ran with (e.g. the
     hourly DAG's: `offsets prune --conf prod-example.toml --keep-for 7d --keep-runs 48`).
     """
-    from offsets_lib.audit.runs import Retention
+    from offsets_lib.audit.run_selection import Retention
     from offsets_lib.io.lock import OutputLocked
-    from offsets_lib.io.prune import prune
+    from offsets_lib.io.run_pruning import prune
     from offsets_lib.job.options import UsageError, parse_retention
 
     try:

@@ -23,10 +23,11 @@ from offsets_lib.cli.app import (
     EXIT_USAGE,
     fail,
 )
-from offsets_lib.io import sink, storage
+from offsets_lib.io import catalog, storage
+from offsets_lib.job.audit_plan import stages_kafka_records
 from offsets_lib.job.config import conf_option
 from offsets_lib.job.options import FLAGS, Flag, RunOptions, UsageError
-from offsets_lib.job.run import RejectRatioExceeded, RunReport, stages_kafka_records
+from offsets_lib.job.run import RejectRatioExceeded, RunReport
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -224,9 +225,9 @@ def _options(kw: dict, *, now_ms: int) -> RunOptions:
 
 def _with_database(spark, options: RunOptions) -> RunOptions:
     """Create the database unless it exists; the tables' folder is where the catalog has them,
-    else --output, else the database's own (`sink.run_root`)."""
+    else --output, else the database's own (`catalog.run_root`)."""
     try:
-        root = sink.run_root(
+        root = catalog.run_root(
             spark, options.database, options.output if options.output_given else None
         )
     except ValueError as exc:

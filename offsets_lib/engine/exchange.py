@@ -17,6 +17,9 @@ It needs the input files and the output folder reachable by pyarrow from every e
 paths, file://, s3://, gs://, hdfs:// with libhdfs). For input pyarrow cannot read `plan` returns
 None and the run uses the Spark shuffle; an output it cannot write fails either shuffle, whose
 audit tasks stage their results there too (I/O module: shell side).
+
+The pieces' files (cutting, writing, reading back by route) are in `piece_files`; each stage's
+tasks are work items (`MapUnits`, `AuditTask`, `RemapShare`) run by `task_runner.run_tasks`.
 """
 
 from __future__ import annotations
@@ -24,11 +27,9 @@ from __future__ import annotations
 import json
 import logging
 import math
-import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
-from typing import Any, NamedTuple
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -42,65 +43,29 @@ from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.engine import routing
+from offsets_lib.engine.piece_files import (
+    MAP_ARROW,
+    STORED_FILE,
+    Piece,
+    Route,
+    arrow_uri,
+    batch_rows,
+    cut,
+    raw_records,
+    read_pieces,
+    read_unit,
+    routed_pieces,
+    task_records,
+    write_piece_file,
+)
 from offsets_lib.engine.pipeline import TaskEmitter
+from offsets_lib.engine.task_runner import run_tasks
 from offsets_lib.io import storage
 from offsets_lib.wire.decoded import POSITIONED_ARROW
 
 log = logging.getLogger(__name__)
 
-BATCH_ROWS = 262_144  # records read, cut by task and written at a time by a map task
-# ... and, with many audit tasks, enough for ~8k records per piece (at most 2M records, ~330 MB
-# of a map task's memory). Measured at 100M records, 200 audit tasks, 2 cores: 262k-record
-# batches made 76k pieces of ~1,300 records; per-piece costs took the map stage to 42 s (15x
-# the 10M map's 2.8 s) and the audit tasks read ~400 pieces each.
-PIECE_ROWS = 8_192
-MAX_BATCH_ROWS = 2_097_152
-
-
-def batch_rows(tasks: int) -> int:
-    """Records a map task reads, cuts and writes at a time, for `tasks` audit tasks."""
-    return min(max(BATCH_ROWS, tasks * PIECE_ROWS), MAX_BATCH_ROWS)
-
-
 TARGET_SPLIT_BYTES = 128 * 1024 * 1024  # like spark.sql.files.maxPartitionBytes
-_READ_COLUMNS = (
-    "key", "value", "partition", "offset", "timestamp",
-    "producer_id", "producer_epoch", "is_transactional", "is_control",
-)  # fmt: skip
-
-MAP_ARROW = pa.schema(
-    [
-        ("path", pa.string()),
-        ("batch", pa.int32()),
-        ("bucket", pa.int32()),  # routing.MARKERS for transaction markers
-        ("num_rows", pa.int64()),
-        ("max_timestamp_ms", pa.int64()),  # newest record of the piece (as_of "latest")
-        # a remapped piece the split audit's first step has nothing to do with (group-level
-        # records of an oversized task): it goes to the per-group audit task `bucket` directly
-        ("is_direct", pa.bool_()),
-        # a piece of a task the map found large holds one section of its records for the
-        # split audit's first step (routing.first_step_sections); null: not cut so
-        ("section", pa.int32()),
-        # the piece's Arrow bytes: what its audit task's time goes by (`largest_first`); null
-        # for a stored file of kept records
-        ("num_bytes", pa.int64()),
-    ]
-)
-# A task whose records in one map batch are more than this many times the batch's average task
-# has them cut by first-step section (`section`), a piece each, so that the split audit's first
-# step can read a dominant group's commits by offset key from the map's own pieces. Below the
-# run's SKEWED_TASK (2.0), so that a task the whole dump makes oversized is cut in (nearly)
-# every batch; the pieces that are not go through `remap_pieces`. A piece per section, not one
-# ordered piece per task that each first-step task reads its part of: measured on a 10M-record
-# dump with one group holding 30 % of the commits (2 cores), every first-step task then read
-# every such piece whole (7.7 s of first-step tasks instead of 4.3 s; an object store sends
-# whole pieces).
-LARGE_IN_BATCH = 1.5
-# Pieces on a remote file system are LZ4 frames: the pieces of 10M records are ~570 MB instead
-# of ~1.6 GB to send and fetch. On a local disk they stay uncompressed: compressing and
-# decompressing cost ~0.15 CPU-s per million records, which the page cache does not pay back.
-_REMOTE_PIECE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
-_LOCAL_PIECE_OPTIONS = pa.ipc.IpcWriteOptions()
 MAX_FOOTERS = 256  # dump files whose footers the driver reads to count the records
 
 
@@ -118,9 +83,6 @@ class Unit:
     is_positioned: bool = False
     is_history: bool = False
     rows: int | None = None  # records, from the file's footer (None: not read)
-
-
-arrow_uri = storage.arrow_uri  # the name pieces and tests use
 
 
 def plan(
@@ -219,6 +181,33 @@ def _row_group_units(
     return units
 
 
+@dataclass(frozen=True)
+class MapUnits:
+    """Map task t: the dump files `assigned[t]`, cut into pieces per audit task, into one piece
+    file under `pieces_uri` -> its MAP_ARROW rows."""
+
+    assigned: list[list[Unit]]
+    pieces_uri: str
+    tasks: int
+    by_section: bool
+    schema: ClassVar[pa.Schema] = MAP_ARROW
+
+    def __call__(self, task: int) -> Iterator[pa.RecordBatch]:
+        rows = batch_rows(self.tasks)
+        tables = (
+            table
+            for unit in self.assigned[task]
+            for table in read_unit(
+                unit.path,
+                list(unit.row_groups) if unit.row_groups is not None else None,
+                unit.is_positioned,
+                unit.is_history,
+                rows=rows,
+            )
+        )
+        yield write_piece_file(cut(tables, self.tasks, by_section=self.by_section), self.pieces_uri)
+
+
 def map_pieces(
     spark: SparkSession,
     assigned: list[list[Unit]],
@@ -231,26 +220,8 @@ def map_pieces(
     per audit task (routing.task_buckets; `by_section`: large tasks' records cut by first-step
     section too, LARGE_IN_BATCH);
     returns the pieces' manifest (MAP_ARROW rows, one per audit task per `batch_rows` records)."""
-    pieces_uri = arrow_uri(f"{staging_uri}/pieces")
-
-    def write_pieces(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        tables = (
-            table
-            for batch in ids
-            for map_task in batch.column("id").to_pylist()
-            for unit in assigned[map_task]
-            for table in _read_unit(
-                unit.path,
-                list(unit.row_groups) if unit.row_groups is not None else None,
-                unit.is_positioned,
-                unit.is_history,
-                rows=batch_rows(tasks),
-            )
-        )
-        yield write_piece_file(cut(tables, tasks, by_section=by_section), pieces_uri)
-
-    mapped = task_ids(spark, len(assigned)).mapInArrow(write_pieces, spark_schema(MAP_ARROW))
-    return [r.asDict() for r in mapped.collect()]
+    work = MapUnits(assigned, arrow_uri(f"{staging_uri}/pieces"), tasks, by_section)
+    return [r.asDict() for r in run_tasks(spark, work, len(assigned)).collect()]
 
 
 def map_records(
@@ -269,7 +240,7 @@ def map_records(
     rows = batch_rows(tasks)
 
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        tables = (_raw_records(table, is_history=False) for table in _rebatched(batches, rows))
+        tables = (raw_records(table, is_history=False) for table in _rebatched(batches, rows))
         yield write_piece_file(cut(tables, tasks, by_section=by_section), pieces_uri)
 
     mapped = records.select(*POSITIONED_ARROW.names).mapInArrow(
@@ -292,13 +263,6 @@ def _rebatched(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Tabl
         yield pa.Table.from_batches(pending)
 
 
-def _raw_records(positioned: pa.Table, *, is_history: bool) -> pa.Table:
-    """Records with the positioned columns as RAW_ARROW rows, history or not."""
-    history = pa.array(np.full(positioned.num_rows, is_history))
-    columns = positioned.select(POSITIONED_ARROW.names).cast(POSITIONED_ARROW)
-    return columns.append_column("is_history", history).cast(task_audit.RAW_ARROW)
-
-
 def task_sizes(pieces: list[dict[str, Any]], tasks: int) -> np.ndarray:
     """Records each audit task receives from these pieces (a marker piece goes to every task):
     what the bench and the tests check the task sizes with."""
@@ -317,6 +281,32 @@ def latest_timestamp_ms(pieces: list[dict[str, Any]]) -> int | None:
     return max(stamps) if stamps else None
 
 
+@dataclass(frozen=True)
+class AuditTask:
+    """Audit task t: the records of its routed pieces (`routes[t]`), audited at `params` ->
+    `emit`'s rows (with `keep`, the task's kept records too: task_audit.task_tables)."""
+
+    routes: list[list[Route]]
+    coordinator: Coordinator
+    params: Params
+    emit: TaskEmitter
+    keep: bool
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.emit.schema
+
+    def __call__(self, task: int) -> Iterator[pa.RecordBatch]:
+        if not self.routes[task]:  # fewer groups than tasks
+            return
+        records = task_records(self.routes[task], copies_as_history=True)
+        yield from self.emit(
+            task_audit.task_tables(
+                iter(records), coordinator=self.coordinator, params=self.params, keep=self.keep
+            )
+        )
+
+
 def audit_pieces(
     spark: SparkSession,
     pieces: list[dict[str, Any]],
@@ -328,54 +318,11 @@ def audit_pieces(
     keep: bool = False,
 ) -> DataFrame:
     """The audit stage over `map_pieces`' manifest, decided at `params` -> `emit`'s rows (with
-    `keep`, the tasks' kept records too: task_audit.task_tables)."""
-
+    `keep`, the tasks' kept records too: task_audit.task_tables). The largest tasks first
+    (`largest_first`)."""
     routed = routed_pieces(pieces, tasks=tasks)
     routes = [routed[task] for task in largest_first(pieces, tasks=tasks)]
-
-    def audit(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for records in task_pieces(ids, routes, copies_as_history=True):
-            yield from emit(
-                task_audit.task_tables(
-                    iter(records), coordinator=coordinator, params=params, keep=keep
-                )
-            )
-
-    return task_ids(spark, tasks).mapInArrow(audit, spark_schema(emit.schema))
-
-
-class Piece(NamedTuple):
-    """Records a map or re-map task cut for one audit task (`bucket`), and their first-step
-    section (MAP_ARROW's `section`)."""
-
-    bucket: int
-    records: pa.RecordBatch
-    section: int | None = None
-
-
-class Route(NamedTuple):
-    """A piece a task reads: batch `batch` of the file `path`, and its copy number (copies 1..
-    of a marker piece are flagged)."""
-
-    path: str
-    batch: int
-    copy: int = 0
-
-
-def routed_pieces(pieces: list[dict[str, Any]], *, tasks: int) -> list[list[Route]]:
-    """Each task's pieces: a piece goes to its task, a marker piece to every task (copy t to
-    task t; copies 1.. flagged). A piece marked `is_context` reaches its tasks as copies only
-    (copy 0 included): records that resolve and delimit in the split audit's first step, which
-    another step audits and counts."""
-    routes: list[list[Route]] = [[] for _ in range(tasks)]
-    for piece in pieces:
-        context = int(bool(piece.get("is_context")))
-        if piece["bucket"] == routing.MARKERS:
-            for task, routed in enumerate(routes):
-                routed.append(Route(piece["path"], piece["batch"], task + context))
-        else:
-            routes[piece["bucket"]].append(Route(piece["path"], piece["batch"], context))
-    return routes
+    return run_tasks(spark, AuditTask(routes, coordinator, params, emit, keep), tasks)
 
 
 def largest_first(pieces: list[dict[str, Any]], *, tasks: int) -> list[int]:
@@ -393,13 +340,35 @@ def largest_first(pieces: list[dict[str, Any]], *, tasks: int) -> list[int]:
     return np.argsort(-size, kind="stable").tolist()
 
 
-def task_ids(spark: SparkSession, tasks: int) -> DataFrame:
-    """One row per task (`id` 0..tasks-1), each in a partition of its own: a stage whose tasks
-    find their work by id in a list the function holds (`routed_pieces`, the map's units, the
-    re-map's shares).
-    Measured (2 cores): the shuffle that sent listed work to its task cost a job of
-    ~1 s in a fresh JVM (a command-line run), twice per run."""
-    return spark.range(0, tasks, 1, tasks)
+@dataclass(frozen=True)
+class RemapShare:
+    """Re-map task t: the pieces `shares[t]` (each with its audit task) cut again by offset key
+    into one piece file under `pieces_uri`, and the records the first step only forwards kept
+    by audit task in a second file (`is_direct`) -> their MAP_ARROW rows."""
+
+    shares: list[list[tuple[Route, int]]]
+    pieces_uri: str
+    tasks: int
+    schema: ClassVar[pa.Schema] = MAP_ARROW
+
+    def __call__(self, task: int) -> Iterator[pa.RecordBatch]:
+        share = self.shares[task]
+        direct: list[Piece] = []
+
+        def first_step_records() -> Iterator[pa.Table]:
+            read = read_pieces([route for route, _bucket in share])
+            for (_route, bucket), piece in zip(share, read, strict=True):
+                table = pa.Table.from_batches([piece])
+                is_first_step = routing.decoded_by_key_split(table)
+                if not is_first_step.all():
+                    rest = table.filter(pa.array(~is_first_step)).combine_chunks()
+                    direct.extend(Piece(bucket, batch) for batch in rest.to_batches())
+                yield table.filter(pa.array(is_first_step))
+
+        first_step = cut(first_step_records(), self.tasks, by_offset_key=True)
+        yield write_piece_file(first_step, self.pieces_uri)
+        if direct:
+            yield write_piece_file(direct, self.pieces_uri, is_direct=True)
 
 
 def remap_pieces(
@@ -425,51 +394,8 @@ def remap_pieces(
         [(Route(p["path"], p["batch"]), p["bucket"]) for p in pieces[i::remap_tasks]]
         for i in range(remap_tasks)
     ]
-
-    def remap(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for task in (t for batch in ids for t in batch.column("id").to_pylist()):
-            yield from cut_again(shares[task])
-
-    def cut_again(share: list[tuple[Route, int]]) -> Iterator[pa.RecordBatch]:
-        direct: list[Piece] = []
-
-        def first_step_records() -> Iterator[pa.Table]:
-            read = _read_pieces([route for route, _bucket in share])
-            for (_route, bucket), piece in zip(share, read, strict=True):
-                table = pa.Table.from_batches([piece])
-                is_first_step = routing.decoded_by_key_split(table)
-                if not is_first_step.all():
-                    rest = table.filter(pa.array(~is_first_step)).combine_chunks()
-                    direct.extend(Piece(bucket, batch) for batch in rest.to_batches())
-                yield table.filter(pa.array(is_first_step))
-
-        yield write_piece_file(cut(first_step_records(), tasks, by_offset_key=True), pieces_uri)
-        if direct:
-            yield write_piece_file(direct, pieces_uri, is_direct=True)
-
-    remapped = task_ids(spark, remap_tasks).mapInArrow(remap, spark_schema(MAP_ARROW)).collect()
+    remapped = run_tasks(spark, RemapShare(shares, pieces_uri, tasks), remap_tasks).collect()
     return [r.asDict() for r in remapped]
-
-
-def _read_pieces(routes: list[Route]) -> Iterator[pa.RecordBatch]:
-    """The RAW_ARROW records of the routed pieces, one batch per piece, each file opened once
-    (a STORED_FILE piece: all of a Parquet file of kept records, as history)."""
-    readers: dict[str, pa.ipc.RecordBatchFileReader] = {}
-    handles = []
-    try:
-        for route in routes:
-            if route.batch == STORED_FILE:
-                yield _stored_batch(route.path)
-                continue
-            if route.path not in readers:
-                fs, local = storage.filesystem(route.path)
-                is_local = isinstance(fs, pafs.LocalFileSystem)
-                handles.append(pa.memory_map(local) if is_local else fs.open_input_file(local))
-                readers[route.path] = pa.ipc.open_file(handles[-1])
-            yield readers[route.path].get_batch(route.batch)
-    finally:
-        for handle in handles:
-            handle.close()
 
 
 # An incremental run's kept records (staging.KeptFiles) are written by the audit task that chose
@@ -480,7 +406,6 @@ def _read_pieces(routes: list[Route]) -> Iterator[pa.RecordBatch]:
 # record of task t % m of m for every m that divides n). Measured (2 cores): the map
 # of the 1.7M kept records of a 10M-record state took 3.3 s of a 23 s hourly run that read 10k
 # new records.
-STORED_FILE = -1  # the `batch` of a piece that is a whole Parquet file of kept records
 KEPT_TASK_METADATA = b"kafka-offsets-audit.kept-task"
 
 
@@ -541,152 +466,3 @@ def stored_pieces(cuts: Iterable[StoredCut], tasks: int) -> list[dict[str, Any]]
         }
         for cut in cuts
     ]
-
-
-def _stored_batch(uri: str) -> pa.RecordBatch:
-    """A file of kept records as one RAW_ARROW batch of history records."""
-    tables = _read_unit(uri, None, is_positioned=True, is_history=True, rows=MAX_BATCH_ROWS)
-    table = pa.concat_tables([task_audit.RAW_ARROW.empty_table(), *tables]).combine_chunks()
-    batches = table.to_batches()
-    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
-
-
-def cut(
-    tables: Iterable[pa.Table],
-    tasks: int,
-    *,
-    by_offset_key: bool = False,
-    by_section: bool = False,
-) -> Iterator[Piece]:
-    """RAW_ARROW tables, each cut by audit task (routing.task_buckets): a piece per task (with
-    `by_section`, a large task's a piece per first-step section: LARGE_IN_BATCH)."""
-    for table in tables:
-        yield from _pieces(table, tasks, by_offset_key=by_offset_key, by_section=by_section)
-
-
-def write_piece_file(
-    pieces: Iterable[Piece],
-    pieces_uri: str,
-    *,
-    is_direct: bool = False,
-) -> pa.RecordBatch:
-    """Write the pieces (`cut`) into one new IPC file under `pieces_uri`, a record batch each;
-    returns their MAP_ARROW rows (after the file is complete)."""
-    fs, root = storage.filesystem(pieces_uri)
-    fs.create_dir(root, recursive=True)
-    name = f"{uuid.uuid4().hex}.arrow"
-    out: dict[str, list] = {name: [] for name in MAP_ARROW.names}
-    with (
-        fs.open_output_stream(f"{root}/{name}") as stream,
-        pa.ipc.new_file(stream, task_audit.RAW_ARROW, options=piece_options(fs)) as writer,
-    ):
-        for piece in pieces:
-            out["path"].append(f"{pieces_uri}/{name}")
-            out["batch"].append(len(out["batch"]))
-            out["bucket"].append(piece.bucket)
-            out["num_rows"].append(piece.records.num_rows)
-            newest = pc.max(piece.records.column("log_timestamp_ms")).as_py()
-            out["max_timestamp_ms"].append(newest)
-            out["is_direct"].append(is_direct)
-            out["section"].append(piece.section)
-            out["num_bytes"].append(piece.records.nbytes)
-            writer.write_batch(piece.records)
-    return pa.RecordBatch.from_pydict(out, schema=MAP_ARROW)
-
-
-def piece_options(fs: pafs.FileSystem) -> pa.ipc.IpcWriteOptions:
-    """How pieces are written on `fs`: LZ4 unless it is the local file system."""
-    return _LOCAL_PIECE_OPTIONS if isinstance(fs, pafs.LocalFileSystem) else _REMOTE_PIECE_OPTIONS
-
-
-def _read_unit(
-    path: str,
-    row_groups: list[int] | None,
-    is_positioned: bool,
-    is_history: bool,
-    rows: int = BATCH_ROWS,
-) -> Iterator[pa.Table]:
-    """A unit's records as RAW_ARROW tables of up to `rows` rows."""
-    fs, local = storage.filesystem(path)
-    with fs.open_input_file(local) as handle:
-        parquet = pq.ParquetFile(handle)
-        wanted = POSITIONED_ARROW.names if is_positioned else _READ_COLUMNS
-        present = [c for c in wanted if c in parquet.schema_arrow.names]
-        groups = row_groups if row_groups is not None else range(parquet.num_row_groups)
-        # one thread: the map's tasks already fill the cores. Measured (2 cores, 6M records):
-        # pyarrow's decoding threads took 1.7 CPU-s instead of 1.2 for 0.1 s less wall time.
-        for batch in parquet.iter_batches(
-            batch_size=rows, row_groups=list(groups), columns=present, use_threads=False
-        ):
-            table = pa.Table.from_batches([batch])
-            if not is_positioned:
-                yield routing.positioned_table(table)
-            else:
-                yield _raw_records(table, is_history=is_history)
-
-
-def _pieces(
-    records: pa.Table, tasks: int, *, by_offset_key: bool, by_section: bool
-) -> Iterator[Piece]:
-    """A piece for every task with records in this table (`cut`)."""
-    if records.num_rows == 0:
-        return
-    buckets = routing.task_buckets(records, tasks, by_offset_key=by_offset_key)
-    large = set(_large_tasks(buckets, tasks).tolist()) if by_section else set()
-    if large:
-        section = np.zeros(len(buckets), dtype=np.int64)
-        rows = np.flatnonzero(np.isin(buckets, list(large)))
-        section[rows] = routing.first_step_sections(records, tasks, rows)
-        within = routing.FIRST_STEP_TASK + tasks  # sections per task
-        order = np.argsort(buckets.astype(np.int64) * within + section, kind="stable")
-        section = section[order]
-    else:
-        order = np.argsort(buckets, kind="stable")
-    ordered = records.take(pa.array(order)).combine_chunks()
-    buckets = buckets[order]
-    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]]) if len(buckets) else []
-    ends = [*np.asarray(starts)[1:].tolist(), len(buckets)]
-    for start, end in zip(np.asarray(starts).tolist(), ends, strict=True):
-        bucket = int(buckets[start])
-        if bucket not in large:
-            yield from (Piece(bucket, p) for p in ordered.slice(start, end - start).to_batches())
-            continue
-        cuts = np.flatnonzero(np.r_[True, section[start + 1 : end] != section[start : end - 1]])
-        for first, stop in pairwise([*(start + cuts).tolist(), end]):
-            for piece in ordered.slice(first, stop - first).to_batches():
-                yield Piece(bucket, piece, int(section[first]))
-
-
-def _large_tasks(buckets: np.ndarray, tasks: int) -> np.ndarray:
-    """The tasks holding more than LARGE_IN_BATCH times the average task's records of a batch."""
-    owned = buckets[buckets != routing.MARKERS]
-    if tasks < 2 or not len(owned):
-        return np.zeros(0, np.int32)
-    sizes = np.bincount(owned, minlength=tasks)
-    return np.flatnonzero(sizes > LARGE_IN_BATCH * sizes.mean()).astype(np.int32)
-
-
-def task_pieces(
-    ids: Iterator[pa.RecordBatch], routes: list[list[Route]], *, copies_as_history: bool
-) -> Iterator[list[pa.RecordBatch]]:
-    """The records (RAW_ARROW batches) of each task of `task_ids` (one per Spark task), read
-    from its `routed_pieces`; none for a task no piece went to (fewer groups than tasks). The
-    copies of a marker piece are history (audited, not counted), or with `copies_as_history`
-    False are flagged in an added `is_copy` column instead (the split audit's first step)."""
-    for task in (t for batch in ids for t in batch.column("id").to_pylist()):
-        entries = routes[task]
-        if not entries:
-            continue
-        records = []
-        for route, piece in zip(entries, _read_pieces(entries), strict=True):
-            flags = pa.array(np.full(piece.num_rows, bool(route.copy)))
-            if not copies_as_history:
-                piece = pa.RecordBatch.from_arrays(
-                    [*piece.columns, flags], names=[*piece.schema.names, "is_copy"]
-                )
-            elif route.copy:
-                piece = piece.set_column(
-                    piece.schema.get_field_index("is_history"), "is_history", flags
-                )
-            records.append(piece)
-        yield records

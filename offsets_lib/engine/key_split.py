@@ -3,7 +3,7 @@
 A group's records all meet in one audit task, so one dominant group made one task hold its whole
 share of a dump (30 % of the commits in the bench's skewed dump). Here the records first go to
 tasks by offset key (routing.task_buckets with `by_offset_key`: every task gets a similar share
-of the commits, whatever the groups' sizes), where audit.key_split keeps the few commits per
+of the commits, whatever the groups' sizes), where audit.commit_reduction keeps the few commits per
 key that the audit needs and counts the rest; the kept commits and the group-level records then
 reach the per-group audit as staged pieces (exchange.audit_pieces). The per-group task of a
 dominant group then holds a few records per offset key instead of every commit of the group.
@@ -19,19 +19,29 @@ join the audit's manifest.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from offsets_lib.audit import key_split
+from offsets_lib.audit import commit_reduction
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.engine import exchange, pipeline, routing
+from offsets_lib.engine.piece_files import (
+    Route,
+    arrow_uri,
+    cut,
+    routed_pieces,
+    task_records,
+    write_piece_file,
+)
 from offsets_lib.engine.pipeline import TaskEmitter
 from offsets_lib.engine.staging import MANIFEST_ARROW, Staging
+from offsets_lib.engine.task_runner import run_tasks
 
 PIECE = "piece"  # manifest kind of a forwarded piece (path, batch, bucket)
 REDUCED_ARROW = (
@@ -47,15 +57,15 @@ def _reduce_task(
     """One first-step task: reduce its SPLIT_ARROW records, write the forwarded ones as pieces
     by group task, stage its counts; yields REDUCED_ARROW rows (pieces and staged files)."""
     table = (
-        pa.Table.from_batches(batches).cast(key_split.SPLIT_ARROW)
+        pa.Table.from_batches(batches).cast(commit_reduction.SPLIT_ARROW)
         if batches
-        else key_split.SPLIT_ARROW.empty_table()
+        else commit_reduction.SPLIT_ARROW.empty_table()
     )
-    reduced = key_split.reduce_commits(
+    reduced = commit_reduction.reduce_commits(
         table.to_batches(), needs_decoding=routing.decoded_by_key_split(table)
     )
-    pieces = exchange.write_piece_file(
-        exchange.cut([reduced.forwarded], tasks), exchange.arrow_uri(f"{staging.uri}/forwarded")
+    pieces = write_piece_file(
+        cut([reduced.forwarded], tasks), arrow_uri(f"{staging.uri}/forwarded")
     )
     rows: list[dict[str, Any]] = [
         {
@@ -95,19 +105,31 @@ def gathered(pieces: list[dict[str, Any]], *, tasks: int, cores: int) -> tuple[l
     ], reducers
 
 
+@dataclass(frozen=True)
+class ReduceTask:
+    """First-step task t: the records of its routed pieces (`routes[t]`, marker copies flagged
+    `is_copy`) reduced per offset key (`_reduce_task`) -> REDUCED_ARROW rows."""
+
+    routes: list[list[Route]]
+    staging: Staging
+    tasks: int
+    schema: ClassVar[pa.Schema] = REDUCED_ARROW
+
+    def __call__(self, task: int) -> Iterator[pa.RecordBatch]:
+        if not self.routes[task]:  # no piece went to this task
+            return
+        records = task_records(self.routes[task], copies_as_history=False)
+        yield from _reduce_task(records, staging=self.staging, tasks=self.tasks)
+
+
 def reduce_pieces(
     spark: SparkSession, pieces: list[dict[str, Any]], *, staging: Staging, tasks: int
 ) -> list[dict[str, Any]]:
     """First step over pieces cut by offset-key task (`oversized_pieces`), in `gathered` tasks
     -> REDUCED_ARROW rows (one Spark job)."""
     reducing, reducers = gathered(pieces, tasks=tasks, cores=spark.sparkContext.defaultParallelism)
-    routes = exchange.routed_pieces(reducing, tasks=reducers)
-
-    def reduce(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for records in exchange.task_pieces(ids, routes, copies_as_history=False):
-            yield from _reduce_task(records, staging=staging, tasks=tasks)
-
-    reduced = exchange.task_ids(spark, reducers).mapInArrow(reduce, spark_schema(REDUCED_ARROW))
+    routes = routed_pieces(reducing, tasks=reducers)
+    reduced = run_tasks(spark, ReduceTask(routes, staging, tasks), reducers)
     return [r.asDict() for r in reduced.collect()]
 
 
@@ -117,7 +139,7 @@ def reduce_records(records: DataFrame, *, staging: Staging, tasks: int) -> list[
     routed = (
         pipeline.routed_by_task(records, tasks=tasks, by_offset_key=True)
         .withColumn("is_copy", F.col("_copy") > 0)
-        .select(*key_split.SPLIT_ARROW.names)
+        .select(*commit_reduction.SPLIT_ARROW.names)
     )
 
     def reduce(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -141,7 +163,7 @@ def oversized_pieces(
     audit as it is.
 
     The map cut the pieces of tasks that looked large in its batches by first-step section
-    (exchange.LARGE_IN_BATCH); the others are cut again by offset key here
+    (piece_files.LARGE_IN_BATCH); the others are cut again by offset key here
     (exchange.remap_pieces). The transaction markers reach the first step as context (copies
     in every task: they resolve there and are neither forwarded nor counted), since the
     per-group audit receives them from the map's own marker pieces. Measured on a 10M-record

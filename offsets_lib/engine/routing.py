@@ -214,7 +214,7 @@ def _offset_key_hashes(keys: pa.Array, commits: np.ndarray) -> np.ndarray:
 
 
 def decoded_by_key_split(table: pa.Table) -> np.ndarray:
-    """Rows the split audit's first step decodes (audit.key_split): offset commits, markers
+    """Rows the split audit's first step decodes (audit.commit_reduction): offset commits, markers
     and group tombstones, by their key's record type; it forwards the others undecoded."""
     kinds = _split_kinds(table, table.column("key").combine_chunks(), np.arange(table.num_rows))
     return kinds.is_marker | kinds.is_commit | kinds.is_group_tombstone

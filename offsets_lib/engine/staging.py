@@ -157,7 +157,7 @@ class TableFiles:
     def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]:
         from offsets_lib.audit.table_rows import table_rows
         from offsets_lib.audit.tables import table_spec
-        from offsets_lib.io import sink
+        from offsets_lib.io import delta_schema, sink
 
         written = self.written_kinds()
         yield from self.staging({kind: t for kind, t in tables.items() if kind not in written})
@@ -173,7 +173,7 @@ class TableFiles:
                 tables,
                 run_id=self.run_id,
                 as_of_ms=self.as_of_ms,
-                schema=sink.arrow_schema(spec, with_comments=False),
+                schema=delta_schema.arrow_schema(spec, with_comments=False),
                 end_offsets=end_offsets,
             )
             for written in sink.write_task_files(

@@ -17,24 +17,27 @@ of job/session.py, which io may not import)::
 
 Beside the tables, a catalog run keeps one view per table, ``latest_<table>``: that table's
 rows of the latest succeeded run, so that dashboards and SQL users need no run id. The views
-select by `audit.runs.latest_succeeded_sql`, the readers' own rule, evaluated when read.
+select by `audit.run_selection.latest_succeeded_sql`, the readers' own rule, evaluated when read.
 """
 
 from __future__ import annotations
 
 import csv
+import logging
 import os
 import posixpath
 import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from pyspark.sql import types as T
 
-from offsets_lib.audit.runs import latest_succeeded_sql
-from offsets_lib.audit.tables import RUN_ID
+from offsets_lib.audit.run_selection import latest_succeeded_sql
+from offsets_lib.audit.tables import RUN_ID, TABLES, TableSpec
 from offsets_lib.io import storage
 
 __all__ = [
@@ -42,14 +45,23 @@ __all__ = [
     "CatalogUnreachable",
     "NoTablesInDatabase",
     "create_latest_views",
+    "create_table_sql",
+    "ensure_database",
     "identifier",
     "latest_view_sql",
     "local_catalog_locations",
+    "register_tables",
     "resolve_tables_root",
+    "run_root",
     "sql_string",
+    "table_identifier",
     "table_locations",
     "tables_root",
 ]
+
+log = logging.getLogger(__name__)
+
+REGISTER_JOBS = 4  # concurrent registrations: Delta reads each table's log in a job of its own
 
 
 class NoTablesInDatabase(LookupError):
@@ -262,3 +274,119 @@ def resolve_tables_root(
         return tables_root(database, local_catalog_locations(warehouse, database))
     spark = open_session(warehouse=warehouse, verbose=verbose, quick_start=True)
     return tables_root(database, table_locations(spark, database))
+
+
+# ---- DDL and registration (Spark SQL) --------------------------------------------------------
+
+
+def table_identifier(name: str, *, output: str | None, database: str | None) -> str:
+    """How Spark SQL names the table: ``db.table`` in the catalog, else ``delta.`<uri>```."""
+    if database is not None:
+        return f"{identifier(database)}.{identifier(name)}"
+    if output is None:
+        raise ValueError("a table needs an --output path or a --database")
+    return f"delta.{identifier(storage.table_uri(output, name))}"
+
+
+def create_table_sql(spec: TableSpec, uri: str | None, *, database: str | None = None) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for the Spark Delta path, with every column comment.
+
+    With ``database`` the table is registered in the catalog as ``database.<table>``: external
+    at ``uri`` when given, else managed (in the database's folder)."""
+
+    def column(f: T.StructField) -> str:
+        not_null = "" if f.nullable else " NOT NULL"
+        comment = sql_string(f.metadata["comment"])
+        return f"{identifier(f.name)} {_ddl_type(f.dataType)}{not_null} COMMENT {comment}"
+
+    columns = ",\n  ".join(column(f) for f in spec.schema.fields)
+    partitions = ", ".join(identifier(c) for c in spec.partition_by)
+    if database is not None:
+        target = f"{identifier(database)}.{identifier(spec.name)}"
+        location = f"\nLOCATION {sql_string(uri)}" if uri is not None else ""
+    else:
+        if uri is None:
+            raise ValueError("a path table needs its location")
+        target, location = f"delta.{identifier(uri)}", ""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {target} (\n  {columns}\n) USING delta\n"
+        f"PARTITIONED BY ({partitions})\nCOMMENT {sql_string(spec.comment)}{location}"
+    )
+
+
+def _ddl_type(dtype: T.DataType) -> str:
+    """A column type in Spark SQL, with the comments of nested struct fields (which
+    ``simpleString`` drops, and delta-rs keeps)."""
+    if isinstance(dtype, T.ArrayType):
+        return f"array<{_ddl_type(dtype.elementType)}>"
+    if isinstance(dtype, T.StructType):
+        fields = []
+        for f in dtype.fields:
+            not_null = "" if f.nullable else " NOT NULL"
+            comment = f.metadata.get("comment")
+            suffix = f" COMMENT {sql_string(comment)}" if comment else ""
+            fields.append(f"{identifier(f.name)}: {_ddl_type(f.dataType)}{not_null}{suffix}")
+        return f"struct<{', '.join(fields)}>"
+    return dtype.simpleString()
+
+
+def ensure_database(spark: SparkSession, database: str) -> str:
+    """Create the catalog database unless it exists; returns its location (the root of its
+    managed tables, and of the job's internal tables when no --output is given)."""
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {identifier(database)}")
+    return storage.location(spark.catalog.getDatabase(database).locationUri)
+
+
+def run_root(spark: SparkSession, database: str, output: str | None) -> str:
+    """Where a run writes the tables of catalog ``database`` (created unless it exists): where
+    the catalog has them already, else ``output``, else the database's folder. Fails
+    (ValueError) when ``output`` is given and the catalog has one of them elsewhere."""
+    location = ensure_database(spark, database)
+    registered = {
+        name: uri for name, uri in table_locations(spark, database).items() if name in TABLES
+    }
+    root = output if output is not None else location
+    if registered and output is None:
+        root = tables_root(database, registered)
+    elsewhere = {
+        name: uri
+        for name, uri in registered.items()
+        if uri.rstrip("/") != storage.table_uri(root, name).rstrip("/")
+    }
+    if elsewhere:
+        raise ValueError(
+            f"database {database!r} has tables of another folder than {root}:"
+            f" {dict(sorted(elsewhere.items()))}; give that folder as --output, or another"
+            " --database"
+        )
+    return root
+
+
+def register_tables(
+    spark: SparkSession, names: Iterable[str], *, output: str, database: str
+) -> list[str]:
+    """Register the Delta tables ``names`` under ``output`` that the catalog lacks, as
+    ``database.<name>``, external at their folder (``CREATE TABLE ... USING delta
+    LOCATION``: Delta takes the schema, comments, description and partitioning from the
+    table's log). Returns the names registered now; a table registered already costs nothing
+    more than the one metastore query."""
+    registered = table_locations(spark, database)
+    missing = {
+        name: storage.table_uri(output, name)
+        for name in names
+        if name not in registered and storage.is_delta_table(storage.table_uri(output, name))
+    }
+
+    def register(name: str) -> None:
+        target = f"{identifier(database)}.{identifier(name)}"
+        spark.sql(
+            f"CREATE TABLE IF NOT EXISTS {target} USING delta LOCATION {sql_string(missing[name])}"
+        )
+
+    # Delta reads each table's log in Spark jobs of its own: concurrent, they fill the cores
+    # (the metastore's calls are serialised by Spark itself)
+    with ThreadPoolExecutor(max_workers=REGISTER_JOBS) as pool:
+        list(pool.map(register, missing))
+    if missing:
+        log.info("registered in %s: %s", database, ", ".join(missing))
+    return list(missing)

@@ -1,4 +1,4 @@
-"""Reading the `runs` table: the I/O of `audit.runs` (which run readers read by default).
+"""Reading the `runs` table: the I/O of `audit.run_selection` (which run readers read by default).
 
 Every reader (`offsets fetch`, `fence-check`, `lag`, the notebook queries) finds its default
 run here, so they all read the same one::
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from offsets_lib.audit import runs
+from offsets_lib.audit import run_selection
 from offsets_lib.io import sink, storage
 
 __all__ = [
@@ -46,9 +46,9 @@ def read_runs(output: str, columns: list[str] | None = None) -> list[dict[str, A
 
 
 def latest_run(output: str, rows: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """The runs row of the latest succeeded run (`audit.runs.latest_succeeded_run`), among
+    """The runs row of the latest succeeded run (`audit.run_selection.latest_succeeded_run`), among
     ``rows`` when the caller read them already."""
-    row = runs.latest_succeeded_run(read_runs(output) if rows is None else rows)
+    row = run_selection.latest_succeeded_run(read_runs(output) if rows is None else rows)
     if row is None:
         raise NoSucceededRun(f"no succeeded run under {output}")
     return dict(row)

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from offsets_lib.audit.lag import END_OFFSETS_ARROW
-from offsets_lib.io.sources import InputNotReadable
+from offsets_lib.io.sources import InputNotReadable, first_line
 
 END_OFFSETS_SCHEMA = StructType(
     [
@@ -62,7 +62,7 @@ def end_offsets_from_file(path: str, spark: SparkSession | None = None) -> pa.Ta
     try:
         info = fs.get_file_info(where)
     except (pa.ArrowException, OSError) as exc:
-        raise InputNotReadable(f"end offsets file {path}: {_first_line(exc)}") from None
+        raise InputNotReadable(f"end offsets file {path}: {first_line(exc)}") from None
     if info.type == pafs.FileType.NotFound:
         raise InputNotReadable(f"end offsets file not found: {path}")
     try:
@@ -76,7 +76,7 @@ def end_offsets_from_file(path: str, spark: SparkSession | None = None) -> pa.Ta
         kind = "CSV with a header row" if path.lower().endswith(".csv") else "Parquet"
         raise InputNotReadable(
             f"end offsets file {path}: not {kind} with columns"
-            f" {', '.join(END_OFFSETS_COLUMNS)} ({_first_line(exc)})"
+            f" {', '.join(END_OFFSETS_COLUMNS)} ({first_line(exc)})"
         ) from None
     return _conformed(table, path)
 
@@ -110,7 +110,7 @@ def _read_with_spark(spark: SparkSession, path: str) -> pa.Table:
             df = spark.read.parquet(path)
         return df.toArrow()
     except Exception as exc:  # AnalysisException, Py4JJavaError: not such a file
-        raise InputNotReadable(f"end offsets file {path}: {_first_line(exc)}") from None
+        raise InputNotReadable(f"end offsets file {path}: {first_line(exc)}") from None
 
 
 def _conformed(table: pa.Table, path: str) -> pa.Table:
@@ -133,7 +133,7 @@ def _conformed(table: pa.Table, path: str) -> pa.Table:
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise InputNotReadable(
                 f"end offsets file {path}: column {field.name} is not {field.type}"
-                f" ({_first_line(exc)})"
+                f" ({first_line(exc)})"
             ) from None
     ends = pa.table(columns, schema=END_OFFSETS_ARROW)
     unnamed = (
@@ -149,11 +149,6 @@ def _conformed(table: pa.Table, path: str) -> pa.Table:
             f"end offsets file {path}: {unnamed} row(s) without a topic or partition"
         )
     return ends
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def end_offsets_from_cluster(

@@ -19,10 +19,10 @@ from typing import Any, Literal, get_args
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import DAY_MS
 from offsets_lib.io import sink
+from offsets_lib.io.sink import DeltaWriter  # io owns the writers (io may not import job)
 
 Source = Literal["parquet", "kafka"]
 Shuffle = Literal["auto", "files", "spark"]  # how records reach their audit task
-DeltaWriter = Literal["delta-rs", "spark"]  # sink.DELTA_WRITERS; sink.choose_writer checks
 LATEST = "latest"  # --as-of latest: the newest record timestamp of the input
 AsOf = int | Literal["latest"]  # epoch ms, or LATEST
 SPLIT_COMMITS = {"auto": True, "never": False}  # --split-commits -> RunOptions.split_commits
@@ -274,7 +274,7 @@ class RunOptions:
         ),
     )
     delta_writer: DeltaWriter = field(
-        default=sink.DEFAULT_WRITER,  # type: ignore[assignment]
+        default=sink.DEFAULT_WRITER,
         metadata=_flags(
             Flag(
                 "--delta-writer",
@@ -300,8 +300,8 @@ class RunOptions:
         ),
     )
     # a dominant group's offset commits reduced per offset key first (engine.key_split): when a
-    # task of the per-group routing would hold more than run.SKEWED_TASK times the average
-    # (`run._oversized`); False: never
+    # task of the per-group routing would hold more than audit_plan.SKEWED_TASK times the average
+    # (`audit_plan.oversized_tasks`); False: never
     split_commits: bool = field(
         default=SPLIT_COMMITS["auto"],
         metadata=_flags(

@@ -31,17 +31,16 @@ from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.audit.tables import table_spec
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import positioned
-from offsets_lib.engine.routing import RECORDS_PER_TASK
 from offsets_lib.engine.staging import (
-    KeptFiles,
     Staging,
     TableFiles,
     stage_end_offsets,
     written_files,
 )
-from offsets_lib.io import catalog, incremental, sink
+from offsets_lib.io import catalog, delta_schema, incremental, sink, spark_writer
 from offsets_lib.io.lock import output_lock
-from offsets_lib.job.options import RunOptions, UsageError
+from offsets_lib.job import audit_plan
+from offsets_lib.job.options import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -84,28 +83,6 @@ class RunReport:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _audit_tasks(spark: SparkSession, records: int) -> int:
-    """Enough tasks for about RECORDS_PER_TASK records each, never fewer than the shuffle
-    default."""
-    default = int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
-    return max(default, -(-records // RECORDS_PER_TASK))
-
-
-def _expected_records(
-    raw: DataFrame,
-    increment: incremental.Increment | None,
-    units: list[list[exchange.Unit]] | None,
-) -> int:
-    """Records the run will audit: the Kafka offset ranges and the kept records, or the dump's
-    row count (the footers the file shuffle's plan read, else a Spark count)."""
-    if increment is not None:
-        return increment.new_records + increment.kept_rows
-    rows = [unit.rows for units_of_task in units or [] for unit in units_of_task]
-    if rows and None not in rows:
-        return sum(rows)
-    return raw.count()
 
 
 class _Stages:
@@ -172,8 +149,8 @@ def _execute(
     try:
         staging = Staging.fresh(options.output, options.run_id)
         stages.step(f"planning: {_input_text(options, increment)}")
-        inputs = _inputs(spark, raw, options, increment, staging)
-        stages.step(_audit_text(inputs, increment))
+        inputs = audit_plan.plan_inputs(spark, raw, options, increment, staging)
+        stages.step(audit_plan.audit_line(inputs, increment))
         audited = _audit(spark, raw, options, report, staging, inputs, increment, end_offsets)
         stages.done("read+audit", audited.summary(report, inputs.tasks))
         tables = _frames(spark, audited, options, report, staging)
@@ -205,19 +182,6 @@ def _input_text(options: RunOptions, increment: incremental.Increment | None) ->
         f"{increment.new_records} new records of {options.topic} and"
         f" {increment.kept_rows} kept from the last run"
     )
-
-
-def _audit_text(inputs: _Inputs, increment: incremental.Increment | None) -> str:
-    """The audit step's line: the records counted (the dump's Parquet footers or the Kafka
-    range), the tasks and the shuffle."""
-    if increment is not None:
-        records: int | None = increment.new_records + increment.kept_rows
-    else:
-        rows = [unit.rows for units in inputs.units or [] for unit in units]
-        records = sum(rows) if rows and None not in rows else None
-    counted = f"{records} records" if records is not None else "the records"
-    shuffle = "file" if inputs.units is not None or inputs.records is not None else "Spark's"
-    return f"auditing {counted} in {inputs.tasks} tasks ({shuffle} shuffle)"
 
 
 def _records(raw: DataFrame, increment: incremental.Increment | None) -> DataFrame:
@@ -258,22 +222,25 @@ def _audit(
     options: RunOptions,
     report: RunReport,
     staging: Staging,
-    inputs: _Inputs,
+    inputs: audit_plan.Inputs,
     increment: incremental.Increment | None,
     end_offsets: EndOffsets | None,
 ) -> _Audited:
     """Route every record to its audit task and audit there; the tasks stage their results as
     files and return a manifest (a few rows per task). Sets the report's counts and as_of."""
+    # long: the two shuffles' audits side by side, sharing the emitters, as_of and the counts
     started_ms = _now_ms()
     keep = increment is not None  # the tasks choose and write the kept records while they audit
     tasks = inputs.tasks
-    kept_emit = _kept_emitter(options, increment, tasks)
+    kept_emit = audit_plan.kept_emitter(options, increment, tasks)
     direct: tuple[str, ...] = ()
     decide_at = {"coordinator": options.coordinator, "tasks": tasks, "keep": keep}
     if inputs.units is not None:
         # the map stage first: its pieces tell the evaluation time, which the audit tasks
         # decide at (and write the tables with)
-        pieces, oversized = _mapped(spark, inputs, staging, split=options.split_commits)
+        pieces, oversized = audit_plan.mapped_pieces(
+            spark, inputs, staging, split=options.split_commits
+        )
         report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
         direct = _direct_tables(options)
         ends = end_offsets() if end_offsets is not None else None
@@ -288,7 +255,9 @@ def _audit(
                 end_offsets_uri=stage_end_offsets(staging, ends) if ends is not None else None,
             )
         emit = kept_emit(emit)
-        pieces, first_step, steps = _first_step(spark, pieces, oversized, staging, tasks)
+        pieces, first_step, steps = audit_plan.split_first_step(
+            spark, pieces, oversized, staging, tasks
+        )
         _report_task_sizes(report, steps)
         audited = exchange.audit_pieces(
             spark, pieces, params=_params(options, report), emit=emit, **decide_at
@@ -299,7 +268,9 @@ def _audit(
         report.as_of_ms = _as_of(options, _latest_timestamp_ms(options, records), started_ms)
         params = _params(options, report)
         ends = end_offsets() if end_offsets is not None else None
-        if options.split_commits and _is_skewed(pipeline.task_sizes(records, tasks=tasks)):
+        if options.split_commits and audit_plan.is_skewed(
+            pipeline.task_sizes(records, tasks=tasks)
+        ):
             manifest = key_split.audit_split(
                 records, params=params, staging=staging, emit=kept_emit(staging), **decide_at
             )
@@ -316,48 +287,6 @@ def _audit(
     written = written_files(manifest, direct, options.run_id)
     shuffle = "files" if inputs.units is not None else "spark"
     return _Audited(manifest, stats, written, shuffle, direct, ends)
-
-
-def _first_step(
-    spark: SparkSession,
-    pieces: list[dict[str, Any]],
-    oversized: set[int],
-    staging: Staging,
-    tasks: int,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[np.ndarray]]:
-    """The split audit's first step over the oversized tasks' mapped pieces (none: no first
-    step): the pieces the per-group audit reads, the first step's manifest rows, and the task
-    sizes of each step."""
-    steps = [exchange.task_sizes(pieces, tasks)]
-    if oversized:
-        first, direct = key_split.oversized_pieces(
-            spark, pieces, oversized, staging=staging, tasks=tasks
-        )
-        reduced = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
-        audited = [p for p in pieces if p["bucket"] not in oversized]
-        audited += direct + key_split.forwarded_pieces(reduced)
-        return (
-            audited,
-            reduced,
-            [_first_step_sizes(spark, first, tasks), exchange.task_sizes(audited, tasks)],
-        )
-    return pieces, [], steps
-
-
-def _first_step_sizes(spark: SparkSession, pieces: list[dict[str, Any]], tasks: int) -> np.ndarray:
-    """Records of each task of the split audit's first step (key_split.gathered)."""
-    cores = spark.sparkContext.defaultParallelism
-    return exchange.task_sizes(*key_split.gathered(pieces, tasks=tasks, cores=cores))
-
-
-def _kept_emitter(
-    options: RunOptions, increment: incremental.Increment | None, tasks: int
-) -> Callable[[pipeline.TaskEmitter], pipeline.TaskEmitter]:
-    """What wraps the tasks' emitter: an incremental run's tasks also write the kept records."""
-    if increment is None:
-        return lambda emit: emit
-    kept_id = incremental.next_kept_id(increment, options.run_id)
-    return lambda emit: KeptFiles(emit, options.output, kept_id, tasks)
 
 
 def _frames(
@@ -402,7 +331,7 @@ def _metric_files(sums: pa.Table, options: RunOptions, report: RunReport) -> lis
         {task_audit.METRIC: sums},
         run_id=options.run_id,
         as_of_ms=report.as_of_ms,
-        schema=sink.arrow_schema(spec, with_comments=False),
+        schema=delta_schema.arrow_schema(spec, with_comments=False),
     )
     written = sink.write_task_files(rows, spec, output=options.output, run_id=options.run_id)
     return [sink.add_action(file, options.run_id) for file in written]
@@ -465,57 +394,6 @@ def _error_line(exc: BaseException, options: RunOptions) -> str:
     return scrub(first_line, options.kafka_options)[:1000]
 
 
-# The split audit (split_commits, the default) starts when an audit task of the per-group routing
-# holds more than this many times the average task's records, and more than RECORDS_PER_TASK:
-# below that one task is not what the run waits for. Measured at 10M records on 2 cores
-# the split costs 5-9 s of 18 s on a dump without a dominant group. With the file
-# shuffle only the oversized tasks' pieces are cut again by key and reduced
-# (key_split.oversized_pieces); on the Spark shuffle the sizes are counted in one pass over the
-# records (`pipeline.task_sizes`) and the whole split audit runs.
-SKEWED_TASK = 2.0
-
-
-def _oversized(sizes: np.ndarray) -> set[int]:
-    """The audit tasks the per-group routing leaves much larger than the rest."""
-    mean = float(sizes.mean()) if len(sizes) else 0.0
-    limit = max(RECORDS_PER_TASK, SKEWED_TASK * mean)
-    return {int(t) for t in np.flatnonzero(sizes > limit)}
-
-
-def _is_skewed(sizes: np.ndarray) -> bool:
-    """Whether the per-group routing leaves one task much larger than the rest."""
-    return bool(_oversized(sizes))
-
-
-def _mapped(
-    spark: SparkSession, inputs: _Inputs, staging: Staging, *, split: bool
-) -> tuple[list[dict[str, Any]], set[int]]:
-    """The file shuffle's map stage (none when every record is in a stored piece): its pieces
-    and the stored ones, and with `split` the oversized audit tasks, whose records alone go
-    through the split audit's first step (key_split.oversized_pieces; the map cuts the records
-    of tasks that look large by first-step section too, exchange.LARGE_IN_BATCH)."""
-    tasks = inputs.tasks
-    cutting = {"by_section": split}
-    pieces = list(inputs.stored)
-    if inputs.units:
-        pieces += exchange.map_pieces(
-            spark, inputs.units, staging_uri=staging.uri, tasks=tasks, **cutting
-        )
-    if inputs.records is not None:
-        pieces += exchange.map_records(
-            inputs.records, staging_uri=staging.uri, tasks=tasks, **cutting
-        )
-    if not split:
-        return pieces, set()
-    oversized = _oversized(exchange.task_sizes(pieces, tasks))
-    if oversized:
-        log.info(
-            "a dominant group: the commits of %d audit tasks are reduced per key first",
-            len(oversized),
-        )
-    return pieces, oversized
-
-
 def _report_task_sizes(report: RunReport, steps: list[np.ndarray]) -> None:
     """The largest audit task's records, and how many times the average task's it holds (in
     the step with the largest task): the skew figures `make bench` reports."""
@@ -560,117 +438,6 @@ def _frames_needed(written: Mapping[str, list[AddAction]]) -> list[str]:
     return needed
 
 
-@dataclass(frozen=True)
-class _Inputs:
-    """How the records reach the audit tasks: the map stage's input files by map task (None:
-    the Spark shuffle), pieces already cut by audit task (MAP_ARROW rows: an incremental run's
-    stored kept records, exchange.stored_pieces), and the number of audit tasks."""
-
-    units: list[list[exchange.Unit]] | None
-    stored: list[dict[str, Any]]
-    tasks: int
-    records: DataFrame | None = None  # positioned records Spark reads, mapped from Spark
-
-
-def _inputs(
-    spark: SparkSession,
-    raw: DataFrame,
-    options: RunOptions,
-    increment: incremental.Increment | None,
-    staging: Staging,
-) -> _Inputs:
-    """The input files by map task for `--shuffle files` (also `auto` when pyarrow can read
-    the dump), or None for the Spark shuffle. A Kafka run's records are mapped as Spark reads
-    them (`_kafka_records`), its kept records from their files, except those stored cut by
-    audit task already."""
-    units = None
-    stored: list[exchange.StoredCut] = []
-    tasks = None
-    records = None
-    if increment is None:
-        if options.shuffle != "spark":
-            units = exchange.plan(raw.inputFiles(), map_tasks=_map_tasks(spark))
-    elif stages_kafka_records(options):
-        new = increment.new_records
-        kept = increment.kept_files
-        cuts = exchange.stored_cuts(kept) if kept else []
-        tasks = _incremental_tasks(spark, new + increment.kept_rows, cuts)
-        stored = [cut for cut in cuts if cut is not None and cut.tasks % tasks == 0]
-        to_map = [uri for uri in kept if uri not in {cut.path for cut in stored}]
-        records = _kafka_records(spark, raw, increment) if new else None
-        units = []
-        if to_map:
-            units = exchange.plan(
-                to_map,
-                map_tasks=_map_tasks(spark),
-                positioned=tuple(to_map),
-                history=tuple(to_map),
-            )
-    if units is None and options.shuffle == "files":
-        raise UsageError(
-            "--shuffle files needs input that pyarrow can read"
-            " (local paths, file://, s3://, gs://, hdfs://); use --shuffle spark or auto"
-        )
-    if tasks is None:
-        tasks = _audit_tasks(spark, _expected_records(raw, increment, units))
-    return _Inputs(units, exchange.stored_pieces(stored, tasks), tasks, records)
-
-
-def stages_kafka_records(options: RunOptions) -> bool:
-    """Whether a Kafka run's records reach their audit tasks through the file shuffle: unless
-    --shuffle spark, always (the staging folder is written with pyarrow on either shuffle, so
-    an output pyarrow cannot write fails the run before this choice). The run (`_inputs`) and
-    the CLI's choice of a quick-start JVM both ask this."""
-    return options.shuffle != "spark"
-
-
-def _map_tasks(spark: SparkSession) -> int:
-    minimum = spark.conf.get("spark.sql.files.minPartitionNum", None)
-    return int(minimum) if minimum else spark.sparkContext.defaultParallelism
-
-
-# An incremental run takes as many audit tasks as its stored kept records were cut for, or
-# the fewest that divide that number, while they hold at most RECORDS_PER_TASK records each and
-# number at most this many times the tasks the run needs: then none of those records is mapped
-# again (exchange.stored_pieces). Measured (2 cores, 10k new records over a 10M-record
-# state whose 1.7M kept records were cut for 20 tasks): mapped again for 8 tasks, 3.3 s more;
-# in all 20 tasks the hourly run took 22.9 s, in 10 (the fewest dividing 20) 19.8 s.
-STORED_TASKS_FACTOR = 4
-
-
-def _incremental_tasks(
-    spark: SparkSession, records: int, cuts: list[exchange.StoredCut | None]
-) -> int:
-    """The audit tasks of an incremental run: `_audit_tasks`, or as stored (see
-    STORED_TASKS_FACTOR)."""
-    needed = _audit_tasks(spark, records)
-    counts = {cut.tasks if cut is not None else None for cut in cuts}
-    if len(counts) == 1 and None not in counts:
-        stored = counts.pop()
-        fitting = [n for n in range(needed, stored + 1) if stored % n == 0]
-        if fitting and fitting[0] <= STORED_TASKS_FACTOR * needed:
-            return fitting[0]
-    return needed
-
-
-def _kafka_records(
-    spark: SparkSession, raw: DataFrame, increment: incremental.Increment
-) -> DataFrame:
-    """A Kafka run's records (positioned columns) as the map stage reads them from Spark's
-    Kafka source (exchange.map_records). The connector reads each topic partition in a task of
-    its own; a few records per partition (an hourly run) are read by fewer tasks, about
-    RECORDS_PER_TASK records each but at least one per core, so that the run does not start a
-    task per partition (2 cores, a fresh JVM, 10k records of 50 partitions: 50 tasks 4 s, 8
-    tasks 3.6 s, 2 tasks 3.0-3.3 s). The number of partitions is the range's (asking Spark
-    plans the Kafka scan once more: ~0.5 s)."""
-    partitions = len(increment.end_offsets)
-    tasks = max(
-        spark.sparkContext.defaultParallelism, -(-increment.new_records // RECORDS_PER_TASK)
-    )
-    frame = positioned(raw)
-    return frame.coalesce(tasks) if tasks < partitions else frame
-
-
 def _summarise(report: RunReport, stats: pipeline.RunStats) -> None:
     """The summary line's counts, from the tasks' stats rows."""
     report.groups_by_type_state = dict(stats.groups_by_type_state)
@@ -699,7 +466,7 @@ def _write(
     }
     if options.delta_writer == "spark":
         for name, df in conformed.items():
-            sink.write_with_spark_delta(
+            spark_writer.write_with_spark_delta(
                 spark,
                 df,
                 name,
@@ -732,7 +499,9 @@ def _register(spark: SparkSession, report: RunReport, options: RunOptions) -> No
     if options.database is None:
         return
     if options.delta_writer != "spark":
-        sink.register_tables(spark, report.tables, output=options.output, database=options.database)
+        catalog.register_tables(
+            spark, report.tables, output=options.output, database=options.database
+        )
     report.views = catalog.create_latest_views(spark, options.database, report.tables)
 
 
@@ -755,7 +524,7 @@ def _publish(spark: SparkSession, report: RunReport, options: RunOptions, starte
         "tables_written": sorted(report.tables),
     }
     if options.delta_writer == "spark":
-        sink.publish_run_with_spark(
+        spark_writer.publish_run_with_spark(
             spark, row, output=_external_output(options), database=options.database
         )
     else:

@@ -12,7 +12,7 @@ import struct
 import uuid
 from typing import Any
 
-from offsets_lib.wire.model import FIXED_WIDTH, Field
+from offsets_lib.wire.layout_types import FIXED_WIDTH, Field
 
 _FIXED = {
     "int8": struct.Struct(">b"),

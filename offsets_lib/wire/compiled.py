@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from offsets_lib.wire.codec import _FIXED, DecodeError, plan, read_uvarint
-from offsets_lib.wire.model import FIXED_WIDTH, NO_DEFAULT, Field
+from offsets_lib.wire.layout_types import FIXED_WIDTH, NO_DEFAULT, Field
 
 Compiled = Callable[[bytes, int, int], tuple[Any, int, int]]
 

@@ -8,7 +8,7 @@ driven only by these tables: a new Kafka version is a table edit, never a parser
 from __future__ import annotations
 
 from offsets_lib.wire import layouts_classic, layouts_consumer, layouts_share, layouts_streams
-from offsets_lib.wire.model import (
+from offsets_lib.wire.layout_types import (
     FIXED_WIDTH,
     NO_DEFAULT,
     ZERO_UUID,

@@ -3,7 +3,7 @@
 Table data, one `R(...)` per record type; edit here to follow a new Kafka release.
 """
 
-from offsets_lib.wire.model import F, K, M, R
+from offsets_lib.wire.layout_types import F, K, M, R
 
 TABLE = (
     R(

@@ -304,7 +304,7 @@ def test_job_accepts_the_dag_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
 
     from offsets_lib.cli import main
     from offsets_lib.cli import run_command as cli_run
-    from offsets_lib.job.run import UsageError
+    from offsets_lib.job.options import UsageError
 
     seen = []
 

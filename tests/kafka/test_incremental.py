@@ -19,8 +19,8 @@ from deltalake import DeltaTable
 
 from offsets_lib.cli import main
 
-# private exchange._stored_batch: a stored kept file read as the audit tasks read it
-from offsets_lib.engine import exchange
+# private piece_files._stored_batch: a stored kept file read as the audit tasks read it
+from offsets_lib.engine import exchange, piece_files
 from offsets_lib.io import incremental, sink
 from tests.kafka.test_kafka_job import (
     create_topic,
@@ -241,7 +241,7 @@ def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_p
         assert cuts and None not in cuts and {c.tasks for c in cuts} == {tasks}
         assert len({c.task for c in cuts}) == len(cuts)  # one file per task
         has_stored_marker |= any(
-            exchange._stored_batch(c.path).column("is_control").to_pylist().count(True)
+            piece_files._stored_batch(c.path).column("is_control").to_pylist().count(True)
             for c in cuts
         )
         low = cut

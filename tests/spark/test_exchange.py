@@ -19,14 +19,13 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
-from offsets_lib.engine import exchange, pipeline
+from offsets_lib.engine import exchange, piece_files, pipeline
 from offsets_lib.engine.decode import decode_records
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink
 from offsets_lib.io.sources.parquet import read_parquet_dump
-
-# private run._inputs, _audit_tasks, _incremental_tasks: engine policy with no public seam yet
-from offsets_lib.job import run
+from offsets_lib.job import audit_plan, run
+from offsets_lib.job.options import UsageError
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit
 from tests.staged_audit import assert_staged_equals_reference
@@ -199,24 +198,24 @@ def test_plan_counts_the_records_from_the_footers(tmp_path, monkeypatch) -> None
 
 def test_pieces_are_compressed_only_off_the_local_disk(tmp_path) -> None:
     local = pafs.LocalFileSystem()
-    assert exchange.piece_options(local).compression is None
-    assert exchange.piece_options(pafs.SubTreeFileSystem(str(tmp_path), local)).compression == (
+    assert piece_files.piece_options(local).compression is None
+    assert piece_files.piece_options(pafs.SubTreeFileSystem(str(tmp_path), local)).compression == (
         "lz4"
     )
 
 
 def test_map_batches_grow_with_the_audit_tasks_up_to_a_bound() -> None:
     """Pieces keep ~8k records when a run has many audit tasks (100M records: 200 tasks)."""
-    assert exchange.batch_rows(20) == exchange.BATCH_ROWS == 262_144
-    assert exchange.batch_rows(200) == 200 * exchange.PIECE_ROWS == 1_638_400
-    assert exchange.batch_rows(10_000) == exchange.MAX_BATCH_ROWS
+    assert piece_files.batch_rows(20) == piece_files.BATCH_ROWS == 262_144
+    assert piece_files.batch_rows(200) == 200 * piece_files.PIECE_ROWS == 1_638_400
+    assert piece_files.batch_rows(10_000) == piece_files.MAX_BATCH_ROWS
 
 
 def test_arrow_uri_names_hadoop_schemes_as_pyarrow_does() -> None:
-    assert exchange.arrow_uri("s3a://bucket/dump/a.parquet") == "s3://bucket/dump/a.parquet"
-    assert exchange.arrow_uri("file:/data/dump/a.parquet") == "file:///data/dump/a.parquet"
-    assert exchange.arrow_uri("file:///data/a.parquet") == "file:///data/a.parquet"
-    assert exchange.arrow_uri("/data/a.parquet") == "/data/a.parquet"
+    assert piece_files.arrow_uri("s3a://bucket/dump/a.parquet") == "s3://bucket/dump/a.parquet"
+    assert piece_files.arrow_uri("file:/data/dump/a.parquet") == "file:///data/dump/a.parquet"
+    assert piece_files.arrow_uri("file:///data/a.parquet") == "file:///data/a.parquet"
+    assert piece_files.arrow_uri("/data/a.parquet") == "/data/a.parquet"
 
 
 def test_shuffle_files_without_a_dump_is_a_usage_error(spark, tmp_path) -> None:
@@ -225,10 +224,10 @@ def test_shuffle_files_without_a_dump_is_a_usage_error(spark, tmp_path) -> None:
     )
     staging = Staging(str(tmp_path / "staging"))
     not_files = spark.range(3).toDF("offset")
-    with pytest.raises(run.UsageError, match="--shuffle files needs input that pyarrow can read"):
-        run._inputs(spark, not_files, options, None, staging)
+    with pytest.raises(UsageError, match="--shuffle files needs input that pyarrow can read"):
+        audit_plan.plan_inputs(spark, not_files, options, None, staging)
     auto = run.RunOptions(output=str(tmp_path / "out"), run_id="r", inputs=("not-files",))
-    assert run._inputs(spark, not_files, auto, None, staging).units is None
+    assert audit_plan.plan_inputs(spark, not_files, auto, None, staging).units is None
 
 
 def _prime_above(n: int) -> int:
@@ -238,12 +237,12 @@ def _prime_above(n: int) -> int:
 def test_incremental_runs_keep_the_audit_tasks_their_kept_records_were_cut_for(spark) -> None:
     """As many tasks as stored, or the fewest that divide that number, while each holds at most
     RECORDS_PER_TASK records and they are not too many; else the usual count."""
-    needed = run._audit_tasks(spark, 10)
-    factor = run.STORED_TASKS_FACTOR
+    needed = audit_plan.audit_tasks(spark, 10)
+    factor = audit_plan.STORED_TASKS_FACTOR
 
     def tasks(*cut_for: int | None, records: int = 10) -> int:
         cuts = [exchange.StoredCut("k.parquet", 0, n, 1, None) if n else None for n in cut_for]
-        return run._incremental_tasks(spark, records, cuts)
+        return audit_plan.incremental_tasks(spark, records, cuts)
 
     assert tasks(needed, needed) == needed
     assert tasks(2 * needed) == needed  # a divisor
@@ -254,5 +253,5 @@ def test_incremental_runs_keep_the_audit_tasks_their_kept_records_were_cut_for(s
     assert tasks(needed, None) == needed  # a file not cut by task
     assert tasks(needed, 2 * needed) == needed  # cut for two numbers
     assert tasks() == needed
-    over = run.RECORDS_PER_TASK * (needed + 1)  # needs needed + 1 tasks: fewer would overfill
+    over = audit_plan.RECORDS_PER_TASK * (needed + 1)  # needs needed + 1 tasks
     assert tasks(needed, records=over) == needed + 1

@@ -14,9 +14,7 @@ from offsets_lib.engine.decode import decode_records, positioned
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink
 from offsets_lib.io.sources.parquet import read_parquet_dump
-
-# private run._first_step: the split audit's first step alone; the run has no seam for it yet
-from offsets_lib.job import run
+from offsets_lib.job import audit_plan, run
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit
 from tests.staged_audit import assert_staged_equals_reference
@@ -72,17 +70,17 @@ def dominant(tmp_path_factory):
 
 
 def _oversized_only(spark, files, staging, tasks, params, oversized=None):
-    """The file shuffle's automatic split as the job runs it (run._first_step): a per-group map
-    that cuts large tasks by first-step section too, then only the oversized tasks' pieces
-    through the first step; the manifest and the sizes of each step's tasks."""
+    """The file shuffle's automatic split as the job runs it (audit_plan.split_first_step): a
+    per-group map that cuts large tasks by first-step section too, then only the oversized
+    tasks' pieces through the first step; the manifest and the sizes of each step's tasks."""
     units = exchange.plan(files, map_tasks=2)
     by_group = exchange.map_pieces(
         spark, units, staging_uri=staging.uri, tasks=tasks, by_section=True
     )
     sizes = exchange.task_sizes(by_group, tasks)
-    if oversized is None:  # the largest task, as run._oversized picks it at scale
+    if oversized is None:  # the largest task, as audit_plan.oversized_tasks picks it at scale
         oversized = {int(sizes.argmax())}
-    pieces, reduced, steps = run._first_step(spark, by_group, oversized, staging, tasks)
+    pieces, reduced, steps = audit_plan.split_first_step(spark, by_group, oversized, staging, tasks)
     audited = exchange.audit_pieces(
         spark, pieces, coordinator=Coordinator.NEW, params=params, tasks=tasks, emit=staging
     )
@@ -141,7 +139,7 @@ def test_a_run_splits_a_dominant_task_itself_and_publishes_the_same_tables(
     shows the dominant group's task oversized, its commits are reduced per key first (read from
     the map's sections), no task holds far more than the others, and the published tables are
     the same."""
-    monkeypatch.setattr(run, "RECORDS_PER_TASK", 1_000)  # the oversized bound, scaled down
+    monkeypatch.setattr(audit_plan, "RECORDS_PER_TASK", 1_000)  # the oversized bound, scaled down
     published = {}
     for split in (False, True):
         output = str(tmp_path / f"split-{split}")

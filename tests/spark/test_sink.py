@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from offsets_lib.audit.tables import TABLES, TableSpec
-from offsets_lib.io import sink
+from offsets_lib.io import catalog, delta_schema, sink, spark_writer
 
 pytestmark = pytest.mark.spark
 
@@ -108,8 +108,8 @@ def test_tables_hold_contract_columns_with_comments() -> None:
 
 
 def test_spark_delta_sql_is_quoted() -> None:
-    assert sink.replace_where("a'b\\c") == "run_id = 'a\\'b\\\\c'"
-    ddl = sink.create_table_sql(TABLES["rejects"], "/t/re`jects")
+    assert spark_writer.replace_where("a'b\\c") == "run_id = 'a\\'b\\\\c'"
+    ddl = catalog.create_table_sql(TABLES["rejects"], "/t/re`jects")
     assert ddl.startswith("CREATE TABLE IF NOT EXISTS delta.`/t/re``jects` (")
     assert "`run_id` string NOT NULL COMMENT 'Id of the run" in ddl
     assert "PARTITIONED BY (`run_id`)" in ddl
@@ -164,7 +164,9 @@ def test_schema_and_comments_round_trip(spark: SparkSession, tmp_path: Path) -> 
     }
     assert dt.metadata().description == spec.comment
     assert dt.metadata().partition_columns == ["run_id"]
-    assert sink.arrow_schema(spec).equals(pa.schema(dt.schema().to_arrow()), check_metadata=True)
+    assert delta_schema.arrow_schema(spec).equals(
+        pa.schema(dt.schema().to_arrow()), check_metadata=True
+    )
 
 
 def test_nested_columns_and_several_tables(spark: SparkSession, tmp_path: Path) -> None:
@@ -230,7 +232,7 @@ def test_frame_schema_mismatch_is_rejected(spark: SparkSession, tmp_path: Path) 
     spec, out = TABLES["offsets"], str(tmp_path)
     good = frame(spark, spec, [offset_row("g", "t", 0, 1, "r")])
     bad = good.withColumn("partition", good["partition"].cast("string")).drop("as_of")
-    with pytest.raises(sink.SchemaMismatchError) as err:
+    with pytest.raises(delta_schema.SchemaMismatchError) as err:
         sink.write_run_tables({"offsets": good, "offset_decisions": bad}, output=out, run_id="r")
     message = str(err.value)
     assert "'offset_decisions'" in message
@@ -245,7 +247,7 @@ def test_existing_table_with_other_schema_is_rejected(spark: SparkSession, tmp_p
     write_deltalake(str(tmp_path / "offsets"), alien, partition_by=["run_id"])
     good = frame(spark, spec, [offset_row("g", "t", 0, 1, "r")])
     expected = r"column partition: expected int32, got int64"
-    with pytest.raises(sink.SchemaMismatchError, match=expected):
+    with pytest.raises(delta_schema.SchemaMismatchError, match=expected):
         sink.write_run_tables({"offsets": good}, output=out, run_id="r")
     assert DeltaTable(str(tmp_path / "offsets")).version() == 0
 
@@ -314,7 +316,7 @@ def test_publish_run_writes_the_runs_row_last(spark: SparkSession, tmp_path: Pat
     assert sink.publish_run(final, output=out) == 1
     got = sink.read_table(out, "runs").to_pylist()
     assert got == [{c: final.get(c) for c in TABLES["runs"].columns}]
-    with pytest.raises(sink.SchemaMismatchError, match="unknown columns \\['nope'\\]"):
+    with pytest.raises(delta_schema.SchemaMismatchError, match="unknown columns \\['nope'\\]"):
         sink.publish_run({**row, "nope": 1}, output=out)
     with pytest.raises(ValueError, match="non-empty"):
         sink.publish_run({**row, "run_id": ""}, output=out)
@@ -332,11 +334,11 @@ def _sorted(rows: list[dict[str, Any]], keys: list[str]) -> list[dict[str, Any]]
 
 
 def test_spark_writer_creates_replaces_and_appends(spark: SparkSession, tmp_path: Path) -> None:
-    assert sink.delta_spark_available(spark)  # the session of job/session.py loads Delta
+    assert spark_writer.delta_spark_available(spark)  # the session of job/session.py loads Delta
     spec, out = TABLES["offsets"], str(tmp_path)
 
     def write(rows: list[dict[str, Any]], run_id: str) -> None:
-        sink.write_with_spark_delta(
+        spark_writer.write_with_spark_delta(
             spark, frame(spark, spec, rows), "offsets", output=out, run_id=run_id
         )
 
@@ -353,8 +355,8 @@ def test_spark_writer_creates_replaces_and_appends(spark: SparkSession, tmp_path
     assert [h.get("userMetadata") for h in dt.history()][:3] == ["r2", "r1", "r1"]
     with pytest.raises(Exception, match="rows with run_id \\['r1'\\] in a write for run_id 'r3'"):
         write(first, "r3")
-    with pytest.raises(sink.SchemaMismatchError):
-        sink.write_with_spark_delta(
+    with pytest.raises(delta_schema.SchemaMismatchError):
+        spark_writer.write_with_spark_delta(
             spark, frame(spark, spec, first).drop("topic"), "offsets", output=out, run_id="r1"
         )
 
@@ -407,12 +409,12 @@ def test_both_writers_give_tables_read_identically(spark: SparkSession, tmp_path
         run_id="r",
     )
     for name, (spec, rows) in frames.items():
-        sink.write_with_spark_delta(
+        spark_writer.write_with_spark_delta(
             spark, frame(spark, spec, rows), name, output=by_spark, run_id="r"
         )
     runs_row = {"run_id": "r", "status": "succeeded", "started_at": AS_OF, "records_read": 3}
     sink.publish_run(runs_row, output=by_rs)
-    sink.publish_run_with_spark(spark, runs_row, output=by_spark)
+    spark_writer.publish_run_with_spark(spark, runs_row, output=by_spark)
     frames["runs"] = (TABLES["runs"], [])
 
     for name, (spec, _rows) in frames.items():
@@ -443,10 +445,10 @@ def test_spark_writer_registers_catalog_tables(spark: SparkSession, tmp_path: Pa
     """--database: managed tables in the database, or external ones at --output."""
     spec = TABLES["offsets"]
     rows = [offset_row("g", "t", 0, 1, "r")]
-    location = sink.ensure_database(spark, "audit_managed")
-    assert sink.ensure_database(spark, "audit_managed") == location  # idempotent
+    location = catalog.ensure_database(spark, "audit_managed")
+    assert catalog.ensure_database(spark, "audit_managed") == location  # idempotent
     for _ in range(2):  # a rerun replaces
-        sink.write_with_spark_delta(
+        spark_writer.write_with_spark_delta(
             spark,
             frame(spark, spec, rows),
             "offsets",
@@ -462,8 +464,8 @@ def test_spark_writer_registers_catalog_tables(spark: SparkSession, tmp_path: Pa
     assert spark.sql("DESCRIBE DETAIL audit_managed.offsets").first()["description"] == spec.comment
 
     external = str(tmp_path / "ext")
-    sink.ensure_database(spark, "audit_external")
-    sink.write_with_spark_delta(
+    catalog.ensure_database(spark, "audit_external")
+    spark_writer.write_with_spark_delta(
         spark,
         frame(spark, spec, rows),
         "offsets",
@@ -491,23 +493,23 @@ def test_delta_rs_tables_are_registered_once_where_they_are(
     the tables the catalog lacks, external at that folder; Spark reads them by name."""
     spec = TABLES["offsets"]
     rows = [offset_row("g", "t", p, 7 * p, "r") for p in range(3)]
-    location = sink.ensure_database(spark, "audit_rs")
-    assert sink.run_root(spark, "audit_rs", None) == location  # nothing registered yet
+    location = catalog.ensure_database(spark, "audit_rs")
+    assert catalog.run_root(spark, "audit_rs", None) == location  # nothing registered yet
     root = str(tmp_path / "tables")
-    assert sink.run_root(spark, "audit_rs", root) == root
+    assert catalog.run_root(spark, "audit_rs", root) == root
     sink.write_run_tables({"offsets": frame(spark, spec, rows)}, output=root, run_id="r")
     sink.publish_run(
         {"run_id": "r", "status": "succeeded", "started_at": AS_OF, "records_read": 3}, output=root
     )
     names = ["offsets", "runs", "groups"]  # no groups table under root: not registered
-    assert sink.register_tables(spark, names, output=root, database="audit_rs") == names[:2]
-    assert sink.register_tables(spark, names, output=root, database="audit_rs") == []
+    assert catalog.register_tables(spark, names, output=root, database="audit_rs") == names[:2]
+    assert catalog.register_tables(spark, names, output=root, database="audit_rs") == []
     assert spark.catalog.getTable("audit_rs.offsets").tableType == "EXTERNAL"
     got = spark.table("audit_rs.offsets").select(*spec.columns).toArrow()
     assert rows_of(got, OFFSET_KEYS) == rows_of(sink.read_table(root, "offsets"), OFFSET_KEYS)
     assert spark.sql("DESCRIBE DETAIL audit_rs.offsets").first()["description"] == spec.comment
     # where the catalog has them: the next run's folder, and no other --output
-    assert sink.run_root(spark, "audit_rs", None) == root
-    assert sink.run_root(spark, "audit_rs", root) == root
+    assert catalog.run_root(spark, "audit_rs", None) == root
+    assert catalog.run_root(spark, "audit_rs", root) == root
     with pytest.raises(ValueError, match="has tables of another folder than"):
-        sink.run_root(spark, "audit_rs", str(tmp_path / "elsewhere"))
+        catalog.run_root(spark, "audit_rs", str(tmp_path / "elsewhere"))

@@ -12,7 +12,7 @@ from offsets_lib.audit.table_rows import DIRECT_TABLES, TABLES_OF_KIND, table_ro
 from offsets_lib.audit.tables import table_spec
 from offsets_lib.audit.task_audit import GROUP, KIND_ARROW, OFFSET, REJECT
 from offsets_lib.engine import pipeline
-from offsets_lib.io import sink
+from offsets_lib.io import delta_schema
 from offsets_lib.io.watermarks import END_OFFSETS_COLUMNS
 
 pytestmark = pytest.mark.spark
@@ -108,7 +108,7 @@ def test_task_rows_equal_the_spark_frames(
         if has_end_offsets
         else None
     )
-    schema = sink.arrow_schema(table_spec(table), with_comments=False)
+    schema = delta_schema.arrow_schema(table_spec(table), with_comments=False)
     frames = _spark_frames(spark, tmp_path, results, ends)
     expected = (
         pipeline.conform(frames[table], table, run_id=RUN_ID, as_of_ms=AS_OF_MS)

@@ -16,7 +16,7 @@ from offsets_lib.cli import main
 from offsets_lib.cli import run_command as cli_run
 from offsets_lib.job import config
 from offsets_lib.job.config import ProfileError, conf_option, load_profile, parse_profile
-from offsets_lib.job.run import UsageError
+from offsets_lib.job.options import UsageError
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "s3cr3t-Value-42"

@@ -1,4 +1,4 @@
-"""Delta file stats of the sink: every min/max a reader may skip on is a true bound."""
+"""Delta file stats of the writers: every min/max a reader may skip on is a true bound."""
 
 from __future__ import annotations
 
@@ -12,27 +12,27 @@ import pyarrow.parquet as pq
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offsets_lib.io import sink
+from offsets_lib.io import delta_stats
 
 PREFIX = "a" * 32
 
 
 def test_long_strings_get_a_cut_min_and_a_greater_max() -> None:
     """As Delta-Spark cuts them: the max's tie-breaker is greater than the character it cuts."""
-    assert sink._stat_value(PREFIX + "xyz", pa.string(), upper=False) == PREFIX
-    assert sink._stat_value(PREFIX + "xyz", pa.string(), upper=True) == PREFIX + "\x7f"
-    assert sink._string_max(PREFIX + "éz") == PREFIX + "\U0010ffff"
-    assert sink._string_max(PREFIX + "\x7fz") == PREFIX + "\U0010ffff"
-    assert sink._string_max(PREFIX + "\U0010ffff" + "bc") == PREFIX + "\U0010ffff\x7f"
+    assert delta_stats._stat_value(PREFIX + "xyz", pa.string(), upper=False) == PREFIX
+    assert delta_stats._stat_value(PREFIX + "xyz", pa.string(), upper=True) == PREFIX + "\x7f"
+    assert delta_stats._string_max(PREFIX + "éz") == PREFIX + "\U0010ffff"
+    assert delta_stats._string_max(PREFIX + "\x7fz") == PREFIX + "\U0010ffff"
+    assert delta_stats._string_max(PREFIX + "\U0010ffff" + "bc") == PREFIX + "\U0010ffff\x7f"
     endless = PREFIX + "\U0010ffff" * 40  # no short bound: the whole value
-    assert sink._string_max(endless) == endless
-    assert sink._string_max(PREFIX) == PREFIX
+    assert delta_stats._string_max(endless) == endless
+    assert delta_stats._string_max(PREFIX) == PREFIX
 
 
 @given(st.lists(st.text(min_size=0, max_size=80), min_size=1, max_size=5))
 def test_string_bounds_hold_in_utf8_byte_order(values: list[str]) -> None:
-    low = sink._string_min(min(values)).encode()
-    high = sink._string_max(max(values)).encode()
+    low = delta_stats._string_min(min(values)).encode()
+    high = delta_stats._string_max(max(values)).encode()
     assert all(low <= v.encode() <= high for v in values)
 
 
@@ -51,7 +51,7 @@ def test_every_skippable_column_gets_bounds(tmp_path: Path) -> None:
     )
     path = str(tmp_path / "f.parquet")
     pq.write_table(table, path)
-    stats = json.loads(sink._stats_of_file(pafs.LocalFileSystem(), path, table.schema))
+    stats = json.loads(delta_stats.stats_of_file(pafs.LocalFileSystem(), path, table.schema))
     assert stats == {
         "numRecords": 3,
         "minValues": {"group_id": PREFIX, "flag": False, "count": 1},
@@ -62,19 +62,19 @@ def test_every_skippable_column_gets_bounds(tmp_path: Path) -> None:
 
 def test_stat_timestamps_round_outwards_to_milliseconds() -> None:
     micros = 1_717_056_930_123_456  # 2024-05-30T08:15:30.123456Z
-    low = sink._epoch_ms(micros, "us", upper=False)
-    high = sink._epoch_ms(micros, "us", upper=True)
+    low = delta_stats._epoch_ms(micros, "us", upper=False)
+    high = delta_stats._epoch_ms(micros, "us", upper=True)
     ts = pa.timestamp("us", tz="UTC")
-    assert sink._stat_value(low, ts, upper=False) == "2024-05-30T08:15:30.123Z"
-    assert sink._stat_value(high, ts, upper=True) == "2024-05-30T08:15:30.124Z"
-    assert sink._epoch_ms(-1_500, "us", upper=False) == -2
-    assert sink._epoch_ms(-1_500, "us", upper=True) == -1
+    assert delta_stats._stat_value(low, ts, upper=False) == "2024-05-30T08:15:30.123Z"
+    assert delta_stats._stat_value(high, ts, upper=True) == "2024-05-30T08:15:30.124Z"
+    assert delta_stats._epoch_ms(-1_500, "us", upper=False) == -2
+    assert delta_stats._epoch_ms(-1_500, "us", upper=True) == -1
 
 
 @given(st.integers(-62_135_596_800_000, 253_402_300_799_999))  # years 1 to 9999
 def test_stat_timestamps_are_iso_dates_in_pythons_range(epoch_ms: int) -> None:
     t = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=epoch_ms)
-    assert sink._delta_timestamp(epoch_ms) == (
+    assert delta_stats._delta_timestamp(epoch_ms) == (
         f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
         f".{t.microsecond // 1000:03d}Z"
     )
@@ -83,11 +83,11 @@ def test_stat_timestamps_are_iso_dates_in_pythons_range(epoch_ms: int) -> None:
 def test_stat_timestamps_past_year_9999_are_written_as_java_writes_them() -> None:
     """As java.time's Instant prints them (Delta-Spark's stats): '+' past 9999, '-' before
     year 0 (the expected strings are Java 17's)."""
-    assert sink._delta_timestamp(9_223_372_036_854_776) == "+294247-01-10T04:00:54.776Z"
-    assert sink._delta_timestamp(-9_223_372_036_854_776) == "-290308-12-21T19:59:05.224Z"
-    assert sink._delta_timestamp(253_402_300_800_000) == "+10000-01-01T00:00:00.000Z"
-    assert sink._delta_timestamp(-62_167_219_200_000) == "0000-01-01T00:00:00.000Z"
-    assert sink._delta_timestamp(-62_167_219_200_001) == "-0001-12-31T23:59:59.999Z"
+    assert delta_stats._delta_timestamp(9_223_372_036_854_776) == "+294247-01-10T04:00:54.776Z"
+    assert delta_stats._delta_timestamp(-9_223_372_036_854_776) == "-290308-12-21T19:59:05.224Z"
+    assert delta_stats._delta_timestamp(253_402_300_800_000) == "+10000-01-01T00:00:00.000Z"
+    assert delta_stats._delta_timestamp(-62_167_219_200_000) == "0000-01-01T00:00:00.000Z"
+    assert delta_stats._delta_timestamp(-62_167_219_200_001) == "-0001-12-31T23:59:59.999Z"
 
 
 def test_a_file_with_timestamps_past_year_9999_gets_true_bounds(tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_a_file_with_timestamps_past_year_9999_gets_true_bounds(tmp_path: Path) 
     table = pa.table({"commit_time": times})
     path = str(tmp_path / "f.parquet")
     pq.write_table(table, path)
-    stats = json.loads(sink._stats_of_file(pafs.LocalFileSystem(), path, table.schema))
+    stats = json.loads(delta_stats.stats_of_file(pafs.LocalFileSystem(), path, table.schema))
     assert stats == {
         "numRecords": 3,
         "minValues": {"commit_time": "-290308-12-21T19:59:05.224Z"},

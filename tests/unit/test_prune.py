@@ -15,11 +15,11 @@ import pytest
 from click.testing import CliRunner
 from deltalake import DeltaTable, write_deltalake
 
-from offsets_lib.audit.runs import Retention
+from offsets_lib.audit.run_selection import Retention
 from offsets_lib.cli import main
 from offsets_lib.io import incremental, sink
 from offsets_lib.io.lock import OutputLocked, output_lock
-from offsets_lib.io.prune import prune
+from offsets_lib.io.run_pruning import prune
 from offsets_lib.tools.run_tables import load_run
 
 NOW = datetime.now(UTC).replace(microsecond=0)

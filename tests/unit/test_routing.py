@@ -1,5 +1,5 @@
 """Raw Parquet rows as audit rows, the audit task of each record, a large task's pieces by
-first-step section and how many tasks a stage needs (routing, exchange.cut, key_split.gathered;
+first-step section and how many tasks a stage needs (routing, piece_files.cut, key_split.gathered;
 no Spark)."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from offsets_lib.audit.task_audit import RAW_ARROW
 
-# private exchange._large_tasks: which tasks `cut` splits (restating its rule would copy it)
-from offsets_lib.engine import exchange, key_split
+# private piece_files._large_tasks: which tasks `cut` splits (restating its rule would copy it)
+from offsets_lib.engine import exchange, key_split, piece_files
 from offsets_lib.engine.routing import (
     COPIED_SECTION,
     FIRST_STEP_TASK,
@@ -185,11 +185,11 @@ def test_a_large_task_is_cut_by_first_step_section(records, tasks: int) -> None:
         )
     )
     buckets = task_buckets(table, tasks)
-    large = set(exchange._large_tasks(buckets, tasks).tolist())
+    large = set(piece_files._large_tasks(buckets, tasks).tolist())
     by_offset_key = task_buckets(table, tasks, by_offset_key=True)
     is_forwarded = ~decoded_by_key_split(table)
     seen: dict[int, list[int]] = {}
-    for piece in exchange.cut([table], tasks, by_section=True):
+    for piece in piece_files.cut([table], tasks, by_section=True):
         offsets = piece.records.column("log_offset").to_pylist()
         seen.setdefault(piece.bucket, []).extend(offsets)
         assert (piece.section is not None) == (piece.bucket in large)

@@ -12,7 +12,7 @@ from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.cli import main
 from offsets_lib.engine.pipeline import DECIDED_TABLES
 from offsets_lib.io import sink
-from offsets_lib.job import run
+from offsets_lib.job import audit_plan, run
 from offsets_lib.job.config import KAFKA_PARAM, RUN_KEYS
 from offsets_lib.job.options import (
     FLAGS,
@@ -104,15 +104,15 @@ def test_tables_the_audit_tasks_write_and_the_frames_left_to_build() -> None:
 def test_the_split_audit_starts_by_itself_when_one_task_dominates(sizes, is_skewed) -> None:
     import numpy as np
 
-    assert run._is_skewed(np.array(sizes, dtype=np.int64)) is is_skewed
+    assert audit_plan.is_skewed(np.array(sizes, dtype=np.int64)) is is_skewed
 
 
 def test_the_oversized_tasks_are_those_over_twice_the_average_and_the_task_size() -> None:
     import numpy as np
 
     sizes = np.array([1_200_000, 1_100_000, 600_000, *[100_000] * 7], dtype=np.int64)
-    assert run._oversized(sizes) == {0, 1}  # the mean is 360k: over 720k
-    assert run._oversized(np.array([], dtype=np.int64)) == set()
+    assert audit_plan.oversized_tasks(sizes) == {0, 1}  # the mean is 360k: over 720k
+    assert audit_plan.oversized_tasks(np.array([], dtype=np.int64)) == set()
 
 
 # ---- RunOptions checks itself: a library caller meets the command line's messages -------------

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from offsets_lib.audit.runs import (
+from offsets_lib.audit.run_selection import (
     Retention,
     RunTime,
     latest_succeeded_run,

@@ -24,8 +24,8 @@ from offsets_lib import wire
 from offsets_lib.wire import api
 from offsets_lib.wire.codec import DecodeError, Reader, Writer
 from offsets_lib.wire.compiled import compile_field, compile_struct
+from offsets_lib.wire.layout_types import F
 from offsets_lib.wire.layouts import ASSIGNMENT, RECORD_TYPES, SUBSCRIPTION, Message
-from offsets_lib.wire.model import F
 from tests.unit.strategies import message_values, struct_values, value_cases
 from tests.unit.test_wire_fuzz import _mutations
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from offsets_lib.wire import RECORD_TYPES
+from offsets_lib.wire.layout_types import ZERO_UUID
 from offsets_lib.wire.layouts import ASSIGNMENT, SUBSCRIPTION, Field, Message, parse_range
-from offsets_lib.wire.model import ZERO_UUID
 from tests.unit.conftest import SHARED, shared_path
 
 REFERENCE = SHARED / "reference" / "kafka-messages"

@@ -26,6 +26,13 @@ class SourceConfigError(ValueError):
     """The source options are invalid or incomplete (a usage/configuration error)."""
 
 
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's text (its type's name when it has none): what an
+    `InputNotReadable` line quotes of the error behind it."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 _WRAPPED = re.compile(r"(?:offsets_lib\.sources\.)?InputNotReadable: ([^\n]+)")
 
 
@@ -48,4 +55,9 @@ def unwrap_input_not_readable(exc: BaseException) -> InputNotReadable | None:
     return None
 
 
-__all__ = ["InputNotReadable", "SourceConfigError", "unwrap_input_not_readable"]
+__all__ = [
+    "InputNotReadable",
+    "SourceConfigError",
+    "first_line",
+    "unwrap_input_not_readable",
+]

@@ -41,6 +41,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from offsets_lib.io import spark_settings
 from offsets_lib.io.sources import InputNotReadable, SourceConfigError, kafka_names
 from offsets_lib.io.sources.kafka_names import redact, scrub
 
@@ -448,15 +449,8 @@ OFFSET_READER_CONF = "spark.sql.streaming.kafka.useDeprecatedOffsetFetching"
 def connector_reads_internal_topics(spark: SparkSession) -> Iterator[None]:
     """Within the block Spark's Kafka connector can read internal topics such as
     __consumer_offsets; the session's own setting is restored after it."""
-    previous = spark.conf.get(OFFSET_READER_CONF, None)
-    spark.conf.set(OFFSET_READER_CONF, "true")
-    try:
+    with spark_settings.setting(spark, OFFSET_READER_CONF, "true"):
         yield
-    finally:
-        if previous is None:
-            spark.conf.unset(OFFSET_READER_CONF)
-        else:
-            spark.conf.set(OFFSET_READER_CONF, previous)
 
 
 def read_kafka(

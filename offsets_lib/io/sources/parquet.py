@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from offsets_lib.io import storage
-from offsets_lib.io.sources import InputNotReadable
+from offsets_lib.io.sources import InputNotReadable, first_line
 
 REQUIRED_COLUMNS: tuple[tuple[str, T.DataType], ...] = (
     ("key", T.BinaryType()),
@@ -55,7 +55,7 @@ def read_parquet_dump(spark: SparkSession, paths: list[str]) -> DataFrame:
     try:
         df = spark.read.parquet(*paths)
     except Exception as exc:  # AnalysisException: empty folder, not Parquet, race with deletion
-        reason = _first_line(exc)
+        reason = first_line(exc)
         if "UNABLE_TO_INFER_SCHEMA" in reason:
             reason = "no Parquet data files found"
         raise InputNotReadable(
@@ -168,8 +168,3 @@ def _check_exists(spark: SparkSession, path: str) -> None:
         return  # cannot check here; spark.read reports the problem
     if statuses is None or len(statuses) == 0:
         raise InputNotReadable(f"parquet input not found: {path}")
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

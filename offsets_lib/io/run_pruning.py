@@ -1,9 +1,9 @@
 """`offsets prune`: remove old runs' partitions from every table under an output root.
 
 Every run adds a ``run_id`` partition to every table (an hourly schedule: 8,760 a year), and
-nothing else removes them. Which runs go is decided by `audit.runs.runs_to_remove` (the N newest
-and/or a time span are kept, and always the latest succeeded run); this module finds the runs
-and removes them:
+nothing else removes them. Which runs go is decided by `audit.run_selection.runs_to_remove`
+(the N newest and/or a time span are kept, and always the latest succeeded run); this module
+finds the runs and removes them:
 
 1. the output's lock (`io.lock`) is held throughout, so no run writes meanwhile, and a run id
    found in the tables without a ``runs`` row is not a run in progress but one that was killed
@@ -36,7 +36,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from offsets_lib.audit import runs as runs_core
+from offsets_lib.audit import run_selection
 from offsets_lib.audit.tables import RUN_ID, TABLES
 from offsets_lib.io import incremental, sink, storage
 from offsets_lib.io import runs as runs_io
@@ -90,8 +90,8 @@ def _kept_run(kept_id: str) -> str:
     return kept_id.rpartition("@")[0] or kept_id
 
 
-def find_runs(output: str) -> list[runs_core.RunTime]:
-    """Every run id of the tables under ``output``, with its time (`audit.runs.RunTime`).
+def find_runs(output: str) -> list[run_selection.RunTime]:
+    """Every run id of the tables under ``output``, with its time (`audit.run_selection.RunTime`).
 
     NoRunsTable when there is no ``runs`` table.
     """
@@ -105,8 +105,8 @@ def find_runs(output: str) -> list[runs_core.RunTime]:
         for kept_id, at in _partitions(dt).items():
             run_id = _kept_run(kept_id)
             written[run_id] = max(written.get(run_id, at), at)
-    found = [runs_core.RunTime(i, r["finished_at"], r["status"]) for i, r in rows.items()]
-    found += [runs_core.RunTime(i, at) for i, at in written.items() if i not in rows]
+    found = [run_selection.RunTime(i, r["finished_at"], r["status"]) for i, r in rows.items()]
+    found += [run_selection.RunTime(i, at) for i, at in written.items() if i not in rows]
     return found
 
 
@@ -141,7 +141,7 @@ def _delete_partitions(dt, name: str, values: set[str], *, prune_id: str) -> Non
 
 def prune(
     output: str,
-    retention: runs_core.Retention,
+    retention: run_selection.Retention,
     *,
     now: datetime | None = None,
     dry_run: bool = False,
@@ -158,12 +158,12 @@ def prune(
     runs_io.require_runs_table(output)  # before the lock, which would create the folder
     with output_lock(output, prune_id):
         found = find_runs(output)
-        removed = runs_core.runs_to_remove(found, retention, now)
+        removed = run_selection.runs_to_remove(found, retention, now)
         gone = set(removed)
-        latest = runs_core.latest_succeeded_run(
+        latest = run_selection.latest_succeeded_run(
             {"run_id": r.run_id, "status": r.status, "finished_at": r.at} for r in found
         )
-        oldest_first = sorted(found, key=lambda r: runs_core.recency_key(r.at, r.run_id))
+        oldest_first = sorted(found, key=lambda r: run_selection.recency_key(r.at, r.run_id))
         report = PruneReport(
             removed=removed,
             kept=[r.run_id for r in oldest_first if r.run_id not in gone],
