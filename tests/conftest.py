@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,8 +16,56 @@ import pytest
 SUITE_DISK_GB = 8
 
 
+# `make test` runs two pytest-xdist workers. Tests that share a session-scoped server (a
+# broker, the cluster, Tansu) go to one worker: a second would start a second server for the
+# same tests. Every other file goes whole to one worker, so its module fixtures are built once.
+_SHARED_SERVER_FOLDERS = ("tests/broker", "tests/cluster", "tests/kafka")
+
+
+def work_unit(nodeid: str) -> str:
+    """What one worker runs whole: a shared-server folder, else a test file."""
+    file = nodeid.split("::", 1)[0]
+    for folder in _SHARED_SERVER_FOLDERS:
+        if file.startswith(folder + "/"):
+            return folder
+    return file
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """xdist's scope scheduling with `work_unit` as the scope (its `loadgroup` marks are not
+    applied under pytest 9's node ids, and `loadfile` would split the shared-server folders)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class WorkUnitScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return WorkUnitScheduling(config, log)
+
+
+_SESSION_START = 0.0
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """With `-n`, the broker tests' worker writes the real-broker comparisons and the workers'
+    summaries are not shown: the controller prints the table from that worker's report."""
+    is_xdist_controller = config.pluginmanager.hasplugin("dsession")
+    if not is_xdist_controller:
+        return  # without workers, tests/broker/conftest.py prints it
+    from tests.broker.recorder import report_path, summary
+
+    path = report_path()
+    if path.exists() and path.stat().st_mtime >= _SESSION_START:
+        report = json.loads(path.read_text())
+        terminalreporter.write_sep("-", "real-broker comparisons")
+        terminalreporter.write_line(summary(report["checks"], report["not_run"]))
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """Say up front when the temporary folder's disk is short of what the suite writes."""
+    global _SESSION_START
+    _SESSION_START = time.time()
     free_gb = shutil.disk_usage(tempfile.gettempdir()).free / 1e9
     if free_gb < SUITE_DISK_GB:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

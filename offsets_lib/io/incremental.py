@@ -178,17 +178,28 @@ def records_between(start_offsets: Mapping[int, int] | None, end_offsets: Mappin
     return sum(max(end - start.get(p, 0), 0) for p, end in end_offsets.items())
 
 
-def read_checkpoint(output: str, topic: str) -> Checkpoint | None:
-    """The newest checkpoint of ``topic`` under ``output``, or None (never run, or no table)."""
+def current_rows(rows: list[dict]) -> list[dict]:
+    """The ``_checkpoint`` rows of every topic's current checkpoint (its highest sequence):
+    one output can hold checkpoints of several topics."""
+    newest: dict[str, int] = {}
+    for r in rows:
+        newest[r["topic"]] = max(newest.get(r["topic"], r["sequence"]), r["sequence"])
+    return [r for r in rows if r["sequence"] == newest[r["topic"]]]
+
+
+def _stored_checkpoints(output: str) -> list[dict]:
     uri = sink.table_uri(output, CHECKPOINT_TABLE)
     if not storage.is_delta_table(uri):
+        return []
+    return storage.delta_table(uri).to_pyarrow_table().to_pylist()
+
+
+def read_checkpoint(output: str, topic: str) -> Checkpoint | None:
+    """The newest checkpoint of ``topic`` under ``output``, or None (never run, or no table)."""
+    current = [r for r in current_rows(_stored_checkpoints(output)) if r["topic"] == topic]
+    if not current:
         return None
-    stored = storage.delta_table(uri).to_pyarrow_table().to_pylist()
-    rows = [r for r in stored if r["topic"] == topic]
-    if not rows:
-        return None
-    newest = max(r["sequence"] for r in rows)
-    current = [r for r in rows if r["sequence"] == newest]
+    newest = current[0]["sequence"]
     return Checkpoint(
         topic=topic,
         next_offsets={int(r["partition"]): int(r["next_offset"]) for r in current},
@@ -293,16 +304,19 @@ def store(kept: list[AddAction], increment: Increment, *, output: str, run_id: s
         for p, o in sorted(increment.end_offsets.items())
     ]
     sink.write_rows(rows, CHECKPOINT_SPEC, output=output, run_id=run_id)
-    _drop_old_kept(output, keep=kept_id)
+    _drop_old_kept(output)
     return kept_id
 
 
-def _drop_old_kept(output: str, *, keep: str) -> None:
-    """Best effort: remove kept partitions no checkpoint needs any more (files stay until
-    ``DeltaTable.vacuum``)."""
+def _drop_old_kept(output: str) -> None:
+    """Best effort: remove the kept partitions no current checkpoint names, of any topic (files
+    stay until ``DeltaTable.vacuum``)."""
     try:
+        needed = {r["state_id"] for r in current_rows(_stored_checkpoints(output))}
+        if not needed:
+            return
         dt = storage.delta_table(sink.table_uri(output, KEPT_TABLE))
-        quoted = keep.replace("'", "''")
-        dt.delete(predicate=f"{RUN_ID} != '{quoted}'")
+        quoted = ", ".join("'" + kept_id.replace("'", "''") + "'" for kept_id in sorted(needed))
+        dt.delete(predicate=f"{RUN_ID} NOT IN ({quoted})")
     except Exception as exc:  # the checkpoint is committed; an old partition is only space
         log.warning("could not drop old kept partitions: %s", exc)

@@ -117,10 +117,7 @@ def _current_checkpoints(tables: dict[str, object]) -> tuple[set[str], set[str]]
     if dt is None:
         return set(), set()
     rows = dt.to_pyarrow_table(columns=["topic", "sequence", "state_id", RUN_ID]).to_pylist()
-    newest: dict[str, int] = {}
-    for r in rows:
-        newest[r["topic"]] = max(newest.get(r["topic"], r["sequence"]), r["sequence"])
-    current = [r for r in rows if r["sequence"] == newest[r["topic"]]]
+    current = incremental.current_rows(rows)
     return {r[RUN_ID] for r in current}, {r["state_id"] for r in current}
 
 
