@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from offsets_lib.io import storage
-from offsets_lib.io.sources import InputNotReadable
+from offsets_lib.io.sources import InputNotReadable, first_line
 
 __all__ = ["BATCH_SIZE", "OPTIONAL", "REQUIRED", "RawRecord", "fragments", "read_records"]
 
@@ -54,11 +54,6 @@ class RawRecord(NamedTuple):
     is_control: bool | None = None
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 def _datasets(paths: Iterable[str]) -> list[tuple[str, ds.Dataset]]:
     """(given path, dataset) per file/folder; globs expand locally. Missing -> InputNotReadable."""
     out: list[tuple[str, ds.Dataset]] = []
@@ -84,7 +79,7 @@ def _datasets(paths: Iterable[str]) -> list[tuple[str, ds.Dataset]]:
                 raise InputNotReadable(f"parquet input not found: {path}") from None
             except (OSError, pa.ArrowException, ValueError) as exc:
                 raise InputNotReadable(
-                    f"parquet input not readable: {target}: {_first_line(exc)}"
+                    f"parquet input not readable: {target}: {first_line(exc)}"
                 ) from None
             out.append((target, dataset))
     return out
@@ -210,7 +205,7 @@ def _fragment_records(fragment: ds.Fragment, batch_size: int) -> Iterator[RawRec
         raise
     except (OSError, pa.ArrowException, ValueError) as exc:
         raise InputNotReadable(
-            f"parquet input not readable: {fragment.path}: {_first_line(exc)}"
+            f"parquet input not readable: {fragment.path}: {first_line(exc)}"
         ) from None
 
 
