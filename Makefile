@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test test-fast bench bench-large lint format package clean check-java broker-jars fonts verify-broker
+.PHONY: help setup run test test-fast bench bench-large lint format package clean check-java broker-jars verify-broker
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m offsets_lib.tools.jars  # hadoop-aws + AWS SDK bundle into Ivy's cache
 	touch $(STAMP)
 
-setup: $(STAMP) broker-jars fonts ## create .venv with the project (editable) and the dev tools; fetch the JVM packages and the chart fonts
+setup: $(STAMP) broker-jars ## create .venv with the project (editable) and the dev tools; fetch the JVM packages
 	@$(BIN)/python -m offsets_lib.job.session --warm
 
 # Apache Kafka broker jars for tests/broker (Maven Central -> ~/.cache/kafka-offsets-audit;
@@ -35,12 +35,6 @@ setup: $(STAMP) broker-jars fonts ## create .venv with the project (editable) an
 broker-jars: $(STAMP)
 	@command -v mvn >/dev/null 2>&1 || { echo "Maven is required to fetch the Kafka broker jars for tests/broker: install it (Debian: apt-get install -y maven) and rerun." >&2; exit 2; }
 	@$(BIN)/python tests/broker/kafka_dist.py
-
-# Fallback fonts for the notebook's charts: CJK and monochrome emoji group ids (Debian's
-# fonts-wqy-microhei and fonts-symbola by `apt-get download` + `dpkg -x`, no root, ~3 MB ->
-# ~/.cache/kafka-offsets-audit/fonts; a no-op when cached). Matplotlib's DejaVu Sans has the rest.
-fonts: $(STAMP)
-	@$(BIN)/python -m offsets_lib.tools.fonts
 
 verify-broker: setup ## real Kafka brokers as the oracle: per version and situation, values compared and agreeing
 	@rm -f build/broker-checks.json
@@ -51,8 +45,8 @@ run: setup ## generate a sample dump, audit it, print the summary
 	$(BIN)/offsets run --source parquet --input $(SAMPLE)/dump --output $(SAMPLE)/tables --run-id sample \
 		--end-offsets $(SAMPLE)/dump/_end_offsets.csv
 
-test: setup ## run the whole test suite
-	$(BIN)/pytest -q
+test: setup ## run the whole test suite (two workers, tests/conftest.py `work_unit`)
+	$(BIN)/pytest -q -n 2
 
 # The edit-test loop: everything not marked slow (the end-to-end runs, the hypothesis fuzzers),
 # kafka (Tansu) or broker (real Kafka brokers). `make test`, CI's command, runs all of them.

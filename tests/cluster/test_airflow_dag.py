@@ -188,7 +188,8 @@ def deployment(
     release, dags = root / "release", root / "dags"
     for folder in (release / "jobs", release / "dist", release / "conf", dags):
         folder.mkdir(parents=True)
-    (release / "jobs" / "offsets_job.py").symlink_to(REPO / "jobs" / "offsets_job.py")
+    for job in ("offsets_job.py", "prune_job.py"):
+        (release / "jobs" / job).symlink_to(REPO / "jobs" / job)
     (release / "dist" / "offsets_lib.zip").symlink_to(cluster.pyfiles)
     (release / "conf" / PROFILE.name).symlink_to(PROFILE)
     (dags / "airflow_dag.py").symlink_to(REPO / "jobs" / "airflow_dag.py")
@@ -241,12 +242,14 @@ class TaskRun:
         return states[-1] if states else None
 
 
-def run_task(deployment: Deployment, logical_date: datetime, **env: str) -> TaskRun:
-    """`airflow tasks test` of the DAG's one task for `logical_date`, with `env` on top of the
-    deployment's."""
+def run_task(
+    deployment: Deployment, logical_date: datetime, task_id: str = TASK_ID, **env: str
+) -> TaskRun:
+    """`airflow tasks test` of the DAG's task (the run by default) for `logical_date`, with
+    `env` on top of the deployment's."""
     log = deployment.root / f"airflow-{len(deployment.logs)}.log"
     deployment.logs.append(log)
-    command = [str(deployment.airflow), "tasks", "test", DAG_ID, TASK_ID, logical_date.isoformat()]
+    command = [str(deployment.airflow), "tasks", "test", DAG_ID, task_id, logical_date.isoformat()]
     started = time.monotonic()
     with log.open("wb") as out:
         process = subprocess.Popen(
@@ -453,6 +456,29 @@ def test_the_notebook_queries_read_the_catalog_tables(
         ["billing", 0], ["billing", 1], ["billing", 2],
         ["reports", 1], ["shipping", 0], ["shipping", 2],
     ]  # fmt: skip
+
+
+def test_the_prune_task_removes_the_older_run(
+    first_run: dict, second_run: dict, deployment: Deployment
+) -> None:
+    """The DAG's prune task after the second hour, with a deployment's retention of one run:
+    it finds the tables from the profile and the deployment's --output (no Kafka password
+    needed), removes the first hour's run, and the readers still read the second."""
+    assert second_run["task"].state == "success"
+    before = lag_rows(deployment)
+    first, second = runs_rows(deployment)
+    task = run_task(
+        deployment,
+        second_run["logical_date"],
+        "prune_runs",
+        OFFSETS_AUDIT_RETENTION="--keep-runs 1 --no-vacuum",
+        KAFKA_SASL_PASSWORD="",
+    )
+    assert (task.code, task.state) == (0, "success"), task.log[-6000:]
+    assert "removed 1 runs, kept 1 (latest succeeded: " + second["run_id"] + ")" in task.log
+    assert [r["run_id"] for r in runs_rows(deployment)] == [second["run_id"]]
+    assert first["run_id"] != second["run_id"]
+    assert lag_rows(deployment) == before
 
 
 def test_the_password_is_in_no_log(
