@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test test-fast bench bench-large lint format package clean check-java broker-jars verify-broker
+.PHONY: help setup run test test-fast bench bench-large lint format package clean check-java broker-jars fonts verify-broker
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m offsets_lib.tools.jars  # hadoop-aws + AWS SDK bundle into Ivy's cache
 	touch $(STAMP)
 
-setup: $(STAMP) broker-jars ## create .venv with the project (editable) and the dev tools; fetch the JVM packages
+setup: $(STAMP) broker-jars fonts ## create .venv with the project (editable) and the dev tools; fetch the JVM packages and the chart fonts
 	@$(BIN)/python -m offsets_lib.job.session --warm
 
 # Apache Kafka broker jars for tests/broker (Maven Central -> ~/.cache/kafka-offsets-audit;
@@ -35,6 +35,12 @@ setup: $(STAMP) broker-jars ## create .venv with the project (editable) and the 
 broker-jars: $(STAMP)
 	@command -v mvn >/dev/null 2>&1 || { echo "Maven is required to fetch the Kafka broker jars for tests/broker: install it (Debian: apt-get install -y maven) and rerun." >&2; exit 2; }
 	@$(BIN)/python tests/broker/kafka_dist.py
+
+# Fallback fonts for the notebook's charts: CJK and monochrome emoji group ids (Debian's
+# fonts-wqy-microhei and fonts-symbola by `apt-get download` + `dpkg -x`, no root, ~3 MB ->
+# ~/.cache/kafka-offsets-audit/fonts; a no-op when cached). Matplotlib's DejaVu Sans has the rest.
+fonts: $(STAMP)
+	@$(BIN)/python -m offsets_lib.tools.fonts
 
 verify-broker: setup ## real Kafka brokers as the oracle: per version and situation, values compared and agreeing
 	@rm -f build/broker-checks.json
