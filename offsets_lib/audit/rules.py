@@ -3,6 +3,8 @@
 Each decision-table row is a `Rule`: its row id (the value of the `rule` column), the condition
 under which it is the first row that matches, and what it decides. Rows are evaluated top to
 bottom exactly as the tables list them, per coordinator (audit.coordinator).
+The file stays whole (~580 lines): the rows are read against semantics.md's tables in order,
+with each row next to the ones it follows.
 
 The rules run in the audit tasks, on the Arrow tables of one task's offsets and groups (every
 offset of a group is in its group's task), so the decision tables are written by the tasks

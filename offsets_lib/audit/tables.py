@@ -9,6 +9,8 @@ columns are extras. Conventions: timestamps are UTC ``timestamp`` columns (never
 ``committed_offset`` is the consumer's position, ``log_offset``/``offsets_offset`` a position in
 ``__consumer_offsets``; NULL always has the meaning written in the column comment, never a
 sentinel. Every table is partitioned by ``run_id`` and a run replaces its own partition.
+The file stays whole (~600 lines): every table of contract.md side by side, as TABLES.md lists
+them, one declaration each.
 """
 
 from __future__ import annotations
