@@ -39,8 +39,13 @@ def test_tables_not_side_by_side_or_none_are_refused() -> None:
         tables_root("audit", {})
 
 
-def test_a_warehouse_without_a_metastore_has_no_database(tmp_path) -> None:
+def test_a_warehouse_without_a_metastore_has_no_database(tmp_path, monkeypatch) -> None:
     """The local catalog is read, never created: no JVM, nothing written."""
+    from pyspark import SparkContext
+
+    # a reader's process runs no Spark session; this test process may (the suite's fixture),
+    # and then the catalog would be asked through it
+    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
     with pytest.raises(NoTablesInDatabase, match="no database 'audit' in the catalog"):
         resolve_tables_root(None, "audit", warehouse=str(tmp_path), open_session=_no_session)
     assert list(tmp_path.iterdir()) == []
