@@ -12,21 +12,6 @@ from offsets_lib.cli.run_command import _options
 from offsets_lib.job import local_tuning, session
 
 
-@pytest.fixture
-def no_spark(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Any attempt to build a SparkSession or to launch a JVM fails the test (whether an earlier
-    test of the same process already started one does not matter)."""
-    import pyspark.context
-    import pyspark.java_gateway
-
-    def refuse(*_args: object, **_kwargs: object) -> None:
-        raise AssertionError("a SparkSession or a JVM was requested")
-
-    monkeypatch.setattr(session, "get_or_create", refuse)
-    monkeypatch.setattr(pyspark.java_gateway, "launch_gateway", refuse)
-    monkeypatch.setattr(pyspark.context, "launch_gateway", refuse)
-
-
 def test_missing_input_path_exits_3_without_spark(no_spark: None, tmp_path: Path) -> None:
     missing = tmp_path / "no-such-dump"
     result = CliRunner().invoke(
