@@ -7,6 +7,7 @@ __consumer_offsets).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -180,13 +181,8 @@ def fetch_watermarks(
     if wanted == []:
         return []
     admin = KafkaAdmin(kafka_options)
-    try:
-        metadata = admin.client.list_topics(timeout=timeout_s)
-    except KafkaException as exc:
-        raise InputNotReadable(
-            f"kafka: no metadata for the consumed topics within {timeout_s:g} s ({admin.where}): "
-            f"{admin.error_text(exc)}"
-        ) from None
+    started = time.monotonic()
+    metadata = admin.metadata(started, started + timeout_s)
     request = []
     for topic in sorted(metadata.topics) if wanted is None else wanted:
         described = metadata.topics.get(topic)

@@ -17,6 +17,7 @@ from offsets_lib.cli import main
 from offsets_lib.io import sink
 from tests.reference import scenario
 from tests.spec_data import scenario_dir
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.spark
 
@@ -128,3 +129,13 @@ def test_run_writes_lag_table_and_offsets_lag_prints_it(spark, tmp_path):
         assert int(fields[5]) == ends[key] + 3 - by_partition[key]
     missing = runner.invoke(main, ["lag", "--output", str(tmp_path / "nowhere")])
     assert missing.exit_code == 3
+
+    # a broker that does not answer: one line, exit 3 (the client gives up after
+    # UNREACHABLE_GRACE_S of every broker down, not after the whole timeout)
+    port = free_port()
+    dead = runner.invoke(main, ["lag", "--output", out, "--bootstrap-servers", f"127.0.0.1:{port}"])
+    assert dead.exit_code == 3, dead.output
+    (line,) = dead.stderr.strip().splitlines()
+    assert line.startswith(
+        f"offsets: kafka broker unreachable (bootstrap.servers=127.0.0.1:{port}): no metadata after"
+    ), line

@@ -226,6 +226,43 @@ class KafkaAdmin:
         except (KafkaException, ValueError, TypeError) as exc:
             raise _config_error(exc, self.conf) from None
 
+    def metadata(self, started: float, deadline: float):
+        """The cluster's metadata, asked again each second until ``deadline`` (monotonic
+        seconds). InputNotReadable in one line: failed authentication or TLS, a fatal client
+        error, or every broker down for `UNREACHABLE_GRACE_S` since ``started``."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        auth_codes = (KafkaError._AUTHENTICATION, KafkaError._SSL)
+        down_codes = (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE)
+        while True:
+            now = time.monotonic()
+            try:
+                metadata = self.client.list_topics(timeout=max(min(1.0, deadline - now), 0.1))
+                self.client.poll(0)
+                return metadata
+            except KafkaException as exc:
+                self.client.poll(0)  # serve error_cb / logger
+                last = self.events.last_text() or self.error_text(exc)
+                failed = self.events.has(*auth_codes)
+                if failed is not None:
+                    kind = "authentication" if failed[0] == KafkaError._AUTHENTICATION else "TLS"
+                    raise InputNotReadable(
+                        f"kafka {kind} failed ({self.where}): {failed[1]}"
+                    ) from None
+                fatal = next((e for e in self.events.errors if e[2]), None)
+                if fatal is not None:
+                    raise InputNotReadable(
+                        f"kafka client failed ({self.where}): {fatal[1]}"
+                    ) from None
+                now = time.monotonic()
+                down_for = now - started
+                is_down = self.events.has(*down_codes) and down_for >= UNREACHABLE_GRACE_S
+                if now >= deadline or is_down:
+                    raise InputNotReadable(
+                        f"kafka broker unreachable ({self.where}): no metadata after "
+                        f"{down_for:.0f} s; last error: {last}"
+                    ) from None
+
     def error_text(self, exc: BaseException) -> str:
         """An exception of the client as a message may show it (secrets scrubbed)."""
         return scrub(_exc_text(exc), self.conf)
@@ -306,33 +343,8 @@ def _topic_partitions(
     """Partition ids of `topic`, retrying metadata until the deadline; one-line failures."""
     from confluent_kafka import KafkaError, KafkaException
 
-    admin, where, events = kafka_admin.client, kafka_admin.where, kafka_admin.events
-
-    auth_codes = (KafkaError._AUTHENTICATION, KafkaError._SSL)
-    down_codes = (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE)
-    metadata = None
-    while metadata is None:
-        now = time.monotonic()
-        try:
-            metadata = admin.list_topics(timeout=max(min(1.0, deadline - now), 0.1))
-        except KafkaException as exc:
-            admin.poll(0)  # serve error_cb / logger
-            last = events.last_text() or kafka_admin.error_text(exc)
-            failed = events.has(*auth_codes)
-            if failed is not None:
-                kind = "authentication" if failed[0] == KafkaError._AUTHENTICATION else "TLS"
-                raise InputNotReadable(f"kafka {kind} failed ({where}): {failed[1]}") from None
-            fatal = next((e for e in events.errors if e[2]), None)
-            if fatal is not None:
-                raise InputNotReadable(f"kafka client failed ({where}): {fatal[1]}") from None
-            now = time.monotonic()
-            down_for = now - started
-            if now >= deadline or (events.has(*down_codes) and down_for >= UNREACHABLE_GRACE_S):
-                raise InputNotReadable(
-                    f"kafka broker unreachable ({where}): no metadata after {down_for:.0f} s; "
-                    f"last error: {last}"
-                ) from None
-    admin.poll(0)
+    admin, where = kafka_admin.client, kafka_admin.where
+    metadata = kafka_admin.metadata(started, deadline)
     described = metadata.topics.get(topic)
     if described is None:
         # Not listed: absent, or not visible to this principal. Ask for it by name to tell apart.
