@@ -7,7 +7,7 @@ import logging
 import shutil
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -122,13 +122,13 @@ def _run(
         # a Kafka run's range before the JVM starts: its size decides how the JVM compiles
         ends, held_back = _kafka_range(options)
         progress.step("starting Spark")
-        spark = session.get_or_create(
-            storage_uris=[*options.inputs, options.output],
-            warehouse=options.warehouse,
-            verbose=options.verbose,
-            quick_start=_jvm_moves_few_records(options, ends),
-        )
-        _quiet_interrupts()
+        with _quiet_interrupts():
+            spark = session.get_or_create(
+                storage_uris=[*options.inputs, options.output],
+                warehouse=options.warehouse,
+                verbose=options.verbose,
+                quick_start=_jvm_moves_few_records(options, ends),
+            )
         session.start_python_workers(spark)
         progress.watch(spark_stages(spark))
         if options.database is not None:
@@ -202,20 +202,36 @@ def _os_error(exc: OSError) -> str:
     return exc.strerror or str(exc) if not exc.filename else f"{exc.strerror}: {exc.filename}"
 
 
-def _quiet_interrupts() -> None:
-    """Ctrl-C raises KeyboardInterrupt in the main thread, and nothing prints a traceback.
+@contextlib.contextmanager
+def _quiet_interrupts() -> Iterator[None]:
+    """From here on, Ctrl-C raises KeyboardInterrupt in the main thread and nothing prints a
+    traceback; the session started inside keeps this handler.
 
-    PySpark's own SIGINT handler cancels the jobs through the JVM while the main thread waits
-    on that JVM: py4j then logs ~50 lines of tracebacks. The JVM and the Python workers get the
-    terminal's SIGINT too and stop their work themselves; the run publishes its failed `runs`
-    row with delta-rs, which needs no JVM."""
+    PySpark's own SIGINT handler, which a new SparkContext installs, cancels the jobs through
+    the JVM while the main thread waits on that JVM: py4j then logs ~45 lines of tracebacks.
+    The JVM and the Python workers get the terminal's SIGINT too and stop their work
+    themselves; the run publishes its failed `runs` row with delta-rs, which needs no JVM."""
 
     def interrupted(_signum: int, _frame: object) -> None:
         logging.disable(logging.CRITICAL)  # py4j's logging of the broken call
         raise KeyboardInterrupt
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, interrupted)
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    install = signal.signal
+    install(signal.SIGINT, interrupted)
+
+    def keep_ours(signum: int, handler: object) -> object:
+        if signum == signal.SIGINT:  # the SparkContext's handler, while the session starts
+            return signal.getsignal(signum)
+        return install(signum, handler)
+
+    signal.signal = keep_ours
+    try:
+        yield
+    finally:
+        signal.signal = install
 
 
 def _options(kw: dict, *, now_ms: int) -> RunOptions:
