@@ -64,12 +64,7 @@ def fetch(folder: Path | None = None) -> list[FontPackage]:
     folder.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="offsets-fonts-") as scratch:
         work = Path(scratch)
-        subprocess.run(
-            ["apt-get", "download", *(font.package for font in wanted)],
-            cwd=work,
-            check=True,
-            capture_output=True,
-        )
+        download([font.package for font in wanted], work)
         for font in wanted:
             (deb,) = work.glob(f"{font.package}_*.deb")
             unpacked = work / font.package
@@ -79,6 +74,19 @@ def fetch(folder: Path | None = None) -> list[FontPackage]:
             shutil.copyfile(copyright_file, folder / f"{font.package}.copyright")
             shutil.copyfile(font_file, folder / font.file_name)
     return wanted
+
+
+def download(packages: list[str], folder: Path) -> None:
+    """``apt-get download`` into ``folder``; once more after ``apt-get update`` (as root) when
+    the machine's package lists are missing or stale (a fresh image may ship none)."""
+    command = ["apt-get", "download", *packages]
+    try:
+        subprocess.run(command, cwd=folder, check=True, capture_output=True)
+    except subprocess.CalledProcessError:
+        if os.geteuid() != 0:
+            raise
+        subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True)
+        subprocess.run(command, cwd=folder, check=True, capture_output=True)
 
 
 def use_fallback_fonts(folder: Path | None = None) -> list[str]:

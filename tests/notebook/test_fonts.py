@@ -62,3 +62,25 @@ def test_use_fallback_fonts_names_what_is_missing(tmp_path) -> None:
     with matplotlib.rc_context({"font.family": ["DejaVu Sans"]}):
         assert fonts.use_fallback_fonts(tmp_path) == ["fonts-wqy-microhei", "fonts-symbola"]
         assert matplotlib.rcParams["font.family"] == ["DejaVu Sans"]
+
+
+def test_download_updates_the_package_lists_once_when_they_are_missing(
+    tmp_path, monkeypatch
+) -> None:
+    import subprocess
+
+    calls: list[list[str]] = []
+
+    def run(command: list[str], **_: object) -> None:
+        calls.append(command)
+        if command[:2] == ["apt-get", "download"] and len(calls) == 1:
+            raise subprocess.CalledProcessError(100, command, stderr=b"E: Unable to locate")
+
+    monkeypatch.setattr(fonts.subprocess, "run", run)
+    monkeypatch.setattr(fonts.os, "geteuid", lambda: 0)
+    fonts.download(["fonts-symbola"], tmp_path)
+    assert calls == [
+        ["apt-get", "download", "fonts-symbola"],
+        ["apt-get", "update", "-qq"],
+        ["apt-get", "download", "fonts-symbola"],
+    ]
