@@ -15,14 +15,10 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from offsets_lib.cli import main as cli
+    from offsets_lib.cli.app import run_as_job
 
     args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        cli.main(args=["prune", *args], prog_name="prune_job.py", standalone_mode=True)
-    except SystemExit as exit_:
-        return int(exit_.code or 0)
-    return 0
+    return run_as_job("prune", args, prog_name="prune_job.py")
 
 
 if __name__ == "__main__":

@@ -148,3 +148,13 @@ def main() -> None:
     each rule id of the tables and answers means (EXP-..., ODEL-..., DEL-..., FETCH-...,
     FEN-...): docs/rules.md.
     """
+
+
+def run_as_job(command: str, argv: list[str], prog_name: str) -> int:
+    """A spark-submit entry point (jobs/*.py): ``offsets COMMAND ARGV`` with its exit status
+    returned, not raised, so the script ends with ``sys.exit`` of it."""
+    try:
+        main.main(args=[command, *argv], prog_name=prog_name, standalone_mode=True)
+    except SystemExit as exit_:
+        return int(exit_.code or 0)
+    return 0
