@@ -12,8 +12,9 @@ bench dump's records (`offsets generate --profile bench`, bench/data) are produc
   in the catalog), with the deployment's addresses as options, onto a fresh output;
 - the baseline (bench/production_baseline.py): the same records read through the connector,
   the latest per key kept, written as one Delta table in the catalog;
-- with `--other-writers spark`, the job with `--delta-writer spark` too (Delta's Spark writer
-  instead of delta-rs plus registration): the figures that chose the profile's writer.
+- with `--variant ARGS` (repeatable), the job with those options added too (e.g.
+  `--variant "--delta-writer spark"`, `--variant "--shuffle files"`): the figures that chose
+  the profile's writer and shuffle.
 
 Both are timed end to end as spark-submit processes (JVM, packages from Ivy's cache, executors,
 Kafka read, writes, catalog). The medians go to bench/results.json (`production`), and one line
@@ -21,13 +22,15 @@ is printed: `bench production: N records, job S s, baseline B s, ratio R` (R = B
 target is R >= 1.0).
 
     PYTHONPATH=. .venv/bin/python bench/production.py [--records 1000000] [--reps 3]
-        [--other-writers spark]
+        [--variant "--delta-writer spark"] ...
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import shlex
 import shutil
 import statistics
 import time
@@ -93,9 +96,9 @@ def _job_args(broker: KafkaBroker, s3: S3Server, name: str) -> list[str]:
     ]  # fmt: skip
 
 
-def run(records: int, reps: int, out: Path, other_writers: list[str]) -> dict[str, Any]:
+def run(records: int, reps: int, out: Path, variants: list[str]) -> dict[str, Any]:
     """Medians of `reps` rounds (each round starts with the next of the job, the baseline and
-    the job with each of `other_writers`, in turn)."""
+    the job with each of `variants`' options added, in turn)."""
     from offsets_lib.tools.jars import submit_packages
 
     dump = ensure_dump(out / "data", records)
@@ -134,11 +137,9 @@ def run(records: int, reps: int, out: Path, other_writers: list[str]) -> dict[st
                         {"application": BASELINE},
                     ),
                 }  # fmt: skip
-                for writer in other_writers:
-                    args = _job_args(broker, s3, f"{rep}_{writer.replace('-', '_')}")
-                    works[f"job --delta-writer {writer}"] = (
-                        [*args, "--delta-writer", writer], env, {}
-                    )  # fmt: skip
+                for variant in variants:
+                    args = _job_args(broker, s3, f"{rep}_{re.sub(r'[^a-z0-9]+', '_', variant)}")
+                    works[f"job {variant}"] = ([*args, *shlex.split(variant)], env, {})
                 names = list(works)
                 for what in names[rep % len(names) :] + names[: rep % len(names)]:
                     args, run_env, options = works[what]
@@ -177,15 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--out", default="bench")
     parser.add_argument(
-        "--other-writers",
-        default="",
-        help="comma-separated: also time the job with each of these --delta-writer values",
+        "--variant",
+        action="append",
+        default=[],
+        help="also time the job with these options added (repeatable)",
     )
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(exist_ok=True)
-    other_writers = [w for w in args.other_writers.split(",") if w]
-    result = run(args.records, args.reps, out, other_writers)
+    result = run(args.records, args.reps, out, args.variant)
     ratio = result["ratio_baseline_over_job"]
     print(
         f"bench production: {result['records']} records, job {result['job_median_s']:.1f} s,"
