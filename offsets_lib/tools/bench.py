@@ -197,7 +197,7 @@ TASK_SKEW = "largest_over_mean_task"
 
 
 def pipeline_run(
-    spark, dump: str, out: str, run_id: str, delta_writer: str = "delta-rs"
+    spark, dump: str, out: str, run_id: str, delta_writer: str = "delta-rs", shuffle: str = "auto"
 ) -> dict[str, float]:
     """The full `offsets run` on the dump.
 
@@ -207,6 +207,7 @@ def pipeline_run(
         out: the tables' folder.
         run_id: the run's id.
         delta_writer: ``delta-rs`` or ``spark``.
+        shuffle: ``auto``, ``files`` or ``spark`` (offsets run --shuffle).
 
     Returns:
         Its seconds per stage, and the input records of its largest audit task (LARGEST_TASK)
@@ -221,6 +222,7 @@ def pipeline_run(
         inputs=(dump,),
         max_reject_ratio=1.0,
         delta_writer=delta_writer,
+        shuffle=shuffle,
     )
     report = execute(spark, read_parquet_dump(spark, [dump]), options, echo=lambda _line: None)
     return {
@@ -294,15 +296,22 @@ def target_lines(results: list[dict[str, Any]], earlier: list[dict[str, Any]]) -
     by_size = {
         (r["records"], r.get("dominant_group_share", 0.0)): r
         for r in [*earlier, *results]
-        if r.get("delta_writer", "delta-rs") == "delta-rs"  # the default the targets are for
+        # the defaults the targets are for
+        if r.get("delta_writer", "delta-rs") == "delta-rs" and r.get("shuffle", "auto") == "auto"
     }
     lines = []
 
     for r in results:
-        writer = r.get("delta_writer", "delta-rs")
+        chosen = {"--delta-writer": r.get("delta_writer"), "--shuffle": r.get("shuffle")}
+        defaults = {"--delta-writer": "delta-rs", "--shuffle": "auto"}
+        variant = " ".join(
+            f"{flag} {value}"
+            for flag, value in chosen.items()
+            if value not in (None, defaults[flag])
+        )
 
-        def judge(name: str, figure: str, holds: bool, writer: str = writer) -> None:
-            name += "" if writer == "delta-rs" else f" (--delta-writer {writer})"
+        def judge(name: str, figure: str, holds: bool, variant: str = variant) -> None:
+            name += f" ({variant})" if variant else ""
             lines.append(f"target {name}: {figure} -> {'met' if holds else 'MISSED'}")
 
         n, share, ratio = r["records"], r["dominant_group_share"], r["ratio_baseline_over_pipeline"]
@@ -336,7 +345,7 @@ def target_lines(results: list[dict[str, Any]], earlier: list[dict[str, Any]]) -
 
 
 def _reps(
-    spark, n: int, dump: str, scratch: Path, reps: int, writer: str
+    spark, n: int, dump: str, scratch: Path, reps: int, writer: str, shuffle: str
 ) -> dict[str, list[dict[str, Any]]]:
     """`reps` alternating measurements (A B, B A, ...) of the baseline and the pipeline."""
     runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "pipeline": []}
@@ -348,7 +357,10 @@ def _reps(
                 m = measure(lambda t=target: baseline(spark, dump, str(t)), spark)
             else:
                 m = measure(
-                    lambda t=target, r=rep: pipeline_run(spark, dump, str(t), f"b{r}"), spark
+                    lambda t=target, r=rep: pipeline_run(
+                        spark, dump, str(t), f"b{r}", writer, shuffle
+                    ),
+                    spark,
                 )
             runs[kind].append(m)
             stages = " ".join(f"{s} {v:.1f}" for s, v in m.get("stage_s", {}).items())
@@ -365,7 +377,7 @@ def _reps(
 
 
 def _summary(
-    n: int, runs: dict[str, list[dict[str, Any]]], share: float, writer: str
+    n: int, runs: dict[str, list[dict[str, Any]]], share: float, writer: str, shuffle: str
 ) -> dict[str, Any]:
     """Medians of the reps' times, the worst of their memory, task sizes and spill."""
     med = {
@@ -392,6 +404,7 @@ def _summary(
         "python_worker_peak_rss_mb": round(max(r["python_worker_rss_mb"] for r in piped), 1),
         "dominant_group_share": share,
         "delta_writer": writer,
+        "shuffle": shuffle,
         "largest_task_records": max(int(r["stage_s"].get(LARGEST_TASK, 0)) for r in piped),
         "largest_over_mean_task": round(max(r["stage_s"].get(TASK_SKEW, 0.0) for r in piped), 2),
         "spill_disk_mb": round(max(r["spill_disk_mb"] for r in piped), 1),
@@ -451,6 +464,12 @@ def main(argv: list[str] | None = None) -> int:
         default="delta-rs",
         help="who commits the job's Delta tables (offsets run --delta-writer)",
     )
+    parser.add_argument(
+        "--shuffle",
+        choices=("auto", "files", "spark"),
+        default="auto",
+        help="how the job's records reach their audit tasks (offsets run --shuffle)",
+    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     root = Path(args.out)
@@ -464,13 +483,16 @@ def main(argv: list[str] | None = None) -> int:
     spark = session.get_or_create("offsets-bench", show_progress=False)
     print("warm-up on 100k records ...", flush=True)
     baseline(spark, warm_dump, str(scratch / "warm-base"))
-    pipeline_run(spark, warm_dump, str(scratch / "warm-job"), "warm", args.delta_writer)
+    pipeline_run(
+        spark, warm_dump, str(scratch / "warm-job"), "warm", args.delta_writer, args.shuffle
+    )
     results = [
         _summary(
             n,
-            _reps(spark, n, dumps[n], scratch, args.reps, args.delta_writer),
+            _reps(spark, n, dumps[n], scratch, args.reps, args.delta_writer, args.shuffle),
             args.dominant_group_share,
             args.delta_writer,
+            args.shuffle,
         )
         for n in sizes
     ]

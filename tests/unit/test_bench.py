@@ -62,3 +62,17 @@ def test_targets_are_judged_on_their_figures() -> None:
         " average, driver 500 MB, worker 1500 MB -> met",
         "target 10,000,000 skewed against unskewed: 1.12x the time -> met",
     ]
+
+
+def test_a_variant_is_named_in_its_target_and_not_compared_with_the_defaults() -> None:
+    results = [
+        _result(1_000_000, 8.0, 4.0, shuffle="spark"),
+        _result(1_000_000, 8.0, 2.0, delta_writer="spark", shuffle="files"),
+        _result(1_000_000, 8.0, 4.0, delta_writer="delta-rs", shuffle="auto"),
+    ]
+    assert bench.target_lines(results, []) == [
+        "target 1M records (--shuffle spark): 2.00x the baseline's time -> met",
+        "target 1M records (--delta-writer spark --shuffle files): 4.00x the baseline's time"
+        " -> MISSED",
+        "target 1M records: 2.00x the baseline's time -> met",
+    ]
