@@ -55,6 +55,7 @@ _GROUP_FACTS = [
     ("state", pa.string()),
     ("generation", pa.int32()),
     ("current_state_timestamp_ms", pa.int64()),
+    ("metadata_value_version", pa.int16()),
 ]
 _GROUP_KEY = [("log_partition", pa.int32()), ("group_id", pa.string())]
 _REJECT_COLUMNS = (
@@ -299,6 +300,7 @@ def _replay(
             "is_tombstone",
             "member_id",
             "regular_expression",
+            "value_version",
         ]
     )
     records = _take(records, rows)
@@ -331,6 +333,7 @@ def _replay(
     tombstones = as_bools(records.column("is_tombstone")).tolist()
     members = records.column("member_id").to_pylist()
     regexes = records.column("regular_expression").to_pylist()
+    value_versions = records.column("value_version").to_pylist()
     event_values = [values.get(int(i)) for i in rows]
     offset_list = offsets.tolist()
     present = has_offset.tolist()
@@ -353,6 +356,7 @@ def _replay(
                         member_id=members[i],
                         regular_expression=regexes[i],
                         value=event_values[i],
+                        value_version=value_versions[i],
                     )
                 )
         first = order_list[start]
