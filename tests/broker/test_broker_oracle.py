@@ -22,23 +22,6 @@ _TXN4_KAFKA = "--source kafka loses the COMMIT marker's position (read_committed
 KNOWN[("3.9.1", "txn-offset-delete-before-marker")] = _TXN4_KAFKA
 KNOWN[("2.8.2", "txn-offset-delete-before-marker")] = _TXN4_KAFKA
 
-# Kafka 2.3's loader reads current_state_timestamp from GroupMetadataValue v2 only, not from
-# the v3 that 2.3 writes (GroupMetadataManager.readGroupMessageValue, `version == 2`): after
-# the restart its Empty groups expire by commit time (their commits are minutes old: Dead),
-# where semantics.md (EXP-EMPTY-STATE-TS) and the job keep the state time. No row says so yet.
-_LOADER_23 = (
-    "Kafka 2.3 loads GroupMetadataValue v3 without its state timestamp: Empty groups expire"
-    " by commit time after a restart (no semantics.md row)"
-)
-for _name in (
-    "classic-eager-two-members",
-    "classic-cooperative-member-left",
-    "classic-subscription-changes",
-    "classic-emptied-then-rejoined",
-    "offset-delete",
-):
-    KNOWN[("2.3.1", _name)] = _LOADER_23
-
 
 def _cases():
     for version in VERSIONS:
