@@ -227,6 +227,8 @@ def run_kafka_job(
         if line.startswith("not read yet:"):
             spans = line.split("partitions", 1)[1].split(";", 1)[0]
             held = {int(p): int(n) for p, n in re.findall(r"(\d+) \((\d+)\)", spans)}
+        if line.startswith("transaction markers not read:"):
+            print(f"{run_id}: {line}")  # what the run could not place (a Scala coordinator)
     return JobRun(
         tables,
         run_id,
