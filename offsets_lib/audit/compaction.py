@@ -148,6 +148,26 @@ def latest_per_key(table: pa.Table, *, coordinator: Coordinator) -> pa.Table:
     return pa.table(columns)
 
 
+def deletes_soon_after_a_value(table: pa.Table, *, within_ms: int) -> int:
+    """Offset keys whose newest record is a tombstone written at most `within_ms` (log
+    timestamps) after the key's newest value.
+
+    Read without batch metadata, such a value may be a transactional commit whose COMMIT marker
+    came after the tombstone, which the Scala loader re-creates (semantics.md 1.3): a run
+    cannot tell, and counts them (`offsets_lib.audit.task_audit`, `unplaced_marker_deletes`).
+    """
+    if table.num_rows == 0:
+        return 0
+    rows = _Sorted(table)
+    stamps = np.asarray(pc.fill_null(table.column("log_timestamp_ms"), 0), dtype=np.int64)
+    stamps = stamps[rows.order]
+    tombstone = rows.per_key_max(np.where(rows.tombstone, rows.position, -1))
+    value = rows.per_key_max(np.where(~rows.tombstone, rows.position, -1))
+    deleted = (value >= 0) & (tombstone > value)  # sorted by log offset within each key
+    gap = stamps[np.maximum(tombstone, 0)] - stamps[np.maximum(value, 0)]
+    return int((deleted & (gap <= within_ms)).sum())
+
+
 def kept_rows(table: pa.Table) -> np.ndarray:
     """Rows of offset commits (with `txn_status`) that an audit of them plus newer records needs.
 

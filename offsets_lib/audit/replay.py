@@ -117,6 +117,9 @@ GROUP_STATE_ARROW = pa.schema(
         ("leader", pa.string()),
         ("subscribed_topics", pa.list_(pa.string())),
         ("current_state_timestamp_ms", pa.int64()),
+        # the schema version of a classic group's last GroupMetadataValue (null for other
+        # groups): EXP-EMPTY-V3-COMMIT-TS reads it (Kafka 2.3's loader skips v3's state time)
+        ("metadata_value_version", pa.int16()),
         ("target_assignment_epoch", pa.int32()),
         ("member_count", pa.int32()),
         ("members", pa.list_(MEMBER)),
@@ -162,6 +165,7 @@ class Event:
     member_id: str | None = None
     regular_expression: str | None = None
     value: dict[str, Any] | None = None
+    value_version: int | None = None
 
 
 def replay_group(
@@ -179,6 +183,7 @@ def replay_group(
     # The classic group is its last GroupMetadata value ({} = a simple group without one). Each
     # value replaces the whole group, so only the last one is parsed, once, after the replay.
     classic: dict[str, Any] | None = None
+    classic_version: int | None = None
     modern: _Modern | None = None
     removed_at = -1
     notes: list[str] = []
@@ -203,6 +208,7 @@ def replay_group(
                     notes.append("classic group record while a modern group existed (G-U2)")
                     modern = None
                 classic = event.value or {"protocolType": ""}
+                classic_version = event.value_version
             continue
         family = _FAMILY_OF.get(kind)
         if family is None or not coordinator.reads_modern_records:
@@ -228,7 +234,7 @@ def replay_group(
             modern = _Modern(family)
         _apply_modern(modern, event)
     if classic is not None:
-        row = _classic_group(classic) if classic else _simple_group()
+        row = _classic_group(classic, classic_version) if classic else _simple_group()
     elif modern is not None:
         row = _modern_row(modern)
     else:
@@ -294,6 +300,7 @@ def _simple_group() -> dict[str, Any]:
         "leader": None,
         "subscribed_topics": None,
         "current_state_timestamp_ms": None,
+        "metadata_value_version": None,
         "target_assignment_epoch": None,
         "member_count": 0,
         "members": [],
@@ -307,8 +314,9 @@ def _dead_group() -> dict[str, Any]:
     return row
 
 
-def _classic_group(value: dict[str, Any]) -> dict[str, Any]:
-    """G-C1/G-C2 and SUB-C1..C4: a classic group from its last GroupMetadata value."""
+def _classic_group(value: dict[str, Any], version: int | None) -> dict[str, Any]:
+    """G-C1/G-C2 and SUB-C1..C4: a classic group from its last GroupMetadata value (schema
+    `version`)."""
     protocol_type = value.get("protocolType") or None  # "" means no protocol type
     raw_members = value.get("members") or []
     is_consumer = protocol_type == "consumer"
@@ -332,6 +340,7 @@ def _classic_group(value: dict[str, Any]) -> dict[str, Any]:
         "leader": value.get("leader"),
         "subscribed_topics": subscribed,
         "current_state_timestamp_ms": state_ts if state_ts is not None and state_ts >= 0 else None,
+        "metadata_value_version": version,
         "target_assignment_epoch": None,
         "member_count": len(members),
         "members": members,
@@ -575,6 +584,7 @@ def _modern_row(group: _Modern) -> dict[str, Any]:
         "leader": None,
         "subscribed_topics": subscribed,
         "current_state_timestamp_ms": None,  # G-M8: not stored for modern groups
+        "metadata_value_version": None,
         "target_assignment_epoch": group.target_epoch,
         "member_count": len(members),
         "members": members,

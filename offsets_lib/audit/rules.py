@@ -179,6 +179,13 @@ def has_state_timestamp(t: pa.Table) -> Condition:
     return pc.is_valid(t.column("current_state_timestamp_ms"))
 
 
+def loader_skips_v3_state_timestamp(t: pa.Table) -> Condition:
+    """Kafka 2.3's loader reads `current_state_timestamp` only from a GroupMetadataValue v2
+    (`GroupMetadataManager.readGroupMessageValue`, `version == 2`), not from the v3 that 2.3
+    writes: a group loaded from a v3 value has no state timestamp."""
+    return pc.equal(t.column("metadata_value_version"), 3)
+
+
 def consumer_stable_with_known_subscriptions(t: pa.Table) -> Condition:
     return _all(is_classic(t), is_consumer_protocol(t), is_stable(t), has_known_subscriptions(t))
 
@@ -275,6 +282,15 @@ EXP_NO_CONDITION_2_1 = Rule(
     lambda t: _all(has_protocol_type(t), _not(is_empty(t))),
     _never,
 )
+EXP_EMPTY_V3_COMMIT_TS = Rule(
+    "EXP-EMPTY-V3-COMMIT-TS",
+    "2.1 (Kafka 2.3's loader): Empty classic group with a protocol type loaded from a"
+    " GroupMetadataValue v3, whose state timestamp the loader does not read: commit time.",
+    lambda t: _all(
+        is_classic(t), has_protocol_type(t), is_empty(t), loader_skips_v3_state_timestamp(t)
+    ),
+    _commit_plus_retention,
+)
 EXP_NO_CONDITION_2_4 = Rule(
     "EXP-NO-CONDITION",
     "2.4: non-Empty groups with a protocol type, except Stable consumer"
@@ -326,6 +342,7 @@ EXPIRATION_TABLES: dict[Coordinator, Sequence[Rule]] = {
     Coordinator.CLASSIC_2_1: (
         EXP_NO_CONDITION_2_1,
         EXP_EXPLICIT,
+        EXP_EMPTY_V3_COMMIT_TS,
         EXP_EMPTY_STATE_TS,
         EXP_EMPTY_COMMIT_TS,
         EXP_SIMPLE_COMMIT_TS,

@@ -55,6 +55,7 @@ _GROUP_FACTS = [
     ("state", pa.string()),
     ("generation", pa.int32()),
     ("current_state_timestamp_ms", pa.int64()),
+    ("metadata_value_version", pa.int16()),
 ]
 _GROUP_KEY = [("log_partition", pa.int32()), ("group_id", pa.string())]
 _REJECT_COLUMNS = (
@@ -123,6 +124,9 @@ KIND_ARROW: dict[str, pa.Schema] = {
             # [[offsets partition, group id, check], ...] (for the run's summary lines)
             ("load_failures", pa.int64()),
             ("load_failures_shown", pa.string()),
+            # offsets deleted soon after a value in a read without transaction markers, under a
+            # Scala coordinator (_unplaced_marker_deletes; for the run's summary lines)
+            ("unplaced_marker_deletes", pa.int64()),
             # the decisions' counts (for the run's summary line)
             ("offsets_total", pa.int64()),
             ("offsets_expired", pa.int64()),
@@ -175,9 +179,29 @@ def audit_records(
             "max_timestamp_ms": pa.array([pc.max(timestamps).as_py()], pa.int64()),
             "group_counts": pa.array([_group_counts(groups)], pa.string()),
             **_load_failures(groups),
+            "unplaced_marker_deletes": pa.array(
+                [_unplaced_marker_deletes(decoded, resolved.commits, coordinator)], pa.int64()
+            ),
         }
     )
     return out
+
+
+# Kafka's default transaction.max.timeout.ms: the transaction coordinator aborts a transaction
+# open longer, so a COMMIT marker follows its offsets by about this much at most.
+TRANSACTION_MAX_TIMEOUT_MS = 900_000
+
+
+def _unplaced_marker_deletes(decoded: pa.Table, commits: pa.Table, coordinator: Coordinator) -> int:
+    """Offsets a read without batch metadata (Spark's Kafka source: read_committed returns no
+    control records) cannot place against transaction markers, under a Scala coordinator: those
+    deleted soon after their last value (`compaction.deletes_soon_after_a_value`). If that value
+    was transactional and its COMMIT marker followed the tombstone, the Scala loader re-creates
+    the offset (semantics.md 1.3); the run reports it deleted."""
+    has_batch_metadata = decoded.column("is_transactional").null_count < decoded.num_rows
+    if not coordinator.is_scala or has_batch_metadata:
+        return 0
+    return compaction.deletes_soon_after_a_value(commits, within_ms=TRANSACTION_MAX_TIMEOUT_MS)
 
 
 LOAD_FAILURES_SHOWN = 10  # per task; every one is in the load_failures table
@@ -299,6 +323,7 @@ def _replay(
             "is_tombstone",
             "member_id",
             "regular_expression",
+            "value_version",
         ]
     )
     records = _take(records, rows)
@@ -331,6 +356,7 @@ def _replay(
     tombstones = as_bools(records.column("is_tombstone")).tolist()
     members = records.column("member_id").to_pylist()
     regexes = records.column("regular_expression").to_pylist()
+    value_versions = records.column("value_version").to_pylist()
     event_values = [values.get(int(i)) for i in rows]
     offset_list = offsets.tolist()
     present = has_offset.tolist()
@@ -353,6 +379,7 @@ def _replay(
                         member_id=members[i],
                         regular_expression=regexes[i],
                         value=event_values[i],
+                        value_version=value_versions[i],
                     )
                 )
         first = order_list[start]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from offsets_lib.audit.task_audit import TRANSACTION_MAX_TIMEOUT_MS
 from offsets_lib.cli.app import (
     EXIT_INPUT,
     EXIT_INTERRUPTED,
@@ -378,6 +379,26 @@ def held_back_line(held_back: dict[int, int]) -> str:
     )
 
 
+def unplaced_marker_line(deletes: int) -> str:
+    """What a read without transaction markers leaves open under a Scala coordinator: offsets
+    deleted within a transaction timeout of their last commit (`task_audit` counts them).
+
+    Args:
+        deletes: how many offsets.
+
+    Returns:
+        The summary's line.
+    """
+    return (
+        f"transaction markers not read: {deletes} offsets deleted within"
+        f" {TRANSACTION_MAX_TIMEOUT_MS // 60_000} min of their last commit; this read has no"
+        " control records (read_committed), so if a transaction wrote that commit and its"
+        " COMMIT marker came after the delete, the Scala coordinator's loader re-creates the"
+        " offset this run reports deleted (semantics.md 1.3); a Parquet dump with batch"
+        " metadata decides"
+    )
+
+
 # The summary names this many of the largest lags.
 LARGEST_LAGS = 3
 
@@ -470,6 +491,8 @@ def print_summary(report: RunReport, options: RunOptions, lag_line: str | None =
         click.echo(f"orphaned offsets (group tombstoned, G-S3): {report.orphaned_offsets}")
     for line in load_failure_lines(report):
         click.echo(line)
+    if report.unplaced_marker_deletes:
+        click.echo(unplaced_marker_line(report.unplaced_marker_deletes))
     if options.database is not None:
         click.echo(f"tables in database {options.database}: {', '.join(sorted(report.tables))}")
         if report.views:

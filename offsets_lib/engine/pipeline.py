@@ -195,6 +195,8 @@ class RunStats:
     load_failures: int = 0  # LOG-6 checks failed (rows of load_failures)
     # some of them: (offsets partition, group id, check), sorted
     load_failures_shown: tuple[tuple[int, str, str], ...] = ()
+    # offsets deleted soon after a value, read without transaction markers (Scala coordinators)
+    unplaced_marker_deletes: int = 0
 
 
 def run_stats(stats_rows: Iterable[Mapping[str, Any]]) -> RunStats:
@@ -208,6 +210,7 @@ def run_stats(stats_rows: Iterable[Mapping[str, Any]]) -> RunStats:
         latest_ms=max(stamps) if stamps else None,
         groups_by_type_state=_summed_counts(r["group_counts"] for r in rows),
         load_failures=sum(r["load_failures"] or 0 for r in rows),
+        unplaced_marker_deletes=sum(r["unplaced_marker_deletes"] or 0 for r in rows),
         load_failures_shown=tuple(
             sorted(
                 tuple(shown) for r in rows for shown in json.loads(r["load_failures_shown"] or "[]")

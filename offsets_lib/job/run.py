@@ -70,6 +70,8 @@ class RunReport:
     # LOG-6: checks failed, and some of them (offsets partition, group id, check)
     load_failures: int = 0
     load_failures_shown: tuple[tuple[int, str, str], ...] = ()
+    # offsets deleted soon after a value, read without transaction markers (Scala coordinators)
+    unplaced_marker_deletes: int = 0
     tables: dict[str, str] = field(default_factory=dict)
     views: list[str] = field(default_factory=list)  # a catalog run's latest_<table> views
     stage_seconds: dict[str, float] = field(default_factory=dict)
@@ -456,6 +458,7 @@ def _summarise(report: RunReport, stats: pipeline.RunStats) -> None:
     report.orphaned_offsets = stats.orphaned_offsets
     report.load_failures = stats.load_failures
     report.load_failures_shown = stats.load_failures_shown
+    report.unplaced_marker_deletes = stats.unplaced_marker_deletes
 
 
 def _write(

@@ -61,6 +61,7 @@ def group_events(decoded: DataFrame, summary: DataFrame, *, coordinator: Coordin
         F.lit(False).alias("is_tombstone"),
         F.lit(None).cast("string").alias("member_id"),
         F.lit(None).cast("string").alias("regular_expression"),
+        F.lit(None).cast("short").alias("value_version"),
         F.lit(None).cast("string").alias("value_json"),
     )
     return records.unionByName(pseudo)
@@ -120,6 +121,7 @@ def audit(
             "state",
             "subscribed_topics",
             "current_state_timestamp_ms",
+            "metadata_value_version",
             "generation",
         ),
         GROUP_KEY,
@@ -221,6 +223,7 @@ EVENT_COLUMNS = (
     "is_tombstone",
     "member_id",
     "regular_expression",
+    "value_version",
     "value_json",
 )
 
@@ -257,6 +260,7 @@ def _event(record: dict[str, Any]) -> Event:
         is_tombstone=bool(record.get("is_tombstone")),
         member_id=record.get("member_id"),
         regular_expression=record.get("regular_expression"),
+        value_version=record.get("value_version"),
         value=_with_blobs(json.loads(value_json)) if value_json else None,
     )
 

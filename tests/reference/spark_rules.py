@@ -100,6 +100,11 @@ def has_state_timestamp() -> Column:
     return _c("current_state_timestamp_ms").isNotNull()
 
 
+def loader_skips_v3_state_timestamp() -> Column:
+    """Kafka 2.3's loader reads the state timestamp of a GroupMetadataValue v2 only."""
+    return _c("metadata_value_version") == 3
+
+
 def consumer_stable_with_known_subscriptions() -> Column:
     return is_classic() & is_consumer_protocol() & is_stable() & has_known_subscriptions()
 
@@ -197,6 +202,13 @@ EXP_NO_CONDITION_2_1 = Rule(
     lambda: has_protocol_type() & ~is_empty(),
     _never,
 )
+EXP_EMPTY_V3_COMMIT_TS = Rule(
+    "EXP-EMPTY-V3-COMMIT-TS",
+    "2.1 (Kafka 2.3's loader): Empty classic group with a protocol type loaded from a"
+    " GroupMetadataValue v3, whose state timestamp the loader does not read: commit time.",
+    lambda: is_classic() & has_protocol_type() & is_empty() & loader_skips_v3_state_timestamp(),
+    _commit_plus_retention,
+)
 EXP_NO_CONDITION_2_4 = Rule(
     "EXP-NO-CONDITION",
     "2.4: non-Empty groups with a protocol type, except Stable consumer"
@@ -244,6 +256,7 @@ EXPIRATION_TABLES: dict[Coordinator, Sequence[Rule]] = {
     Coordinator.CLASSIC_2_1: (
         EXP_NO_CONDITION_2_1,
         EXP_EXPLICIT,
+        EXP_EMPTY_V3_COMMIT_TS,
         EXP_EMPTY_STATE_TS,
         EXP_EMPTY_COMMIT_TS,
         EXP_SIMPLE_COMMIT_TS,

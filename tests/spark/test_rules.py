@@ -34,6 +34,7 @@ OFFSET_FACTS = pa.schema(
         ("expire_timestamp_ms", pa.int64()),
         ("commit_timestamp_ms", pa.int64()),
         ("current_state_timestamp_ms", pa.int64()),
+        ("metadata_value_version", pa.int16()),
     ]
 )
 
@@ -49,6 +50,7 @@ def _offsets() -> pa.Table:
         (None, 5 * rules.DAY_MS, MAX),
         (None, 0, MAX - 1000),
         (None, 10 * rules.DAY_MS),
+        (None, 3),  # EXP-EMPTY-V3-COMMIT-TS reads version 3 (classic-2.1)
     )
     names = OFFSET_FACTS.names[3:]
     rows = [
