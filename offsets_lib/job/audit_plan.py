@@ -250,7 +250,7 @@ def split_first_step(
             spark, pieces, oversized, staging=staging, tasks=tasks
         )
         reduced = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
-        audited = [p for p in pieces if p["bucket"] not in oversized]
+        audited = [p for p in pieces if p["task"] not in oversized]
         audited += direct + key_split.forwarded_pieces(reduced)
         return (
             audited,
