@@ -404,7 +404,7 @@ def remap_pieces(
 # records go to, as a piece of its own (STORED_FILE), instead of reading and cutting it again in
 # the map stage (routing.audit_tasks_of is stable across runs, and a record of task t of n is a
 # record of task t % m of m for every m that divides n). Measured (2 cores): the map
-# of the 1.7M kept records of a 10M-record state took 3.3 s of a 23 s hourly run that read 10k
+# of the 1.7M kept records of a 10M-record topic took 3.3 s of a 23 s hourly run that read 10k
 # new records.
 KEPT_TASK_METADATA = b"kafka-offsets-audit.kept-task"
 

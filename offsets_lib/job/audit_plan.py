@@ -167,7 +167,7 @@ def _map_tasks(spark: SparkSession) -> int:
 # the fewest that divide that number, while they hold at most RECORDS_PER_TASK records each and
 # number at most this many times the tasks the run needs: then none of those records is mapped
 # again (exchange.stored_pieces). Measured (2 cores, 10k new records over a 10M-record
-# state whose 1.7M kept records were cut for 20 tasks): mapped again for 8 tasks, 3.3 s more;
+# topic whose 1.7M kept records were cut for 20 tasks): mapped again for 8 tasks, 3.3 s more;
 # in all 20 tasks the hourly run took 22.9 s, in 10 (the fewest dividing 20) 19.8 s.
 STORED_TASKS_FACTOR = 4
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from offsets_lib.audit import lag
-from offsets_lib.io import runs, sink, storage, watermarks
+from offsets_lib.io import log_end_offsets, runs, sink, storage
 from offsets_lib.io.sources import InputNotReadable
 from offsets_lib.job.options import UsageError, kafka_client_settings
 
@@ -80,15 +80,15 @@ def lag_report(
     as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else datetime.now(UTC)
     # the log-end offsets before the JVM starts: a missing file or a dead broker fails at once
     ends = None
-    if end_offsets and watermarks.pyarrow_reaches(end_offsets):
-        ends = watermarks.end_offsets_from_file(end_offsets)
+    if end_offsets and log_end_offsets.pyarrow_reaches(end_offsets):
+        ends = log_end_offsets.from_file(end_offsets)
     elif not end_offsets:
         settings = kafka_client_settings(bootstrap_servers, kafka_options)
         topics = sorted({t for t in offsets.column("topic").to_pylist() if t})
-        ends = watermarks.end_offsets_from_cluster(settings, topics)
+        ends = log_end_offsets.from_cluster(settings, topics)
     spark = session.get_or_create()
     if ends is None:  # a file system only Spark reaches
-        ends = watermarks.end_offsets_from_file(end_offsets, spark)
+        ends = log_end_offsets.from_file(end_offsets, spark)
     frame = spark.createDataFrame(
         offsets.select(["group_id", "topic", "partition", "committed_offset", "commit_timestamp"])
     )
