@@ -175,7 +175,7 @@ def fetch_log_end_offsets(
     topic the cluster lists)."""
     from confluent_kafka import KafkaException
 
-    from offsets_lib.io.sources.kafka import KafkaAdmin
+    from offsets_lib.io.sources.kafka_admin import KafkaAdmin
 
     wanted = None if topics is None else sorted({t for t in topics if t})
     if wanted == []:

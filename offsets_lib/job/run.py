@@ -286,7 +286,7 @@ def _store_increment(
 
 def _error_line(exc: BaseException, options: RunOptions) -> str:
     """The runs row's error: the exception's first line, with no secret in it."""
-    from offsets_lib.io.sources.kafka import scrub
+    from offsets_lib.io.sources.kafka_names import scrub
 
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted (SIGINT)"
