@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+import pyarrow as pa
+
 from offsets_lib.audit import lag
 from offsets_lib.io import log_end_offsets, runs, sink, storage
 from offsets_lib.io.sources import InputNotReadable
@@ -72,11 +74,22 @@ def lag_report(
         rows = sink.read_table(output, "lag", run_id=run_id, columns=columns).to_pylist()
         return [r for r in rows if not groups or r["group_id"] in groups]
 
-    from offsets_lib.job import session
-
     offsets = sink.read_table(output, "offsets", run_id=run_id)
     if offsets.num_rows == 0 and not sink.read_table(output, "runs", run_id=run_id).num_rows:
         raise UsageError(f"no run {run_id!r} under {output}")
+    return _joined_rows(offsets, end_offsets, bootstrap_servers, kafka_options, groups)
+
+
+def _joined_rows(
+    offsets: pa.Table,
+    end_offsets: str | None,
+    bootstrap_servers: str | None,
+    kafka_options: Sequence[str],
+    groups: Sequence[str],
+) -> list[dict[str, Any]]:
+    """The run's committed offsets joined on Spark with log-end offsets read now (`lag_report`)."""
+    from offsets_lib.job import session
+
     as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else datetime.now(UTC)
     # the log-end offsets before the JVM starts: a missing file or a dead broker fails at once
     ends = None
@@ -96,4 +109,4 @@ def lag_report(
         frame = frame.filter(frame.group_id.isin(list(groups)))
     as_of_ms = int(as_of.timestamp() * 1000)
     result = lag.lag_frame(frame, ends, as_of_ms=as_of_ms).toArrow()
-    return result.select(columns).to_pylist()
+    return result.select(list(lag.LAG_COLUMNS)).to_pylist()
