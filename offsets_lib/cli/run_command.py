@@ -73,7 +73,7 @@ def run_command(**kw: object) -> None:
 
     now_ms = int(datetime.now(UTC).timestamp() * 1000)
     try:
-        options = _options(kw, now_ms=now_ms)
+        options = run_options(kw, now_ms=now_ms)
         _check_output(options)
         if options.source == "parquet":  # before the JVM starts: a typo fails at once
             check_local_inputs(list(options.inputs))
@@ -234,8 +234,9 @@ def _quiet_interrupts() -> Iterator[None]:
         signal.signal = install
 
 
-def _options(kw: dict, *, now_ms: int) -> RunOptions:
-    """The run's options from the command line's values (RunOptions checks them)."""
+def run_options(kw: dict, *, now_ms: int) -> RunOptions:
+    """The run's options from the command line's values (RunOptions checks them): the seam
+    where tests stop a real `offsets run` before Spark."""
     return RunOptions.from_flags(kw, now_ms=now_ms)
 
 

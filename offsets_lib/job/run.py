@@ -13,7 +13,7 @@ then the runs row; `job.run_report` is what the run tells.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,6 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit import lag
 from offsets_lib.audit.rules import Params
-from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import positioned
 from offsets_lib.engine.staging import (
@@ -186,7 +185,7 @@ def _audit(
             spark, inputs, staging, split=options.split_commits
         )
         report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
-        direct = _direct_tables(options)
+        direct = audit_plan.direct_tables(options)
         ends = end_offsets() if end_offsets is not None else None
         emit: pipeline.TaskEmitter = staging
         if direct:
@@ -250,7 +249,7 @@ def _frames(
     frames = pipeline.table_frames(
         staging.read(spark, audited.manifest),
         orphaned_offsets=audited.stats.orphaned_offsets,
-        tables=_frames_needed(written),
+        tables=audit_plan.frames_needed(written),
         metric_sums=sums,
     )
     run_output.check_reject_ratio(spark, report, options, written, frames)
@@ -322,20 +321,6 @@ def _as_of(options: RunOptions, latest_ms: int | None, started_ms: int) -> int:
     if isinstance(options.as_of, int):
         return options.as_of
     return int(latest_ms) if latest_ms is not None else started_ms
-
-
-def _direct_tables(options: RunOptions) -> tuple[str, ...]:
-    """Tables the audit tasks write themselves (delta-rs commits them; the Spark writer writes
-    every table itself)."""
-    return () if options.delta_writer == "spark" else DIRECT_TABLES
-
-
-def _frames_needed(written: Mapping[str, list[AddAction]]) -> list[str]:
-    """The frames to build: tables no task wrote, and `offsets` for a lag table built in Spark."""
-    needed = [t for t in pipeline.DECIDED_TABLES if t not in written]
-    if "lag" not in written and "offsets" not in needed:
-        needed.append("offsets")
-    return needed
 
 
 def _summarise(report: RunReport, stats: pipeline.RunStats) -> None:
