@@ -6,22 +6,13 @@ and the dump generator write records with them; the audit only reads.
 
 from __future__ import annotations
 
+from offsets_lib.wire import layouts
 from offsets_lib.wire.codec import EncodeError, Writer
-from offsets_lib.wire.layouts import (
-    ASSIGNMENT,
-    CONTROL_KEY,
-    CONTROL_TYPES,
-    CONTROL_VALUE,
-    RECORD_TYPES,
-    SUBSCRIPTION,
-    Message,
-    RecordType,
-    current_value,
-)
+from offsets_lib.wire.layouts import Message, RecordType
 
 
 def _record_type(record_type: int) -> RecordType:
-    rt = RECORD_TYPES.get(record_type)
+    rt = layouts.RECORD_TYPES.get(record_type)
     if rt is None:
         raise EncodeError(f"unknown record type {record_type}")
     return rt
@@ -39,7 +30,7 @@ def encode_key(record_type: int, fields: dict) -> bytes:
 def encode_value(record_type: int, version: int, fields: dict, *, layout: str = "current") -> bytes:
     """int16 version + value fields with the named layout ("current" or a historical label)."""
     rt = _record_type(record_type)
-    candidates = (current_value(rt), *rt.historical)
+    candidates = (layouts.current_value(rt), *rt.historical)
     message = next((m for m in candidates if m.label == layout), None)
     if message is None:
         labels = [m.label for m in candidates]
@@ -68,19 +59,19 @@ def _clamped(message: Message, version: int) -> int:
 
 
 def encode_subscription(version: int, fields: dict) -> bytes:
-    return _encode_message(SUBSCRIPTION, version, fields)
+    return _encode_message(layouts.SUBSCRIPTION, version, fields)
 
 
 def encode_assignment(version: int, fields: dict) -> bytes:
-    return _encode_message(ASSIGNMENT, version, fields)
+    return _encode_message(layouts.ASSIGNMENT, version, fields)
 
 
 def encode_control(marker: str, coordinator_epoch: int = 0) -> tuple[bytes, bytes]:
     """(key, value) of an ABORT or COMMIT marker, version 0."""
-    ids = {name: type_id for type_id, name in CONTROL_TYPES.items()}
+    ids = {name: type_id for type_id, name in layouts.CONTROL_TYPES.items()}
     type_id = ids.get(marker.upper())
     if type_id not in (0, 1):
         raise EncodeError(f"not a transaction marker: {marker!r}")
-    key = _encode_message(CONTROL_KEY, 0, {"type": type_id})
-    value = _encode_message(CONTROL_VALUE, 0, {"coordinatorEpoch": coordinator_epoch})
+    key = _encode_message(layouts.CONTROL_KEY, 0, {"type": type_id})
+    value = _encode_message(layouts.CONTROL_VALUE, 0, {"coordinatorEpoch": coordinator_epoch})
     return key, value
