@@ -60,6 +60,7 @@ def check_reject_ratio(
 
 
 def written_summary(report: RunReport) -> str:
+    """The decide+write stage's line: tables, offsets, groups, offsets expired now."""
     return (
         f"{len(report.tables)} tables: {report.offsets_total} offsets,"
         f" {sum(report.groups_by_type_state.values())} groups,"
@@ -103,6 +104,7 @@ def external_output(options: RunOptions) -> str | None:
 
 
 def table_name(options: RunOptions, name: str) -> str:
+    """How the report names a table: `<database>.<name>`, else its location."""
     if options.database is not None:
         return f"{options.database}.{name}"
     return sink.table_uri(options.output, name)
