@@ -2,8 +2,8 @@
 
 One rule (`lag_rows`, Arrow), used by the audit tasks that write the lag table themselves
 (`with_end_offsets` joins the run's log-end offsets in) and, through `lag_frame`, by Spark. The
-log-end offsets are read by `offsets_lib.io.watermarks`; `latest_end_offsets` makes them one row
-per partition for both.
+log-end offsets are read by `io.log_end_offsets`; `latest_end_offsets` makes them one row per
+partition for both.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from offsets_lib.audit.transactions import ABORTED, COMMITTED, transaction_statu
 from offsets_lib.wire.batch_decode import TaskRecords, decode_task_records
 from offsets_lib.wire.decoded import DECODED_ARROW, OFFSET_COMMIT_TYPES, POSITIONED_ARROW
 
-# stored state of an incremental run (is_history) is audited, not counted
+# the previous run's kept records (is_history) are audited, not counted
 RAW_ARROW = POSITIONED_ARROW.append(pa.field("is_history", pa.bool_()))
 END_OF_LOG = 2**63 - 1
 
@@ -657,8 +657,8 @@ def kept_records(
 @dataclass(frozen=True)
 class ResolvedCommits:
     """A task's records decoded once (values left undecoded), their offset commits with the
-    transaction status, and the commits `compaction.kept_rows` keeps: what the incremental
-    state (`kept_records`) and the split audit's first step (`key_split`) both choose from."""
+    transaction status, and the commits `compaction.kept_rows` keeps: what the kept
+    records (`kept_records`) and the split audit's first step (`key_split`) both choose from."""
 
     records: TaskRecords
     ok: np.ndarray  # decoded without error
@@ -747,7 +747,7 @@ def _needed_modern_records(
 ) -> np.ndarray:
     """Of the records `rows` of groups with modern records (group `codes`), those the group's
     replay needs (replay.needed_records), as a mask over `rows`. Measured on the bench's
-    10M-record state: a modern group kept all its records, 403k of the 1.72M kept
+    10M-record topic: a modern group kept all its records, 403k of the 1.72M kept
     records, growing with every rebalance."""
     order, spans = _group_spans(codes, as_ints(_take(decoded.column("log_offset"), rows), -1))
     ordered = rows[order]

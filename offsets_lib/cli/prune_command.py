@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from offsets_lib.cli.app import (
     tables_root,
 )
 from offsets_lib.job.config import tables_conf_option
+
+if TYPE_CHECKING:  # imported when the command runs: `offsets --help` stays quick
+    from offsets_lib.io.run_pruning import PruneReport
 
 
 @click.command("prune")
@@ -78,6 +82,11 @@ def prune_command(
         doc = {"output": root, **report.__dict__}
         click.echo(json.dumps(doc, indent=2, sort_keys=True))
         return
+    _print_report(report, dry_run=dry_run)
+
+
+def _print_report(report: PruneReport, *, dry_run: bool) -> None:
+    """The prune's summary lines, for people (`--json` prints the report itself)."""
     verb = "would remove" if dry_run else "removed"
     click.echo(
         f"{verb} {len(report.removed)} runs, kept {len(report.kept)}"

@@ -74,7 +74,7 @@ def run_command(**kw: object) -> None:
 
     now_ms = int(datetime.now(UTC).timestamp() * 1000)
     try:
-        options = _options(kw, now_ms=now_ms)
+        options = run_options(kw, now_ms=now_ms)
         _check_output(options)
         if options.source == "parquet":  # before the JVM starts: a typo fails at once
             check_local_inputs(list(options.inputs))
@@ -235,8 +235,9 @@ def _quiet_interrupts() -> Iterator[None]:
         signal.signal = install
 
 
-def _options(kw: dict, *, now_ms: int) -> RunOptions:
-    """The run's options from the command line's values (RunOptions checks them)."""
+def run_options(kw: dict, *, now_ms: int) -> RunOptions:
+    """The run's options from the command line's values (RunOptions checks them): the seam
+    where tests stop a real `offsets run` before Spark."""
     return RunOptions.from_flags(kw, now_ms=now_ms)
 
 
@@ -321,28 +322,28 @@ def _read_source(
 def _end_offsets_file(path: str | None) -> pa.Table | None:
     """The --end-offsets file read before the JVM starts, when pyarrow reaches it (a file
     that is not one fails at once); None when there is none or Spark must read it."""
-    from offsets_lib.io import watermarks
+    from offsets_lib.io import log_end_offsets
 
-    if not path or not watermarks.pyarrow_reaches(path):
+    if not path or not log_end_offsets.pyarrow_reaches(path):
         return None
-    return watermarks.end_offsets_from_file(path)
+    return log_end_offsets.from_file(path)
 
 
 def _end_offsets_source(
     spark, options: RunOptions, ends_file: pa.Table | None
 ) -> Callable[[], pa.Table] | None:
     """How the run gets log-end offsets for the lag table: a file, the cluster, or none."""
-    from offsets_lib.io import watermarks
+    from offsets_lib.io import log_end_offsets
 
     path = options.end_offsets
     if ends_file is not None:
         return lambda: ends_file
     if path:
-        return lambda: watermarks.end_offsets_from_file(path, spark)
+        return lambda: log_end_offsets.from_file(path, spark)
     if options.source == "kafka":
         # every topic's: the run takes them before its audit tasks, which write the lag rows
         # and are the first to know which topics the groups consumed
-        return lambda: watermarks.end_offsets_from_cluster(options.kafka_options)
+        return lambda: log_end_offsets.from_cluster(options.kafka_options)
     return None
 
 

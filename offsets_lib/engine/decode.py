@@ -56,7 +56,7 @@ def decode_records(raw: DataFrame, *, keep_raw: bool = False) -> DataFrame:
     """Decode a raw-record DataFrame (Spark Kafka-source schema, optional batch metadata).
 
     `keep_raw` keeps every record's key and value bytes (otherwise only rejected ones keep
-    them): the incremental state stores records raw, to be audited again like new ones.
+    them): the kept records are stored raw, to be audited again like new ones.
     """
     return decode_positioned(positioned(raw), keep_raw=keep_raw)
 

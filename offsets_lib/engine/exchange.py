@@ -3,7 +3,7 @@
 The Spark shuffle (pipeline.audit_raw) hands every raw record from the JVM to Python after the
 exchange: at 10M records that conversion and the shuffle cost ~14 s of the run's ~28 s audit.
 Here Python tasks read the dump with pyarrow (no JVM rows), cut each chunk of records by audit
-task (routing.task_buckets) and write the pieces to one Arrow IPC file per map task under the
+task (routing.audit_tasks_of) and write the pieces to one Arrow IPC file per map task under the
 run's staging folder. The pieces' manifest (a few rows per chunk, with the newest record time of
 each piece) comes back to the driver, so the evaluation time is known before the audit stage;
 the manifest rows go to the audit tasks, which read their pieces and run the same audit as the
@@ -217,7 +217,7 @@ def map_pieces(
     by_section: bool = False,
 ) -> list[dict[str, Any]]:
     """The map stage (one Spark job): the dump files `assigned` to map tasks, cut into pieces
-    per audit task (routing.task_buckets; `by_section`: large tasks' records cut by first-step
+    per audit task (routing.audit_tasks_of; `by_section`: large tasks' records cut by first-step
     section too, LARGE_IN_BATCH);
     returns the pieces' manifest (MAP_ARROW rows, one per audit task per `batch_rows` records)."""
     work = MapUnits(assigned, arrow_uri(f"{staging_uri}/pieces"), tasks, by_section)
@@ -268,10 +268,10 @@ def task_sizes(pieces: list[dict[str, Any]], tasks: int) -> np.ndarray:
     what the bench and the tests check the task sizes with."""
     sizes = np.zeros(tasks, dtype=np.int64)
     for piece in pieces:
-        if piece["bucket"] == routing.MARKERS:
+        if piece["task"] == routing.MARKERS:
             sizes += piece["num_rows"]
         else:
-            sizes[piece["bucket"]] += piece["num_rows"]
+            sizes[piece["task"]] += piece["num_rows"]
     return sizes
 
 
@@ -332,11 +332,11 @@ def largest_first(pieces: list[dict[str, Any]], *, tasks: int) -> list[int]:
     records take a task's time more than its many small commits: measured (2 cores,
     10M records, one group 30 % of the commits) that group's audit task held the fewest records
     after the split audit's first step and ran 1.4-1.6 s against 0.7 s for the others."""
-    owned = [p for p in pieces if p["bucket"] != routing.MARKERS]  # markers go to every task
+    owned = [p for p in pieces if p["task"] != routing.MARKERS]  # markers go to every task
     by_bytes = all(p.get("num_bytes") is not None for p in owned)
     size = np.zeros(tasks, dtype=np.int64)
     for piece in owned:
-        size[piece["bucket"]] += piece["num_bytes"] if by_bytes else piece["num_rows"]
+        size[piece["task"]] += piece["num_bytes"] if by_bytes else piece["num_rows"]
     return np.argsort(-size, kind="stable").tolist()
 
 
@@ -356,13 +356,13 @@ class RemapShare:
         direct: list[Piece] = []
 
         def first_step_records() -> Iterator[pa.Table]:
-            read = read_pieces([route for route, _bucket in share])
-            for (_route, bucket), piece in zip(share, read, strict=True):
+            read = read_pieces([route for route, _task in share])
+            for (_route, audit_task), piece in zip(share, read, strict=True):
                 table = pa.Table.from_batches([piece])
                 is_first_step = routing.decoded_by_key_split(table)
                 if not is_first_step.all():
                     rest = table.filter(pa.array(~is_first_step)).combine_chunks()
-                    direct.extend(Piece(bucket, batch) for batch in rest.to_batches())
+                    direct.extend(Piece(audit_task, batch) for batch in rest.to_batches())
                 yield table.filter(pa.array(is_first_step))
 
         first_step = cut(first_step_records(), self.tasks, by_offset_key=True)
@@ -374,7 +374,7 @@ class RemapShare:
 def remap_pieces(
     spark: SparkSession, pieces: list[dict[str, Any]], *, staging_uri: str, tasks: int
 ) -> list[dict[str, Any]]:
-    """Pieces cut again by offset key (routing.task_buckets with `by_offset_key`): the records
+    """Pieces cut again by offset key (routing.audit_tasks_of with `by_offset_key`): the records
     of the audit tasks that the per-group routing left oversized, for the split audit's first
     step, without reading the dump again (one Spark job, routing.tasks_for: 325k records of 25
     pieces took 0.9 s in 20 tasks, 0.3 s in 2; 2 cores) -> MAP_ARROW rows. The records that
@@ -391,7 +391,7 @@ def remap_pieces(
         at_most=min(len(pieces), tasks),
     )
     shares = [
-        [(Route(p["path"], p["batch"]), p["bucket"]) for p in pieces[i::remap_tasks]]
+        [(Route(p["path"], p["batch"]), p["task"]) for p in pieces[i::remap_tasks]]
         for i in range(remap_tasks)
     ]
     remapped = run_tasks(spark, RemapShare(shares, pieces_uri, tasks), remap_tasks).collect()
@@ -402,9 +402,9 @@ def remap_pieces(
 # them; a file holding one task's records says so in its footer (KEPT_TASK_METADATA), and a next
 # run with as many audit tasks, or a divisor of that number, hands it whole to the task its
 # records go to, as a piece of its own (STORED_FILE), instead of reading and cutting it again in
-# the map stage (routing.task_buckets is stable across runs, and a record of task t of n is a
+# the map stage (routing.audit_tasks_of is stable across runs, and a record of task t of n is a
 # record of task t % m of m for every m that divides n). Measured (2 cores): the map
-# of the 1.7M kept records of a 10M-record state took 3.3 s of a 23 s hourly run that read 10k
+# of the 1.7M kept records of a 10M-record topic took 3.3 s of a 23 s hourly run that read 10k
 # new records.
 KEPT_TASK_METADATA = b"kafka-offsets-audit.kept-task"
 
@@ -424,8 +424,8 @@ def kept_task_metadata(kept: pa.Table, tasks: int) -> dict[bytes, bytes]:
     """Footer metadata for a file of the kept records `kept`: the audit task of `tasks` that
     their records go to, when that is one task (transaction markers aside, which every task
     keeps for its own records), with the routing's version and their newest time; else none."""
-    buckets = routing.task_buckets(kept, tasks)
-    owned = np.unique(buckets[buckets != routing.MARKERS])
+    task_ids = routing.audit_tasks_of(kept, tasks)
+    owned = np.unique(task_ids[task_ids != routing.MARKERS])
     if len(owned) != 1:
         return {}
     newest = pc.max(kept.column("log_timestamp_ms")).as_py()
@@ -457,7 +457,7 @@ def stored_pieces(cuts: Iterable[StoredCut], tasks: int) -> list[dict[str, Any]]
         {
             "path": cut.path,
             "batch": STORED_FILE,
-            "bucket": cut.task % tasks,
+            "task": cut.task % tasks,
             "num_rows": cut.rows,
             "max_timestamp_ms": cut.max_timestamp_ms,
             "is_direct": False,

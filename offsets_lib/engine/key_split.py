@@ -2,7 +2,7 @@
 
 A group's records all meet in one audit task, so one dominant group made one task hold its whole
 share of a dump (30 % of the commits in the bench's skewed dump). Here the records first go to
-tasks by offset key (routing.task_buckets with `by_offset_key`: every task gets a similar share
+tasks by offset key (routing.audit_tasks_of with `by_offset_key`: every task gets a similar share
 of the commits, whatever the groups' sizes), where audit.commit_reduction keeps the few commits per
 key that the audit needs and counts the rest; the kept commits and the group-level records then
 reach the per-group audit as staged pieces (exchange.audit_pieces). The per-group task of a
@@ -43,10 +43,10 @@ from offsets_lib.engine.pipeline import TaskEmitter
 from offsets_lib.engine.staging import MANIFEST_ARROW, Staging
 from offsets_lib.engine.task_runner import run_tasks
 
-PIECE = "piece"  # manifest kind of a forwarded piece (path, batch, bucket)
+PIECE = "piece"  # manifest kind of a forwarded piece (path, batch, task)
 REDUCED_ARROW = (
     MANIFEST_ARROW.append(pa.field("batch", pa.int32()))
-    .append(pa.field("bucket", pa.int32()))
+    .append(pa.field("task", pa.int32()))
     .append(pa.field("num_bytes", pa.int64()))
 )
 
@@ -72,7 +72,7 @@ def _reduce_task(
             "kind": PIECE,
             "path": piece["path"],
             "batch": piece["batch"],
-            "bucket": piece["bucket"],
+            "task": piece["task"],
             "num_rows": piece["num_rows"],
             "num_bytes": piece["num_bytes"],
         }
@@ -84,7 +84,7 @@ def _reduce_task(
         yield _with_piece_columns(staged)
 
 
-_PIECE_COLUMNS = ("batch", "bucket", "num_bytes")  # REDUCED_ARROW's own, after MANIFEST_ARROW's
+_PIECE_COLUMNS = ("batch", "task", "num_bytes")  # REDUCED_ARROW's own, after MANIFEST_ARROW's
 
 
 def _with_piece_columns(batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -97,11 +97,10 @@ def gathered(pieces: list[dict[str, Any]], *, tasks: int, cores: int) -> tuple[l
     their records need (routing.tasks_for): offset-key task k is reduced in task k % that
     number, which keeps each key in one task. Measured (2 cores): a dominant group's
     3.3M commits in 20 first-step tasks spent ~1.3 s of the tasks' 4.1 s outside the reduce."""
-    owned = sum(p["num_rows"] for p in pieces if p["bucket"] != routing.MARKERS)
+    owned = sum(p["num_rows"] for p in pieces if p["task"] != routing.MARKERS)
     reducers = routing.tasks_for(owned, cores=cores, at_most=tasks)
     return [
-        p if p["bucket"] == routing.MARKERS else dict(p, bucket=p["bucket"] % reducers)
-        for p in pieces
+        p if p["task"] == routing.MARKERS else dict(p, task=p["task"] % reducers) for p in pieces
     ], reducers
 
 
@@ -170,20 +169,20 @@ def oversized_pieces(
     dump with one group holding 30 % of the commits (2 cores): mapping the whole dump
     again by offset key (5.5 s) and reducing all of it (9.9 s) made the run 37.3 s; splitting
     only the oversized task, 29.3 s; cutting its commits again took 1.5 s of a 15.6 s run."""
-    to_split = [p for p in pieces if p["bucket"] in oversized]
+    to_split = [p for p in pieces if p["task"] in oversized]
     first_step, direct = [], []
     for piece in (p for p in to_split if p.get("section") is not None):
         if piece["section"] == routing.FORWARDED_SECTION:
             direct.append(dict(piece, is_direct=True))
         elif piece["section"] == routing.COPIED_SECTION:
-            first_step.append(dict(piece, bucket=routing.MARKERS))
+            first_step.append(dict(piece, task=routing.MARKERS))
         else:
-            first_step.append(dict(piece, bucket=piece["section"] - routing.FIRST_STEP_TASK))
+            first_step.append(dict(piece, task=piece["section"] - routing.FIRST_STEP_TASK))
     unsectioned = [p for p in to_split if p.get("section") is None]
     remapped = exchange.remap_pieces(spark, unsectioned, staging_uri=staging.uri, tasks=tasks)
     first_step += [p for p in remapped if not p["is_direct"]]
     direct += [p for p in remapped if p["is_direct"]]
-    context = [dict(p, is_context=True) for p in pieces if p["bucket"] == routing.MARKERS]
+    context = [dict(p, is_context=True) for p in pieces if p["task"] == routing.MARKERS]
     return first_step + context, direct
 
 

@@ -51,11 +51,11 @@ MAP_ARROW = pa.schema(
     [
         ("path", pa.string()),
         ("batch", pa.int32()),
-        ("bucket", pa.int32()),  # routing.MARKERS for transaction markers
+        ("task", pa.int32()),  # routing.MARKERS for transaction markers
         ("num_rows", pa.int64()),
         ("max_timestamp_ms", pa.int64()),  # newest record of the piece (as_of "latest")
         # a remapped piece the split audit's first step has nothing to do with (group-level
-        # records of an oversized task): it goes to the per-group audit task `bucket` directly
+        # records of an oversized task): it goes to the per-group audit task `task` directly
         ("is_direct", pa.bool_()),
         # a piece of a task the map found large holds one section of its records for the
         # split audit's first step (routing.first_step_sections); null: not cut so
@@ -92,10 +92,10 @@ arrow_uri = storage.arrow_uri  # the name pieces and tests use
 
 
 class Piece(NamedTuple):
-    """Records a map or re-map task cut for one audit task (`bucket`), and their first-step
+    """Records a map or re-map task cut for one audit task (`task`), and their first-step
     section (MAP_ARROW's `section`)."""
 
-    bucket: int
+    task: int
     records: pa.RecordBatch
     section: int | None = None
 
@@ -116,7 +116,7 @@ def cut(
     by_offset_key: bool = False,
     by_section: bool = False,
 ) -> Iterator[Piece]:
-    """RAW_ARROW tables, each cut by audit task (routing.task_buckets): a piece per task (with
+    """RAW_ARROW tables, each cut by audit task (routing.audit_tasks_of): a piece per task (with
     `by_section`, a large task's a piece per first-step section: LARGE_IN_BATCH)."""
     for table in tables:
         yield from _pieces(table, tasks, by_offset_key=by_offset_key, by_section=by_section)
@@ -128,35 +128,35 @@ def _pieces(
     """A piece for every task with records in this table (`cut`)."""
     if records.num_rows == 0:
         return
-    buckets = routing.task_buckets(records, tasks, by_offset_key=by_offset_key)
-    large = set(_large_tasks(buckets, tasks).tolist()) if by_section else set()
+    task_ids = routing.audit_tasks_of(records, tasks, by_offset_key=by_offset_key)
+    large = set(_large_tasks(task_ids, tasks).tolist()) if by_section else set()
     if large:
-        section = np.zeros(len(buckets), dtype=np.int64)
-        rows = np.flatnonzero(np.isin(buckets, list(large)))
+        section = np.zeros(len(task_ids), dtype=np.int64)
+        rows = np.flatnonzero(np.isin(task_ids, list(large)))
         section[rows] = routing.first_step_sections(records, tasks, rows)
         within = routing.FIRST_STEP_TASK + tasks  # sections per task
-        order = np.argsort(buckets.astype(np.int64) * within + section, kind="stable")
+        order = np.argsort(task_ids.astype(np.int64) * within + section, kind="stable")
         section = section[order]
     else:
-        order = np.argsort(buckets, kind="stable")
+        order = np.argsort(task_ids, kind="stable")
     ordered = records.take(pa.array(order)).combine_chunks()
-    buckets = buckets[order]
-    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]]) if len(buckets) else []
-    ends = [*np.asarray(starts)[1:].tolist(), len(buckets)]
+    task_ids = task_ids[order]
+    starts = np.flatnonzero(np.r_[True, task_ids[1:] != task_ids[:-1]]) if len(task_ids) else []
+    ends = [*np.asarray(starts)[1:].tolist(), len(task_ids)]
     for start, end in zip(np.asarray(starts).tolist(), ends, strict=True):
-        bucket = int(buckets[start])
-        if bucket not in large:
-            yield from (Piece(bucket, p) for p in ordered.slice(start, end - start).to_batches())
+        task = int(task_ids[start])
+        if task not in large:
+            yield from (Piece(task, p) for p in ordered.slice(start, end - start).to_batches())
             continue
         cuts = np.flatnonzero(np.r_[True, section[start + 1 : end] != section[start : end - 1]])
         for first, stop in pairwise([*(start + cuts).tolist(), end]):
             for piece in ordered.slice(first, stop - first).to_batches():
-                yield Piece(bucket, piece, int(section[first]))
+                yield Piece(task, piece, int(section[first]))
 
 
-def _large_tasks(buckets: np.ndarray, tasks: int) -> np.ndarray:
+def _large_tasks(task_ids: np.ndarray, tasks: int) -> np.ndarray:
     """The tasks holding more than LARGE_IN_BATCH times the average task's records of a batch."""
-    owned = buckets[buckets != routing.MARKERS]
+    owned = task_ids[task_ids != routing.MARKERS]
     if tasks < 2 or not len(owned):
         return np.zeros(0, np.int32)
     sizes = np.bincount(owned, minlength=tasks)
@@ -182,7 +182,7 @@ def write_piece_file(
         for piece in pieces:
             out["path"].append(f"{pieces_uri}/{name}")
             out["batch"].append(len(out["batch"]))
-            out["bucket"].append(piece.bucket)
+            out["task"].append(piece.task)
             out["num_rows"].append(piece.records.num_rows)
             newest = pc.max(piece.records.column("log_timestamp_ms")).as_py()
             out["max_timestamp_ms"].append(newest)
@@ -206,11 +206,11 @@ def routed_pieces(pieces: list[dict[str, Any]], *, tasks: int) -> list[list[Rout
     routes: list[list[Route]] = [[] for _ in range(tasks)]
     for piece in pieces:
         context = int(bool(piece.get("is_context")))
-        if piece["bucket"] == routing.MARKERS:
+        if piece["task"] == routing.MARKERS:
             for task, routed in enumerate(routes):
                 routed.append(Route(piece["path"], piece["batch"], task + context))
         else:
-            routes[piece["bucket"]].append(Route(piece["path"], piece["batch"], context))
+            routes[piece["task"]].append(Route(piece["path"], piece["batch"], context))
     return routes
 
 

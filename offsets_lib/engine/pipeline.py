@@ -98,7 +98,7 @@ class TaskEmitter(Protocol):
 
 def routed_by_task(records: DataFrame, *, tasks: int, by_offset_key: bool = False) -> DataFrame:
     """Positioned raw records (plus is_history) and `_copy`, each in its task's partition: the
-    task of each record is `routing.task_buckets` (by group, or with `by_offset_key` by offset
+    task of each record is `routing.audit_tasks_of` (by group, or with `by_offset_key` by offset
     key), the same rule as the file shuffle's; `_copy` > 0 marks the copies of a marker sent to
     other tasks."""
     from offsets_lib.audit.task_audit import RAW_ARROW
@@ -106,17 +106,18 @@ def routed_by_task(records: DataFrame, *, tasks: int, by_offset_key: bool = Fals
     if "is_history" not in records.columns:
         records = records.withColumn("is_history", F.lit(False))
     raw_columns = RAW_ARROW.names
-    bucketed_arrow = RAW_ARROW.append(pa.field("_bucket", pa.int32()))
+    routed_arrow = RAW_ARROW.append(pa.field("_audit_task", pa.int32()))
 
-    def with_bucket(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def with_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             table = pa.Table.from_batches([batch]).cast(RAW_ARROW)
-            buckets = routing.task_buckets(table, tasks, by_offset_key=by_offset_key)
-            yield from table.append_column("_bucket", pa.array(buckets, pa.int32())).to_batches()
+            task_ids = routing.audit_tasks_of(table, tasks, by_offset_key=by_offset_key)
+            with_ids = table.append_column("_audit_task", pa.array(task_ids, pa.int32()))
+            yield from with_ids.to_batches()
 
-    bucketed = records.select(*raw_columns).mapInArrow(with_bucket, spark_schema(bucketed_arrow))
-    return bucketed.select(
-        *raw_columns, routing.copies_to_tasks(F.col("_bucket"), tasks).alias("_copy", "_task")
+    routed = records.select(*raw_columns).mapInArrow(with_task, spark_schema(routed_arrow))
+    return routed.select(
+        *raw_columns, routing.copies_to_tasks(F.col("_audit_task"), tasks).alias("_copy", "_task")
     ).repartition(tasks, "_task")
 
 
@@ -132,9 +133,9 @@ def task_sizes(records: DataFrame, *, tasks: int) -> np.ndarray:
     def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sizes = np.zeros(tasks, dtype=np.int64)
         for batch in batches:
-            buckets = routing.task_buckets(pa.Table.from_batches([batch]).cast(RAW_ARROW), tasks)
-            is_marker = buckets == routing.MARKERS
-            sizes += np.bincount(buckets[~is_marker], minlength=tasks)[:tasks]
+            task_ids = routing.audit_tasks_of(pa.Table.from_batches([batch]).cast(RAW_ARROW), tasks)
+            is_marker = task_ids == routing.MARKERS
+            sizes += np.bincount(task_ids[~is_marker], minlength=tasks)[:tasks]
             sizes += int(is_marker.sum())
         yield pa.RecordBatch.from_pydict({"sizes": [sizes.tolist()]})
 

@@ -24,14 +24,14 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES
 from offsets_lib.audit.task_audit import RAW_ARROW
-from offsets_lib.engine.spark_hash import bucket_labels
+from offsets_lib.engine.spark_hash import task_labels
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 
 MARKERS = -1
 # An audit task holds its records in memory at once (~1.2 GB of Python per million records).
 # At 10M records on 2 cores, 20 tasks of 500k ran ~15 % faster than 10 of 1M; 40 was no faster.
 RECORDS_PER_TASK = 500_000
-# Raise when task_buckets sends a record elsewhere: stored kept records cut by audit task under
+# Raise when audit_tasks_of sends a record elsewhere: stored kept records cut by audit task under
 # another version are mapped again (exchange.stored_cuts).
 ROUTING_VERSION = 1
 _BATCH_METADATA = ("producer_id", "producer_epoch", "is_transactional", "is_control")
@@ -153,7 +153,7 @@ def tasks_for(records: int, *, cores: int, at_most: int) -> int:
     return max(1, min(at_most, max(cores, -(-records // RECORDS_PER_TASK))))
 
 
-def task_buckets(table: pa.Table, tasks: int, *, by_offset_key: bool = False) -> np.ndarray:
+def audit_tasks_of(table: pa.Table, tasks: int, *, by_offset_key: bool = False) -> np.ndarray:
     """Task (0..tasks-1) of every RAW_ARROW row; MARKERS for records every task receives
     (transaction markers, and with `by_offset_key` group tombstones).
 
@@ -172,16 +172,16 @@ def task_buckets(table: pa.Table, tasks: int, *, by_offset_key: bool = False) ->
         commits = np.flatnonzero(kinds.is_commit)
         group_hash[commits] = _offset_key_hashes(keys, commits)
         is_marker |= kinds.is_group_tombstone
-    buckets = _bucket_of(group_hash, _partitions(table), tasks)
-    return np.where(is_marker, MARKERS, buckets).astype(np.int32)
+    task_ids = _task_of_hash(group_hash, _partitions(table), tasks)
+    return np.where(is_marker, MARKERS, task_ids).astype(np.int32)
 
 
 def _partitions(table: pa.Table) -> np.ndarray:
     return np.asarray(pc.fill_null(table.column("log_partition"), 0), dtype=np.int64)
 
 
-def _bucket_of(hashes: np.ndarray, partition: np.ndarray, tasks: int) -> np.ndarray:
-    """The task of each hash in its offsets partition (`task_buckets`)."""
+def _task_of_hash(hashes: np.ndarray, partition: np.ndarray, tasks: int) -> np.ndarray:
+    """The task of each hash in its offsets partition (`audit_tasks_of`)."""
     mixed = (hashes * np.uint64(0x9E3779B1) + partition.astype(np.uint64)) & np.uint64(0xFFFFFFFF)
     return (mixed % np.uint64(tasks)).astype(np.int32)
 
@@ -207,7 +207,7 @@ def _split_kinds(table: pa.Table, keys: pa.Array, rows: np.ndarray) -> _SplitKin
 
 
 def _offset_key_hashes(keys: pa.Array, commits: np.ndarray) -> np.ndarray:
-    """CRC-32 of the commits' key bytes after the record type (`task_buckets`)."""
+    """CRC-32 of the commits' key bytes after the record type (`audit_tasks_of`)."""
     if not len(commits):
         return np.zeros(0, np.uint64)
     return _crc32_codes(keys.take(pa.array(commits)), skip=2)
@@ -231,7 +231,7 @@ def first_step_sections(table: pa.Table, tasks: int, rows: np.ndarray) -> np.nda
     step take their audit task's records (engine/key_split.py): FORWARDED_SECTION for
     group-level records, which go to the per-group audit directly; COPIED_SECTION for markers
     and group tombstones, which every first-step task receives; FIRST_STEP_TASK + k for an
-    offset commit of first-step task k (`task_buckets` with `by_offset_key`). A map that cuts a
+    offset commit of first-step task k (`audit_tasks_of` with `by_offset_key`). A map that cuts a
     large task's records by section lets the first step read them as they are. Only the
     commits' keys are hashed, and no value is copied (the map's cost)."""
     keys = table.column("key").take(pa.array(rows)).combine_chunks()
@@ -241,18 +241,16 @@ def first_step_sections(table: pa.Table, tasks: int, rows: np.ndarray) -> np.nda
     commits = np.flatnonzero(kinds.is_commit)
     hashes = _offset_key_hashes(keys, commits)
     partition = _partitions(table)[rows[commits]]
-    sections[commits] = FIRST_STEP_TASK + _bucket_of(hashes, partition, tasks)
+    sections[commits] = FIRST_STEP_TASK + _task_of_hash(hashes, partition, tasks)
     return sections
 
 
-def copies_to_tasks(bucket: Column, tasks: int) -> Column:
-    """(copy, label) rows of a record with task `bucket`: one for a group's record, one per task
+def copies_to_tasks(task: Column, tasks: int) -> Column:
+    """(copy, label) rows of a record with task `task`: one for a group's record, one per task
     for a marker (copies 1.. take part in their task's audit but are not counted). Labels are
     the values Spark's hash partitioner sends to partitions 0..tasks-1 one to one
-    (spark_hash.bucket_labels), so `repartition(tasks, label)` gives each task its own."""
-    labels = F.array(*[F.lit(v) for v in bucket_labels(tasks)])
+    (spark_hash.task_labels), so `repartition(tasks, label)` gives each task its own."""
+    labels = F.array(*[F.lit(v) for v in task_labels(tasks)])
     return F.posexplode(
-        F.when(bucket == F.lit(MARKERS), labels).otherwise(
-            F.array(F.element_at(labels, bucket + 1))
-        )
+        F.when(task == F.lit(MARKERS), labels).otherwise(F.array(F.element_at(labels, task + 1)))
     )

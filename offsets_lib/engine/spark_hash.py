@@ -1,9 +1,9 @@
 """Spark's Murmur3 hash of an int (HashPartitioning's function), to address shuffle tasks.
 
-`repartition(n, col)` sends a row to task `pmod(murmur3(col, seed 42), n)`. Hashing into n
-buckets first and then repartitioning by the bucket number would leave tasks empty whenever two
-buckets land on the same task; `bucket_labels(n)` gives, for each bucket, an int label that
-Spark sends to exactly that task, so n buckets fill n tasks one to one.
+`repartition(n, col)` sends a row to task `pmod(murmur3(col, seed 42), n)`. Repartitioning by
+the audit task number itself would leave Spark tasks empty whenever two audit tasks hash to the
+same one; `task_labels(n)` gives, for each audit task, an int label that Spark sends to exactly
+that task, so n audit tasks fill n Spark tasks one to one.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def murmur3_int(value: int, seed: int = _SEED) -> int:
     return h1 - (1 << 32) if h1 >= 1 << 31 else h1
 
 
-def bucket_labels(tasks: int) -> list[int]:
+def task_labels(tasks: int) -> list[int]:
     """label[b] = the smallest int that `repartition(tasks, label)` sends to task b."""
     labels: dict[int, int] = {}
     candidate = 0

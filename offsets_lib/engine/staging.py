@@ -193,7 +193,7 @@ class KeptFiles:
     run hands it to that task without mapping it again.
 
     A transaction marker that several tasks keep is stored once by each of them; the next run's
-    audit tasks read it once (task_audit.task_tables). Measured at a 10M-record state on 2 cores:
+    audit tasks read it once (task_audit.task_tables). Measured over a 10M-record topic on 2 cores:
     choosing and storing the kept records in a second pass over the records took
     13-16 s of each incremental run."""
 

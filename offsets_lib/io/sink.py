@@ -25,7 +25,7 @@ Public API::
     versions = write_run_tables({"offsets": df, ...}, output="/data/audit", run_id="2024-06-01")
     publish_run({"run_id": "2024-06-01", "status": "succeeded", ...}, output="/data/audit")
     read_table("/data/audit", "offsets", run_id="2024-06-01")          # -> pyarrow.Table
-    write_frame(df, spec, output=..., run_id=...)  # any TableSpec (e.g. internal _state)
+    write_frame(df, spec, output=..., run_id=...)  # any TableSpec (e.g. the internal _kept)
 
 ``write_run_tables`` refuses ``runs``: that row is committed last with :func:`publish_run`, so a
 ``runs`` row means the run's tables are complete. Files of failed or speculative task attempts

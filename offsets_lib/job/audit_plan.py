@@ -3,20 +3,23 @@
 The shuffle and its inputs (`plan_inputs`: the dump's files or a Kafka run's records for the
 file shuffle, else Spark's shuffle), the number of audit tasks (`audit_tasks`,
 `incremental_tasks`), and the split audit: which tasks are oversized (`oversized_tasks`,
-`is_skewed`) and its first step over them (`split_first_step`). `job/run.py` holds the rest of
-the run: the clock, the writes, the report.
+`is_skewed`) and its first step over them (`split_first_step`); which tables the audit tasks
+write and which frames are left to build (`direct_tables`, `frames_needed`). `job/run.py` holds
+the rest of the run: the clock, the writes, the report.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from deltalake.transaction import AddAction
 from pyspark.sql import DataFrame, SparkSession
 
+from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import positioned
 from offsets_lib.engine.routing import RECORDS_PER_TASK
@@ -167,7 +170,7 @@ def _map_tasks(spark: SparkSession) -> int:
 # the fewest that divide that number, while they hold at most RECORDS_PER_TASK records each and
 # number at most this many times the tasks the run needs: then none of those records is mapped
 # again (exchange.stored_pieces). Measured (2 cores, 10k new records over a 10M-record
-# state whose 1.7M kept records were cut for 20 tasks): mapped again for 8 tasks, 3.3 s more;
+# topic whose 1.7M kept records were cut for 20 tasks): mapped again for 8 tasks, 3.3 s more;
 # in all 20 tasks the hourly run took 22.9 s, in 10 (the fewest dividing 20) 19.8 s.
 STORED_TASKS_FACTOR = 4
 
@@ -250,7 +253,7 @@ def split_first_step(
             spark, pieces, oversized, staging=staging, tasks=tasks
         )
         reduced = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
-        audited = [p for p in pieces if p["bucket"] not in oversized]
+        audited = [p for p in pieces if p["task"] not in oversized]
         audited += direct + key_split.forwarded_pieces(reduced)
         return (
             audited,
@@ -264,3 +267,17 @@ def _first_step_sizes(spark: SparkSession, pieces: list[dict[str, Any]], tasks: 
     """Records of each task of the split audit's first step (key_split.gathered)."""
     cores = spark.sparkContext.defaultParallelism
     return exchange.task_sizes(*key_split.gathered(pieces, tasks=tasks, cores=cores))
+
+
+def direct_tables(options: RunOptions) -> tuple[str, ...]:
+    """Tables the audit tasks write themselves (delta-rs commits them; the Spark writer writes
+    every table itself)."""
+    return () if options.delta_writer == "spark" else DIRECT_TABLES
+
+
+def frames_needed(written: Mapping[str, list[AddAction]]) -> list[str]:
+    """The frames to build: tables no task wrote, and `offsets` for a lag table built in Spark."""
+    needed = [t for t in pipeline.DECIDED_TABLES if t not in written]
+    if "lag" not in written and "offsets" not in needed:
+        needed.append("offsets")
+    return needed

@@ -56,7 +56,7 @@ TUNED_CONF: dict[str, str] = {
 
 # A driver JVM that moves few records compiles with C1 only: with the file shuffle and delta-rs
 # the records pass through Python workers, and C2's compiler thread only competes with them for
-# the cores. A Kafka run of 10k new records over a 10M-record state 14.3-15.3 -> 11.5-12.8 s;
+# the cores. A Kafka run of 10k new records over a 10M-record topic 14.3-15.3 -> 11.5-12.8 s;
 # a first run reading all 10M records through the connector 45 -> 56 s (~1.1 s per million
 # records read against ~3 s saved at start: QUICK_START_MAX_RECORDS keeps a margin).
 QUICK_START_JIT = ("-XX:TieredStopAtLevel=1",)

@@ -335,7 +335,7 @@ class RunOptions:
             Flag(
                 "--end-offsets",
                 help="CSV/Parquet of log-end offsets (topic, partition, log_end_offset) for the"
-                " lag table; --source kafka fetches the consumed topics' watermarks itself.",
+                " lag table; --source kafka fetches the consumed topics' log-end offsets itself.",
                 expected="CSV/Parquet of log-end offsets for the lag table",
             )
         ),

@@ -1,21 +1,20 @@
 """The imperative shell of `offsets run` and jobs/offsets_job.py: read, audit, write, report.
 
-Reads the clock only here (`--as-of now`, run timestamps); everything between reading and
-writing is the audit per task (`pipeline.audit_raw` after Spark's shuffle, or `exchange` after
-the file shuffle), decisions included, at the evaluation time fixed before the tasks run. With
-delta-rs the audit tasks also write the tables that are projections of their results
-(table_rows.DIRECT_TABLES), on either shuffle; the driver sums the tasks' partial meters and writes `metrics`
-(with delta-rs; `pipeline.table_frames` builds the frames of the rest); the driver commits every
-table.
+Reads the clock only in this shell (`--as-of now`, run timestamps: `run_report.now_ms`, the
+runs row's times); everything between reading and writing is the audit per task
+(`pipeline.audit_raw` after Spark's shuffle, or `exchange` after the file shuffle), decisions
+included, at the evaluation time fixed before the tasks run. With delta-rs the audit tasks
+also write the tables that are projections of their results (table_rows.DIRECT_TABLES), on
+either shuffle; the driver sums the tasks' partial meters and writes `metrics` (with delta-rs;
+`pipeline.table_frames` builds the frames of the rest); `job.run_output` commits every table,
+then the runs row; `job.run_report` is what the run tells.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,10 +24,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from offsets_lib.audit import lag, table_rows, task_audit
+from offsets_lib.audit import lag
 from offsets_lib.audit.rules import Params
-from offsets_lib.audit.table_rows import DIRECT_TABLES
-from offsets_lib.audit.tables import table_spec
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.decode import positioned
 from offsets_lib.engine.staging import (
@@ -37,75 +34,19 @@ from offsets_lib.engine.staging import (
     stage_end_offsets,
     written_files,
 )
-from offsets_lib.io import catalog, delta_schema, incremental, sink, spark_writer
+from offsets_lib.io import incremental, sink
 from offsets_lib.io.lock import output_lock
-from offsets_lib.job import audit_plan
+from offsets_lib.job import audit_plan, run_output, run_report
 from offsets_lib.job.options import RunOptions
+from offsets_lib.job.run_report import RejectRatioExceeded, RunReport
+
+__all__ = ["LogEndOffsets", "RejectRatioExceeded", "RunOptions", "RunReport", "execute"]
 
 log = logging.getLogger(__name__)
 
 # The log-end offsets for the `lag` table (topic, partition, log_end_offset), taken once per
 # run before the audit tasks (which write the lag rows with them).
-EndOffsets = Callable[[], pa.Table]
-
-
-class RejectRatioExceeded(RuntimeError):
-    """Too many undecodable records (exit status 4); rejects and a failed runs row are written."""
-
-
-@dataclass
-class RunReport:
-    run_id: str
-    status: str
-    as_of_ms: int | None = None
-    records_read: int = 0
-    records_decoded: int = 0
-    records_rejected: int = 0
-    orphaned_offsets: int = 0
-    groups_by_type_state: dict[str, int] = field(default_factory=dict)
-    offsets_total: int = 0
-    offsets_expired: int = 0
-    offsets_expiring_24h: int = 0
-    groups_deleted: int = 0
-    # LOG-6: checks failed, and some of them (offsets partition, group id, check)
-    load_failures: int = 0
-    load_failures_shown: tuple[tuple[int, str, str], ...] = ()
-    # offsets deleted soon after a value, read without transaction markers (Scala coordinators)
-    unplaced_marker_deletes: int = 0
-    tables: dict[str, str] = field(default_factory=dict)
-    views: list[str] = field(default_factory=list)  # a catalog run's latest_<table> views
-    stage_seconds: dict[str, float] = field(default_factory=dict)
-    largest_task_records: int | None = None  # input records of the largest audit task (files)
-    # the largest audit task's records over the average task's, in the step where it is largest
-    task_skew: float | None = None
-    # a Kafka run's {offsets partition: records} after its end that open transactions hold back
-    records_held_back: dict[int, int] = field(default_factory=dict)
-    error: str | None = None
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-class _Stages:
-    """Logs one line per stage with its duration (and counts when known), and each step as it
-    starts (`step`)."""
-
-    def __init__(
-        self,
-        report: RunReport,
-        echo: Callable[[str], None],
-        step: Callable[[str], None] = log.debug,
-    ) -> None:
-        self.report, self.echo, self.step = report, echo, step
-        self.started = time.monotonic()
-
-    def done(self, stage: str, detail: str = "") -> None:
-        now = time.monotonic()
-        seconds = round(now - self.started, 2)
-        self.report.stage_seconds[stage] = seconds
-        self.started = now
-        self.echo(f"[{stage}] {detail} ({seconds:.1f} s)".replace("]  (", "] ("))
+LogEndOffsets = Callable[[], pa.Table]
 
 
 def execute(
@@ -116,7 +57,7 @@ def execute(
     echo: Callable[[str], None] = log.info,
     step: Callable[[str], None] = log.debug,
     increment: incremental.Increment | None = None,
-    end_offsets: EndOffsets | None = None,
+    end_offsets: LogEndOffsets | None = None,
 ) -> RunReport:
     """Decode, audit and publish one run; `runs` is written last (failed or succeeded).
 
@@ -138,15 +79,15 @@ def _execute(
     options: RunOptions,
     echo: Callable[[str], None],
     increment: incremental.Increment | None = None,
-    end_offsets: EndOffsets | None = None,
+    end_offsets: LogEndOffsets | None = None,
     step: Callable[[str], None] = log.debug,
 ) -> RunReport:
-    """source -> route -> audit tasks -> decide -> write -> (state) -> publish the runs row."""
-    started_ms = _now_ms()
+    """source -> route -> audit tasks -> decide -> write -> kept records, checkpoint -> runs row."""
+    started_ms = run_report.now_ms()
     report = RunReport(run_id=options.run_id, status="running")
     if increment is not None:
         report.records_held_back = dict(increment.held_back)
-    stages = _Stages(report, echo, step)
+    stages = run_report.Stages(report, echo, step)
     staging: Staging | None = None
     try:
         staging = Staging.fresh(options.output, options.run_id)
@@ -157,9 +98,9 @@ def _execute(
         stages.done("read+audit", audited.summary(report, inputs.tasks))
         tables = _frames(spark, audited, options, report, staging)
         stages.step(f"writing {len(tables)} tables under {options.output}")
-        _write(spark, tables, options, report)
+        run_output.write_tables(spark, tables, options, report)
         _summarise(report, audited.stats)
-        stages.done("decide+write", _written_summary(report))
+        stages.done("decide+write", run_output.written_summary(report))
         if increment is not None:  # after every audit table, before the runs row
             _store_increment(audited.manifest, increment, options, report, stages)
         report.status = "succeeded"
@@ -169,10 +110,10 @@ def _execute(
         raise
     finally:
         stages.step(f"publishing run {options.run_id} ({report.status})")
-        _publish(spark, report, options, started_ms)
+        run_output.publish(spark, report, options, started_ms)
         if staging is not None:
             staging.remove()
-    _register(spark, report, options)
+    run_output.register(spark, report, options)
     return report
 
 
@@ -226,17 +167,17 @@ def _audit(
     staging: Staging,
     inputs: audit_plan.Inputs,
     increment: incremental.Increment | None,
-    end_offsets: EndOffsets | None,
+    end_offsets: LogEndOffsets | None,
 ) -> _Audited:
     """Route every record to its audit task and audit there; the tasks stage their results as
     files and return a manifest (a few rows per task). Sets the report's counts and as_of."""
     # long: the two shuffles' audits side by side, sharing the emitter, as_of and the counts
-    started_ms = _now_ms()
+    started_ms = run_report.now_ms()
     keep = increment is not None  # the tasks choose and write the kept records while they audit
     tasks = inputs.tasks
     kept_emit = audit_plan.kept_emitter(options, increment, tasks)
-    direct = _direct_tables(options)
-    decide_at = {"coordinator": options.coordinator, "tasks": tasks, "keep": keep}
+    direct = audit_plan.direct_tables(options)
+    audit_settings = {"coordinator": options.coordinator, "tasks": tasks, "keep": keep}
     if inputs.units is not None:
         # the map stage first: its pieces tell the evaluation time, which the audit tasks
         # decide at (and write the tables with)
@@ -251,7 +192,7 @@ def _audit(
         )
         _report_task_sizes(report, steps)
         audited = exchange.audit_pieces(
-            spark, pieces, params=_params(options, report), emit=emit, **decide_at
+            spark, pieces, params=_params(options, report), emit=emit, **audit_settings
         )
         manifest = key_split.staged_rows(first_step) + audited.collect()
     else:
@@ -264,10 +205,11 @@ def _audit(
             pipeline.task_sizes(records, tasks=tasks)
         ):
             manifest = key_split.audit_split(
-                records, params=params, staging=staging, emit=emit, **decide_at
+                records, params=params, staging=staging, emit=emit, **audit_settings
             )
         else:
-            manifest = pipeline.audit_raw(records, params=params, emit=emit, **decide_at).collect()
+            audited = pipeline.audit_raw(records, params=params, emit=emit, **audit_settings)
+            manifest = audited.collect()
         records.unpersist()
     stats = pipeline.run_stats(manifest)
     report.records_read = stats.records_read
@@ -291,14 +233,14 @@ def _frames(
     sums = staging.metric_sums(audited.manifest)
     written = dict(audited.written)
     if options.delta_writer != "spark":
-        written["metrics"] = _metric_files(sums, options, report)
+        written["metrics"] = run_output.metric_files(sums, options, report)
     frames = pipeline.table_frames(
         staging.read(spark, audited.manifest),
         orphaned_offsets=audited.stats.orphaned_offsets,
-        tables=_frames_needed(written),
+        tables=audit_plan.frames_needed(written),
         metric_sums=sums,
     )
-    _check_reject_ratio(spark, report, options, written, frames)
+    run_output.check_reject_ratio(spark, report, options, written, frames)
     built = dict(frames.frames)
     if "lag" not in written:
         built["lag"] = lag.lag_frame(
@@ -310,56 +252,12 @@ def _frames(
     }
 
 
-def _metric_files(sums: pa.Table, options: RunOptions, report: RunReport) -> list[AddAction]:
-    """The `metrics` table's file of the run, written by the driver (a few rows per hour and
-    partition), for delta-rs to commit with the others."""
-    spec = table_spec("metrics")
-    assert report.as_of_ms is not None
-    rows = table_rows.table_rows(
-        "metrics",
-        {task_audit.METRIC: sums},
-        run_id=options.run_id,
-        as_of_ms=report.as_of_ms,
-        schema=delta_schema.arrow_schema(spec, with_comments=False),
-    )
-    written = sink.write_task_files(rows, spec, output=options.output, run_id=options.run_id)
-    return [sink.add_action(file, options.run_id) for file in written]
-
-
-def _check_reject_ratio(
-    spark: SparkSession,
-    report: RunReport,
-    options: RunOptions,
-    written: Mapping[str, list[AddAction]],
-    frames: pipeline.AuditFrames,
-) -> None:
-    """Too many undecodable records: write the rejects (for the person who looks) and fail."""
-    ratio = report.records_rejected / report.records_read if report.records_read else 0.0
-    if ratio <= options.max_reject_ratio:
-        return
-    rejects = written["rejects"] if "rejects" in written else frames.frames["rejects"]
-    _write(spark, {"rejects": rejects}, options, report)
-    raise RejectRatioExceeded(
-        f"{report.records_rejected} of {report.records_read} records could not be decoded"
-        f" ({ratio:.2%} > --max-reject-ratio {options.max_reject_ratio:.2%}); see the rejects"
-        f" table under {options.output}"
-    )
-
-
-def _written_summary(report: RunReport) -> str:
-    return (
-        f"{len(report.tables)} tables: {report.offsets_total} offsets,"
-        f" {sum(report.groups_by_type_state.values())} groups,"
-        f" {report.offsets_expired} expired now"
-    )
-
-
 def _store_increment(
     manifest: list[Any],
     increment: incremental.Increment,
     options: RunOptions,
     report: RunReport,
-    stages: _Stages,
+    stages: run_report.Stages,
 ) -> None:
     """Commit what the next incremental run needs (the kept records the audit tasks wrote),
     then advance the checkpoint."""
@@ -375,7 +273,7 @@ def _store_increment(
 
 def _error_line(exc: BaseException, options: RunOptions) -> str:
     """The runs row's error: the exception's first line, with no secret in it."""
-    from offsets_lib.io.sources.kafka import scrub
+    from offsets_lib.io.sources.kafka_names import scrub
 
     if isinstance(exc, KeyboardInterrupt):
         return "interrupted (SIGINT)"
@@ -400,27 +298,14 @@ def _latest_timestamp_ms(options: RunOptions, records: DataFrame) -> int | None:
     return records.agg(F.max("log_timestamp_ms")).first()[0]
 
 
-def _params(options: RunOptions, report: RunReport) -> Params:
-    """What the audit tasks decide at: the retention and the run's evaluation time."""
-    assert report.as_of_ms is not None
-    return Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms)
-
-
-def _as_of(options: RunOptions, latest_ms: int | None, started_ms: int) -> int:
-    """The evaluation time: --as-of, else the newest record's time, else (no record) now."""
-    if isinstance(options.as_of, int):
-        return options.as_of
-    return int(latest_ms) if latest_ms is not None else started_ms
-
-
 def _table_emitter(
     options: RunOptions, report: RunReport, staging: Staging, ends: pa.Table | None
 ) -> pipeline.TaskEmitter:
     """What the audit tasks hand their results to: the staging folder, and with delta-rs the
     tables that are projections of the results, written by the tasks at the run's evaluation
-    time (on either shuffle: at 20k records on the 2-worker cluster, building those 9 tables
+    time, on either shuffle (at 20k records on the 2-worker cluster, building those tables
     from the staged results in Spark took 24.6 s of the run's 125 s)."""
-    direct = _direct_tables(options)
+    direct = audit_plan.direct_tables(options)
     if not direct:
         return staging
     assert report.as_of_ms is not None
@@ -434,18 +319,17 @@ def _table_emitter(
     )
 
 
-def _direct_tables(options: RunOptions) -> tuple[str, ...]:
-    """Tables the audit tasks write themselves (delta-rs commits them; the Spark writer writes
-    every table itself)."""
-    return () if options.delta_writer == "spark" else DIRECT_TABLES
+def _params(options: RunOptions, report: RunReport) -> Params:
+    """What the audit tasks decide at: the retention and the run's evaluation time."""
+    assert report.as_of_ms is not None
+    return Params(retention_ms=options.retention_ms, as_of_ms=report.as_of_ms)
 
 
-def _frames_needed(written: Mapping[str, list[AddAction]]) -> list[str]:
-    """The frames to build: tables no task wrote, and `offsets` for a lag table built in Spark."""
-    needed = [t for t in pipeline.DECIDED_TABLES if t not in written]
-    if "lag" not in written and "offsets" not in needed:
-        needed.append("offsets")
-    return needed
+def _as_of(options: RunOptions, latest_ms: int | None, started_ms: int) -> int:
+    """The evaluation time: --as-of, else the newest record's time, else (no record) now."""
+    if isinstance(options.as_of, int):
+        return options.as_of
+    return int(latest_ms) if latest_ms is not None else started_ms
 
 
 def _summarise(report: RunReport, stats: pipeline.RunStats) -> None:
@@ -459,85 +343,3 @@ def _summarise(report: RunReport, stats: pipeline.RunStats) -> None:
     report.load_failures = stats.load_failures
     report.load_failures_shown = stats.load_failures_shown
     report.unplaced_marker_deletes = stats.unplaced_marker_deletes
-
-
-def _write(
-    spark: SparkSession,
-    frames: Mapping[str, DataFrame | list[AddAction]],
-    options: RunOptions,
-    report: RunReport,
-) -> None:
-    """Write and commit the tables, in the order of `frames` (DataFrames, or the add actions of
-    files the audit tasks wrote)."""
-    conformed = {
-        name: pipeline.conform(df, name, run_id=options.run_id, as_of_ms=report.as_of_ms)
-        if isinstance(df, DataFrame)
-        else df
-        for name, df in frames.items()
-    }
-    if options.delta_writer == "spark":
-        for name, df in conformed.items():
-            spark_writer.write_with_spark_delta(
-                spark,
-                df,
-                name,
-                output=_external_output(options),
-                run_id=options.run_id,
-                database=options.database,
-            )
-    else:
-        sink.write_run_tables(conformed, output=options.output, run_id=options.run_id)
-    for name in conformed:
-        report.tables[name] = _table_name(options, name)
-
-
-def _external_output(options: RunOptions) -> str | None:
-    """Where the Spark writer puts the tables: --output, or (managed catalog tables) None."""
-    return options.output if options.database is None or options.output_given else None
-
-
-def _table_name(options: RunOptions, name: str) -> str:
-    if options.database is not None:
-        return f"{options.database}.{name}"
-    return sink.table_uri(options.output, name)
-
-
-def _register(spark: SparkSession, report: RunReport, options: RunOptions) -> None:
-    """A catalog run's tables written by delta-rs: the catalog learns the ones it lacks, once
-    every table and the runs row are committed (a failed run's tables are registered by the
-    next run that succeeds; Delta's Spark writer registers its tables itself). Then each
-    table's ``latest_<table>`` view, for readers that name no run."""
-    if options.database is None:
-        return
-    if options.delta_writer != "spark":
-        catalog.register_tables(
-            spark, report.tables, output=options.output, database=options.database
-        )
-    report.views = catalog.create_latest_views(spark, options.database, report.tables)
-
-
-def _publish(spark: SparkSession, report: RunReport, options: RunOptions, started_ms: int) -> None:
-    """Commit the `runs` row last, so a dashboard never sees a half-published run."""
-    row: dict[str, Any] = {
-        "run_id": report.run_id,
-        "status": report.status,
-        "started_at": datetime.fromtimestamp(started_ms / 1000, UTC),
-        "finished_at": datetime.now(UTC),
-        "as_of": datetime.fromtimestamp(report.as_of_ms / 1000, UTC) if report.as_of_ms else None,
-        "source": options.source,
-        "records_read": report.records_read,
-        "records_decoded": report.records_decoded,
-        "records_rejected": report.records_rejected,
-        "coordinator": str(options.coordinator),
-        "retention_ms": options.retention_ms,
-        "input": ",".join(options.inputs) if options.source == "parquet" else options.topic,
-        "error": report.error,
-        "tables_written": sorted(report.tables),
-    }
-    if options.delta_writer == "spark":
-        spark_writer.publish_run_with_spark(
-            spark, row, output=_external_output(options), database=options.database
-        )
-    else:
-        sink.publish_run(row, output=options.output)
-    report.tables["runs"] = _table_name(options, "runs")

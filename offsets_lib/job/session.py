@@ -193,7 +193,7 @@ def new_session(
         if is_launched_by_spark_submit() or not (
             configured is None or local_tuning.is_local(configured)
         ):
-            return NewSession(None, _merged(storage_conf, extra), is_tuned=False)
+            return NewSession(None, merged_settings(storage_conf, extra), is_tuned=False)
         master = configured or LOCAL_MASTER
     if show_progress is None:
         show_progress = sys.stderr.isatty()
@@ -203,7 +203,7 @@ def new_session(
         conf = local_tuning.tuned(conf, quick_start=quick_start)
     if JAVA_OPTIONS in extra:  # added to ours, not instead of them
         extra[JAVA_OPTIONS] = f"{conf[JAVA_OPTIONS]} {extra[JAVA_OPTIONS]}"
-    return NewSession(master, _merged(_merged(conf, storage_conf), extra), is_tuned)
+    return NewSession(master, merged_settings(merged_settings(conf, storage_conf), extra), is_tuned)
 
 
 def hadoop_version() -> str:
@@ -251,7 +251,7 @@ def s3a_conf(uris: Iterable[str] = ()) -> dict[str, str]:
     return conf
 
 
-def _merged(conf: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+def merged_settings(conf: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
     """`conf` updated by `extra`; comma lists (spark.jars.packages) are appended, not replaced."""
     merged = dict(conf)
     for key, value in extra.items():

@@ -17,15 +17,17 @@ from offsets_lib.wire.api import (
     decode_record,
     decode_subscription,
     decode_value,
+    subscription_topics,
+    to_jsonable,
+)
+from offsets_lib.wire.codec import DecodeError, EncodeError
+from offsets_lib.wire.encoders import (
     encode_assignment,
     encode_control,
     encode_key,
     encode_subscription,
     encode_value,
-    subscription_topics,
-    to_jsonable,
 )
-from offsets_lib.wire.codec import DecodeError, EncodeError
 from offsets_lib.wire.layouts import RECORD_TYPES, Field, Message, RecordType
 
 __all__ = [

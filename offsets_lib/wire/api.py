@@ -1,4 +1,4 @@
-"""Public codec functions: decode never raises, encode raises `EncodeError` on bad input.
+"""The codec's readers (decode never raises); its writers are `wire.encoders`.
 
 Decoding classifies every record instead of failing (records.md section 8): unknown types,
 unknown versions and malformed bytes come back as precise error strings, so one bad record
@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from offsets_lib.wire.codec import _INT16, DecodeError, EncodeError, Reader, Writer
+from offsets_lib.wire.codec import _INT16, DecodeError, Reader
 from offsets_lib.wire.compiled import Compiled, compile_field, compile_struct
 from offsets_lib.wire.layouts import (
     ASSIGNMENT,
@@ -369,53 +369,6 @@ def _decode_record_generic(key: bytes | None, value: bytes | None) -> DecodedRec
         return DecodedRecord(None, None, {}, None, None, "current", False, _describe(exc))
 
 
-def _record_type(record_type: int) -> RecordType:
-    rt = RECORD_TYPES.get(record_type)
-    if rt is None:
-        raise EncodeError(f"unknown record type {record_type}")
-    return rt
-
-
-def encode_key(record_type: int, fields: dict) -> bytes:
-    """int16 record type + key fields in classic encoding."""
-    rt = _record_type(record_type)
-    writer = Writer()
-    writer.fixed("int16", record_type, "record type")
-    writer.struct(rt.key.fields, fields, 0, False, rt.key.name)
-    return bytes(writer.out)
-
-
-def encode_value(record_type: int, version: int, fields: dict, *, layout: str = "current") -> bytes:
-    """int16 version + value fields with the named layout ("current" or a historical label)."""
-    rt = _record_type(record_type)
-    candidates = (current_value(rt), *rt.historical)
-    message = next((m for m in candidates if m.label == layout), None)
-    if message is None:
-        labels = [m.label for m in candidates]
-        raise EncodeError(f"no layout {layout!r} for {rt.name}; known: {labels}")
-    if not message.accepts(version):
-        raise EncodeError(f"unknown value version {version} for {rt.name}")
-    return _encode_message(message, version, fields)
-
-
-def _encode_message(message: Message, version: int, fields: dict) -> bytes:
-    writer = Writer()
-    writer.fixed("int16", version, "version")
-    layout_version = _clamped(message, version)
-    flexible = message.is_flexible(layout_version)
-    writer.struct(message.fields, fields, layout_version, flexible, message.name)
-    return bytes(writer.out)
-
-
-def _clamped(message: Message, version: int) -> int:
-    hi = message.valid[1]
-    if message.clamp_newer and hi is not None and version > hi:
-        return hi
-    if version < 0 or not message.accepts(version):
-        raise EncodeError(f"unknown version {version} for {message.name}")
-    return version
-
-
 def _decode_embedded(message: Message, data: Any, empty_means_none: bool) -> dict:
     """Consumer-protocol payload -> {"version", "error", "trailing_bytes", **fields}."""
     meta: dict[str, Any] = {"version": None, "error": None, "trailing_bytes": 0}
@@ -487,14 +440,6 @@ def decode_assignment(data: bytes) -> dict:
     return _decode_embedded(ASSIGNMENT, data, empty_means_none=True)
 
 
-def encode_subscription(version: int, fields: dict) -> bytes:
-    return _encode_message(SUBSCRIPTION, version, fields)
-
-
-def encode_assignment(version: int, fields: dict) -> bytes:
-    return _encode_message(ASSIGNMENT, version, fields)
-
-
 def decode_control(key: bytes, value: bytes | None) -> DecodedControl:
     """Transaction marker of a control batch; only ABORT/COMMIT values are read."""
     try:
@@ -516,17 +461,6 @@ def decode_control(key: bytes, value: bytes | None) -> DecodedControl:
         return DecodedControl(name, type_id, version, epoch, None)
     except Exception as exc:
         return DecodedControl(None, None, None, None, _describe(exc))
-
-
-def encode_control(marker: str, coordinator_epoch: int = 0) -> tuple[bytes, bytes]:
-    """(key, value) of an ABORT or COMMIT marker, version 0."""
-    ids = {name: type_id for type_id, name in CONTROL_TYPES.items()}
-    type_id = ids.get(marker.upper())
-    if type_id not in (0, 1):
-        raise EncodeError(f"not a transaction marker: {marker!r}")
-    key = _encode_message(CONTROL_KEY, 0, {"type": type_id})
-    value = _encode_message(CONTROL_VALUE, 0, {"coordinatorEpoch": coordinator_epoch})
-    return key, value
 
 
 def to_jsonable(obj: Any) -> Any:

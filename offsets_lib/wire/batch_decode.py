@@ -62,6 +62,31 @@ class TaskRecords:
         return out
 
 
+def _assembled(
+    source: pa.Table,
+    order: np.ndarray,
+    fasts: list[fastpath.FastResult],
+    walked: layout_scan.Scanned | None,
+    walked_count: int,
+    slow: dict[str, pa.Array],
+) -> list[pa.Array]:
+    """DECODED_ARROW's columns in `order`: the fast path's rows, the walked ones, the codec's
+    (`decode_task_records`); the batch-metadata columns taken from `source`."""
+    take = pa.array(order)  # fixed-width columns: Arrow's chunked take is fast for them
+    arrays = []
+    for field in DECODED_ARROW:
+        if field.name in _PASS_THROUGH:
+            arrays.append(source.column(field.name).take(take).combine_chunks().cast(field.type))
+            continue
+        parts = [f.columns[field.name].cast(field.type) for f in fasts]
+        if walked is not None:
+            column = walked.columns.get(field.name)
+            missing = column is None
+            parts.append(pa.nulls(walked_count, field.type) if missing else column.cast(field.type))
+        arrays.append(pa.concat_arrays([*parts, slow[field.name]]))
+    return arrays
+
+
 def decode_task_records(
     batches: list[pa.RecordBatch],
     *,
@@ -104,21 +129,7 @@ def decode_task_records(
         walked_rows = walked_rows[~keep]
     slow = _columns(decoded)
     order = np.concatenate([fast_rows, walked_rows, codec_rows])
-    take = pa.array(order)  # fixed-width columns: Arrow's chunked take is fast for them
-    arrays = []
-    for field in DECODED_ARROW:
-        if field.name in _PASS_THROUGH:
-            arrays.append(source.column(field.name).take(take).combine_chunks().cast(field.type))
-            continue
-        parts = [f.columns[field.name].cast(field.type) for f in fasts]
-        if walked is not None:
-            column = walked.columns.get(field.name)
-            parts.append(
-                column.cast(field.type)
-                if column is not None
-                else pa.nulls(len(walked_rows), field.type)
-            )
-        arrays.append(pa.concat_arrays([*parts, slow[field.name]]))
+    arrays = _assembled(source, order, fasts, walked, len(walked_rows), slow)
     first_codec = len(fast_rows) + len(walked_rows)
     values = {first_codec + j: v for j, v in fields.items()}
     counts = {}

@@ -237,13 +237,11 @@ class Scanned:
     counts: dict[str, np.ndarray]
 
 
-def scan_records(keys: pa.Array, values: pa.Array | fastpath.RowBytes) -> Scanned:
-    """Walk keys and values of group-level records (types 2 and up, no control records). The
-    values come as an array or as their bytes already gathered (`fastpath.rows_buffers`).
-
-    A row is vouched for when its key has a known type >= 2 and fits its layout exactly, and its
-    value is a tombstone or fits the current layout of its version exactly.
-    """
+def _walk_keys(
+    keys: pa.Array,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """The keys' bytes, record types, which keys fit their layout exactly, and where each key
+    string lies (start, length; -1: none) by column (`scan_records`)."""
     n = len(keys)
     key_data, key_start, key_len = fastpath.buffers(keys)
     key_valid = np.asarray(keys.is_valid()) if keys.null_count else np.ones(n, dtype=bool)
@@ -268,6 +266,18 @@ def scan_records(keys: pa.Array, values: pa.Array | fastpath.RowBytes) -> Scanne
                 starts[rows] = at + 2
                 lengths[rows] = pos - at - 2
         accepted[rows] = ok & (pos == end)
+    return key_data, record_type, accepted, string_ranges
+
+
+def scan_records(keys: pa.Array, values: pa.Array | fastpath.RowBytes) -> Scanned:
+    """Walk keys and values of group-level records (types 2 and up, no control records). The
+    values come as an array or as their bytes already gathered (`fastpath.rows_buffers`).
+
+    A row is vouched for when its key has a known type >= 2 and fits its layout exactly, and its
+    value is a tombstone or fits the current layout of its version exactly.
+    """
+    n = len(keys)
+    key_data, record_type, accepted, string_ranges = _walk_keys(keys)
 
     if isinstance(values, pa.Array):
         values = fastpath.array_bytes(values)

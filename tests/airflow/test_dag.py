@@ -68,6 +68,7 @@ SCRIPT = textwrap.dedent(
             raw={"application": task.application, "py_files": task.py_files,
                  "application_args": task.application_args},
             rendered=rendered,
+            # Airflow's own private builder: the spark-submit line the provider would run
             command=hook._build_spark_submit_command(rendered["application"]),
         )
 
@@ -312,8 +313,8 @@ def test_job_accepts_the_dag_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
         seen.append(real(kw, now_ms=now_ms))
         raise UsageError("stopped by the test")
 
-    real = cli_run._options
-    monkeypatch.setattr(cli_run, "_options", stop)
+    real = cli_run.run_options
+    monkeypatch.setattr(cli_run, "run_options", stop)
     monkeypatch.chdir(tempfile.gettempdir())
     args = ["run", "--conf", "prod-example.toml", "--as-of", "2026-11-21T10:00:00+00:00"]
     args += ["--run-id", "scheduled__2026-11-21T09:00:00+00:00"]

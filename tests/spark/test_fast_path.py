@@ -16,7 +16,7 @@ from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.engine import pipeline
 from offsets_lib.engine.decode import decode_records, positioned
-from offsets_lib.engine.spark_hash import bucket_labels, murmur3_int
+from offsets_lib.engine.spark_hash import murmur3_int, task_labels
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.tools.generate import generate_dump
@@ -64,8 +64,8 @@ def test_murmur3_matches_spark_hash(spark) -> None:
 
 
 @pytest.mark.parametrize("tasks", [1, 2, 8, 13])
-def test_bucket_labels_fill_every_task_once(spark, tasks: int) -> None:
-    labels = bucket_labels(tasks)
+def test_task_labels_fill_every_task_once(spark, tasks: int) -> None:
+    labels = task_labels(tasks)
     frame = spark.createDataFrame([(v,) for v in labels], "v int").repartition(tasks, "v")
     per_task = frame.rdd.glom().map(len).collect()
     assert per_task == [1] * tasks

@@ -13,7 +13,7 @@ from offsets_lib.audit.tables import table_spec
 from offsets_lib.audit.task_audit import GROUP, KIND_ARROW, OFFSET, REJECT
 from offsets_lib.engine import pipeline
 from offsets_lib.io import delta_schema
-from offsets_lib.io.watermarks import END_OFFSETS_COLUMNS
+from offsets_lib.io.log_end_offsets import END_OFFSETS_COLUMNS
 
 pytestmark = pytest.mark.spark
 

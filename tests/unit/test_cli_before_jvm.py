@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from offsets_lib.cli import main
-from offsets_lib.cli.run_command import _options
+from offsets_lib.cli.run_command import run_options
 from offsets_lib.job import local_tuning, session
 
 
@@ -56,7 +56,7 @@ def test_database_tables_are_written_by_delta_rs_unless_asked(
         "split_commits": "auto",
         "topic": "__consumer_offsets",
     }
-    options = _options(kw, now_ms=0)
+    options = run_options(kw, now_ms=0)
     assert (options.database, options.delta_writer, options.output_given) == (
         "audit",
         writer,

@@ -33,13 +33,13 @@ def write(tmp_path: Path, text: str, name: str = "p.toml") -> Path:
 def captured(monkeypatch: pytest.MonkeyPatch) -> list:
     """Run the real `offsets run` up to its RunOptions, then stop it (exit 2) before Spark."""
     seen: list = []
-    real = cli_run._options
+    real = cli_run.run_options
 
     def stop(kw: dict, *, now_ms: int):
         seen.append(real(kw, now_ms=now_ms))
         raise UsageError("stopped by the test")
 
-    monkeypatch.setattr(cli_run, "_options", stop)
+    monkeypatch.setattr(cli_run, "run_options", stop)
     return seen
 
 

@@ -12,6 +12,8 @@ import pyarrow.parquet as pq
 from hypothesis import given
 from hypothesis import strategies as st
 
+# private _stat_value/_string_min/_string_max/_epoch_ms/_delta_timestamp: Delta-Spark's cut and
+# timestamp rules at their edges; through file_stats each case would need its own Parquet file
 from offsets_lib.io import delta_stats
 
 PREFIX = "a" * 32

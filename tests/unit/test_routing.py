@@ -23,10 +23,10 @@ from offsets_lib.engine.routing import (
     FIRST_STEP_TASK,
     FORWARDED_SECTION,
     MARKERS,
+    audit_tasks_of,
     decoded_by_key_split,
     group_id_bytes,
     positioned_table,
-    task_buckets,
     tasks_for,
 )
 
@@ -126,7 +126,7 @@ def _records(keys: list[bytes | None], partitions: list[int], control: list[bool
     )
 
 
-def test_task_buckets_put_a_groups_records_together_and_markers_everywhere() -> None:
+def test_audit_tasks_of_put_a_groups_records_together_and_markers_everywhere() -> None:
     keys = [
         _key(1, b"payments", b"\x00\x01t\x00\x00\x00\x00"),
         _key(2, b"payments"),
@@ -134,19 +134,19 @@ def test_task_buckets_put_a_groups_records_together_and_markers_everywhere() -> 
         b"\x00\x00\x00\x01",  # a transaction marker's key
         _key(1, b"payments", b"\x00\x01t\x00\x00\x00\x00"),
     ]
-    buckets = task_buckets(_records(keys, [4, 4, 4, 4, 9], [None, False, None, True, None]), 7)
-    assert buckets[:3].tolist() == [buckets[0]] * 3
-    assert buckets[3] == MARKERS
-    assert 0 <= buckets[4] < 7
+    task_ids = audit_tasks_of(_records(keys, [4, 4, 4, 4, 9], [None, False, None, True, None]), 7)
+    assert task_ids[:3].tolist() == [task_ids[0]] * 3
+    assert task_ids[3] == MARKERS
+    assert 0 <= task_ids[4] < 7
 
 
-def test_task_buckets_are_a_fixed_function_of_partition_and_group() -> None:
+def test_audit_tasks_of_are_a_fixed_function_of_partition_and_group() -> None:
     """Pinned: a run and its rerun (any process) send every record to the same task."""
     group_hash = zlib.crc32(b"payments")
     expected = ((group_hash * 0x9E3779B1 + 4) & 0xFFFFFFFF) % 13
-    buckets = task_buckets(_records([_key(1, b"payments"), None], [4, 0], [None, None]), 13)
-    assert buckets.tolist() == [expected, ((zlib.crc32(b"") * 0x9E3779B1) & 0xFFFFFFFF) % 13]
-    assert task_buckets(_records([], [], []), 13).dtype == np.int32
+    task_ids = audit_tasks_of(_records([_key(1, b"payments"), None], [4, 0], [None, None]), 13)
+    assert task_ids.tolist() == [expected, ((zlib.crc32(b"") * 0x9E3779B1) & 0xFFFFFFFF) % 13]
+    assert audit_tasks_of(_records([], [], []), 13).dtype == np.int32
 
 
 def _offset_key(group: bytes, topic: bytes, partition: int) -> bytes:
@@ -184,15 +184,15 @@ def test_a_large_task_is_cut_by_first_step_section(records, tasks: int) -> None:
             offset=pa.array(range(len(records)), pa.int64()),
         )
     )
-    buckets = task_buckets(table, tasks)
-    large = set(piece_files._large_tasks(buckets, tasks).tolist())
-    by_offset_key = task_buckets(table, tasks, by_offset_key=True)
+    task_ids = audit_tasks_of(table, tasks)
+    large = set(piece_files._large_tasks(task_ids, tasks).tolist())
+    by_offset_key = audit_tasks_of(table, tasks, by_offset_key=True)
     is_forwarded = ~decoded_by_key_split(table)
     seen: dict[int, list[int]] = {}
     for piece in piece_files.cut([table], tasks, by_section=True):
         offsets = piece.records.column("log_offset").to_pylist()
-        seen.setdefault(piece.bucket, []).extend(offsets)
-        assert (piece.section is not None) == (piece.bucket in large)
+        seen.setdefault(piece.task, []).extend(offsets)
+        assert (piece.section is not None) == (piece.task in large)
         if piece.section == FORWARDED_SECTION:
             assert is_forwarded[offsets].all()
         elif piece.section == COPIED_SECTION:
@@ -201,7 +201,7 @@ def test_a_large_task_is_cut_by_first_step_section(records, tasks: int) -> None:
             assert (by_offset_key[offsets] == piece.section - FIRST_STEP_TASK).all()
             assert not is_forwarded[offsets].any()
     assert {b: sorted(o) for b, o in seen.items()} == {
-        int(b): np.flatnonzero(buckets == b).tolist() for b in np.unique(buckets)
+        int(b): np.flatnonzero(task_ids == b).tolist() for b in np.unique(task_ids)
     }
 
 
@@ -223,18 +223,18 @@ def test_the_first_step_gathers_offset_key_tasks_whole() -> None:
     """Offset-key task k goes to first-step task k % n: a key's commits still meet in one task;
     the pieces every task receives stay so."""
     pieces = [
-        {"path": "p", "batch": i, "bucket": bucket, "num_rows": 400_000}
-        for i, bucket in enumerate([0, 1, 2, 3, 4, 5, 6, 7, 3, MARKERS])
+        {"path": "p", "batch": i, "task": task, "num_rows": 400_000}
+        for i, task in enumerate([0, 1, 2, 3, 4, 5, 6, 7, 3, MARKERS])
     ]
     gathered, reducers = key_split.gathered(pieces, tasks=8, cores=2)
     assert reducers == 8  # 3.6M records of commits: 8 tasks of 500k at most
     gathered, reducers = key_split.gathered(pieces[:4] + pieces[-1:], tasks=8, cores=2)
     assert reducers == 4
-    assert [p["bucket"] for p in gathered] == [0, 1, 2, 3, MARKERS]
+    assert [p["task"] for p in gathered] == [0, 1, 2, 3, MARKERS]
     small = [dict(p, num_rows=10) for p in pieces]
     gathered, reducers = key_split.gathered(small, tasks=8, cores=2)
     assert reducers == 2
-    assert [p["bucket"] for p in gathered] == [0, 1, 0, 1, 0, 1, 0, 1, 1, MARKERS]
+    assert [p["task"] for p in gathered] == [0, 1, 0, 1, 0, 1, 0, 1, 1, MARKERS]
     assert [p["batch"] for p in gathered] == list(range(10))
 
 
@@ -242,12 +242,12 @@ def test_audit_tasks_launch_largest_first_by_bytes() -> None:
     """By their pieces' bytes (markers, which every task reads, left out); ties keep task
     order; a piece without bytes (a stored file of kept records) makes it by records."""
     pieces = [
-        {"bucket": 0, "num_rows": 900, "num_bytes": 9_000},
-        {"bucket": 1, "num_rows": 50, "num_bytes": 40_000},  # a group's large metadata
-        {"bucket": 2, "num_rows": 500, "num_bytes": 5_000},
-        {"bucket": 2, "num_rows": 500, "num_bytes": 5_000},
-        {"bucket": MARKERS, "num_rows": 10_000, "num_bytes": 1_000_000},
+        {"task": 0, "num_rows": 900, "num_bytes": 9_000},
+        {"task": 1, "num_rows": 50, "num_bytes": 40_000},  # a group's large metadata
+        {"task": 2, "num_rows": 500, "num_bytes": 5_000},
+        {"task": 2, "num_rows": 500, "num_bytes": 5_000},
+        {"task": MARKERS, "num_rows": 10_000, "num_bytes": 1_000_000},
     ]
     assert exchange.largest_first(pieces, tasks=5) == [1, 2, 0, 3, 4]
-    stored = [*pieces, {"bucket": 3, "num_rows": 700, "num_bytes": None}]
+    stored = [*pieces, {"task": 3, "num_rows": 700, "num_bytes": None}]
     assert exchange.largest_first(stored, tasks=5) == [2, 0, 3, 1, 4]

@@ -83,13 +83,13 @@ def test_tables_the_audit_tasks_write_and_the_frames_left_to_build() -> None:
     and join the log-end offsets); the Spark writer builds every frame itself, and the offsets
     frame is built when lag is."""
     options = run.RunOptions(output="o", run_id="r", inputs=("dump",))
-    assert run._direct_tables(options) == DIRECT_TABLES
+    assert audit_plan.direct_tables(options) == DIRECT_TABLES
     spark_writer = run.RunOptions(output="o", run_id="r", inputs=("dump",), delta_writer="spark")
-    assert run._direct_tables(spark_writer) == ()
-    assert run._frames_needed({t: [] for t in DIRECT_TABLES}) == ["metrics"]
+    assert audit_plan.direct_tables(spark_writer) == ()
+    assert audit_plan.frames_needed({t: [] for t in DIRECT_TABLES}) == ["metrics"]
     without_lag = {t: [] for t in DIRECT_TABLES if t not in ("lag", "offsets")}
-    assert run._frames_needed(without_lag) == ["offsets", "metrics"]
-    assert run._frames_needed({}) == list(DECIDED_TABLES)
+    assert audit_plan.frames_needed(without_lag) == ["offsets", "metrics"]
+    assert audit_plan.frames_needed({}) == list(DECIDED_TABLES)
 
 
 @pytest.mark.parametrize(

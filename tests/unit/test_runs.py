@@ -16,10 +16,9 @@ from offsets_lib.audit.run_selection import (
     latest_succeeded_sql,
     runs_to_remove,
 )
-
-# private: `offsets lag`'s own reader of the latest run, which must agree with the public ones
-from offsets_lib.cli.lag_command import _latest_run as lag_latest_run
+from offsets_lib.job.options import UsageError
 from offsets_lib.tools import notebook_queries
+from offsets_lib.tools.lag_report import run_to_report as lag_latest_run
 from offsets_lib.tools.run_tables import NoRunError
 from offsets_lib.tools.run_tables import load_run as fetch_load_run
 
@@ -119,8 +118,6 @@ def test_every_reader_reads_the_same_run(tmp_path: Path) -> None:
 
 
 def test_every_reader_says_when_no_run_succeeded(tmp_path: Path) -> None:
-    import click
-
     with pytest.raises(NoRunError, match="no tables under"):
         fetch_load_run(str(tmp_path))
     with pytest.raises(LookupError, match="no runs table"):
@@ -130,7 +127,7 @@ def test_every_reader_says_when_no_run_succeeded(tmp_path: Path) -> None:
         fetch_load_run(str(tmp_path))
     with pytest.raises(LookupError, match="no succeeded run"):
         notebook_queries.latest_run_id(str(tmp_path))
-    with pytest.raises(click.UsageError, match="no succeeded run"):
+    with pytest.raises(UsageError, match="no succeeded run"):  # exit status 2, as before
         lag_latest_run(str(tmp_path))
 
 

@@ -107,7 +107,7 @@ def test_s3a_conf_has_the_endpoint_path_style_and_packages_but_no_secret(s3_env:
 
 
 def test_package_lists_are_appended_not_replaced() -> None:
-    merged = session._merged(
+    merged = session.merged_settings(
         {"spark.jars.packages": "a:b:1", "x": "1"}, {"spark.jars.packages": "c:d:2,a:b:1"}
     )
     assert merged == {"spark.jars.packages": "a:b:1,c:d:2", "x": "1"}

@@ -144,7 +144,25 @@ def generate_dump(
     tombstones = sum(1 for r in plan.rare if r[4] is None)
     outdir = Path(out)
     outdir.mkdir(parents=True, exist_ok=True)
+    written, bulk_tombstones = _write_chunks(plan, outdir, counters, seen, by_type)
+    tombstones += bulk_tombstones
+    for r in plan.rare:
+        by_type[r[7]] += 1
+    _write_end_offsets(world, outdir / END_OFFSETS_FILE)
+    report = _report(outdir, world, plan, written, by_type, tombstones, int(seen.sum()))
+    arguments = {"groups": groups, "records": records, "seed": seed, "partitions": partitions}
+    _write_parameters(outdir, report, {**arguments, "profile": profile, "days": days})
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _write_chunks(
+    plan: Layout, outdir: Path, counters: np.ndarray, seen: np.ndarray, by_type: Counter[str]
+) -> tuple[list[str], int]:
+    """The plan's Parquet files, one per chunk (stale ``part-*`` files removed): their paths
+    and the bulk tombstones they hold (`generate_dump`)."""
     written: list[str] = []
+    tombstones = 0
     for c in range(plan.n_chunks):
         table, bulk_tombstones = chunk_table(plan, c, counters, seen, by_type)
         path = outdir / f"part-{c:05d}.parquet"
@@ -153,17 +171,10 @@ def generate_dump(
         )
         written.append(str(path))
         tombstones += bulk_tombstones
-    for r in plan.rare:
-        by_type[r[7]] += 1
     for stale in outdir.glob("part-*.parquet"):
         if str(stale) not in written:
             stale.unlink()
-    _write_end_offsets(world, outdir / END_OFFSETS_FILE)
-    report = _report(outdir, world, plan, written, by_type, tombstones, int(seen.sum()))
-    arguments = {"groups": groups, "records": records, "seed": seed, "partitions": partitions}
-    _write_parameters(outdir, report, {**arguments, "profile": profile, "days": days})
-    report.seconds = time.perf_counter() - started
-    return report
+    return written, tombstones
 
 
 def _plan(world: World, groups: int, profile: str) -> Layout:

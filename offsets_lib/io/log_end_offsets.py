@@ -1,8 +1,8 @@
 """Log-end offsets of the consumed partitions, for the lag table (I/O).
 
 From a CSV or Parquet file with columns ``topic, partition, log_end_offset`` (offline dumps), or
-from the cluster's high watermarks of the consumed topics (confluent-kafka; NOT the offsets of
-__consumer_offsets).
+from the cluster: the consumed topics' log-end offsets, Kafka's high watermarks (confluent-kafka;
+NOT the offsets of __consumer_offsets).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ END_OFFSETS_COLUMNS = tuple(f.name for f in END_OFFSETS_SCHEMA.fields)
 
 
 def pyarrow_reaches(path: str) -> bool:
-    """Whether pyarrow reads `path` (else Spark's file systems must: `end_offsets_from_file`)."""
+    """Whether pyarrow reads `path` (else Spark's file systems must: `from_file`)."""
     from offsets_lib.io import storage
 
     try:
@@ -42,7 +42,7 @@ def pyarrow_reaches(path: str) -> bool:
     return True
 
 
-def end_offsets_from_file(path: str, spark: SparkSession | None = None) -> pa.Table:
+def from_file(path: str, spark: SparkSession | None = None) -> pa.Table:
     """``topic, partition, log_end_offset`` from a .csv (header row) or .parquet file/folder,
     held by the driver (a few rows per partition of a cluster).
 
@@ -152,30 +152,30 @@ def _conformed(table: pa.Table, path: str) -> pa.Table:
     return ends
 
 
-def end_offsets_from_cluster(
+def from_cluster(
     kafka_options: Mapping[str, Any],
     topics: Iterable[str] | None = None,
     *,
     timeout_s: float = 30.0,
 ) -> pa.Table:
-    """High watermarks (log-end offsets, read_uncommitted as the consumer-groups tool) of
+    """Log-end offsets (Kafka's high watermarks, read_uncommitted as the consumer-groups tool) of
     ``topics`` (None: of every topic of the cluster). A topic that does not exist (any more) is
     left out: its lag stays null."""
-    rows = fetch_watermarks(kafka_options, topics, timeout_s=timeout_s)
+    rows = fetch_log_end_offsets(kafka_options, topics, timeout_s=timeout_s)
     return pa.Table.from_pylist(
         [dict(zip(END_OFFSETS_COLUMNS, row, strict=True)) for row in rows],
         schema=END_OFFSETS_ARROW,
     )
 
 
-def fetch_watermarks(
+def fetch_log_end_offsets(
     kafka_options: Mapping[str, Any], topics: Iterable[str] | None, *, timeout_s: float = 30.0
 ) -> list[tuple[str, int, int]]:
     """[(topic, partition, log_end_offset)] for the existing ones of ``topics`` (None: every
     topic the cluster lists)."""
     from confluent_kafka import KafkaException
 
-    from offsets_lib.io.sources.kafka import KafkaAdmin
+    from offsets_lib.io.sources.kafka_admin import KafkaAdmin
 
     wanted = None if topics is None else sorted({t for t in topics if t})
     if wanted == []:

@@ -1,0 +1,151 @@
+"""A run's output: its tables written and committed, the `runs` row last, then the catalog.
+
+delta-rs commits one transaction per table (the files the audit tasks and the driver wrote, or
+Spark frames written as Parquet by the executors), or Delta's Spark writer writes each table on
+request (`--delta-writer spark`). `job.run` calls these once the audit tasks are done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+from deltalake.transaction import AddAction
+from pyspark.sql import DataFrame, SparkSession
+
+from offsets_lib.audit import table_rows, task_audit
+from offsets_lib.audit.tables import table_spec
+from offsets_lib.engine import pipeline
+from offsets_lib.io import catalog, delta_schema, sink, spark_writer
+from offsets_lib.job.options import RunOptions
+from offsets_lib.job.run_report import RejectRatioExceeded, RunReport
+
+
+def metric_files(sums: pa.Table, options: RunOptions, report: RunReport) -> list[AddAction]:
+    """The `metrics` table's file of the run, written by the driver (a few rows per hour and
+    partition), for delta-rs to commit with the others."""
+    spec = table_spec("metrics")
+    assert report.as_of_ms is not None
+    rows = table_rows.table_rows(
+        "metrics",
+        {task_audit.METRIC: sums},
+        run_id=options.run_id,
+        as_of_ms=report.as_of_ms,
+        schema=delta_schema.arrow_schema(spec, with_comments=False),
+    )
+    written = sink.write_task_files(rows, spec, output=options.output, run_id=options.run_id)
+    return [sink.add_action(file, options.run_id) for file in written]
+
+
+def check_reject_ratio(
+    spark: SparkSession,
+    report: RunReport,
+    options: RunOptions,
+    written: Mapping[str, list[AddAction]],
+    frames: pipeline.AuditFrames,
+) -> None:
+    """Too many undecodable records: write the rejects (for the person who looks) and fail."""
+    ratio = report.records_rejected / report.records_read if report.records_read else 0.0
+    if ratio <= options.max_reject_ratio:
+        return
+    rejects = written["rejects"] if "rejects" in written else frames.frames["rejects"]
+    write_tables(spark, {"rejects": rejects}, options, report)
+    raise RejectRatioExceeded(
+        f"{report.records_rejected} of {report.records_read} records could not be decoded"
+        f" ({ratio:.2%} > --max-reject-ratio {options.max_reject_ratio:.2%}); see the rejects"
+        f" table under {options.output}"
+    )
+
+
+def written_summary(report: RunReport) -> str:
+    """The decide+write stage's line: tables, offsets, groups, offsets expired now."""
+    return (
+        f"{len(report.tables)} tables: {report.offsets_total} offsets,"
+        f" {sum(report.groups_by_type_state.values())} groups,"
+        f" {report.offsets_expired} expired now"
+    )
+
+
+def write_tables(
+    spark: SparkSession,
+    frames: Mapping[str, DataFrame | list[AddAction]],
+    options: RunOptions,
+    report: RunReport,
+) -> None:
+    """Write and commit the tables, in the order of `frames` (DataFrames, or the add actions of
+    files the audit tasks wrote)."""
+    conformed = {
+        name: pipeline.conform(df, name, run_id=options.run_id, as_of_ms=report.as_of_ms)
+        if isinstance(df, DataFrame)
+        else df
+        for name, df in frames.items()
+    }
+    if options.delta_writer == "spark":
+        for name, df in conformed.items():
+            spark_writer.write_with_spark_delta(
+                spark,
+                df,
+                name,
+                output=external_output(options),
+                run_id=options.run_id,
+                database=options.database,
+            )
+    else:
+        sink.write_run_tables(conformed, output=options.output, run_id=options.run_id)
+    for name in conformed:
+        report.tables[name] = table_name(options, name)
+
+
+def external_output(options: RunOptions) -> str | None:
+    """Where the Spark writer puts the tables: --output, or (managed catalog tables) None."""
+    return options.output if options.database is None or options.output_given else None
+
+
+def table_name(options: RunOptions, name: str) -> str:
+    """How the report names a table: `<database>.<name>`, else its location."""
+    if options.database is not None:
+        return f"{options.database}.{name}"
+    return sink.table_uri(options.output, name)
+
+
+def register(spark: SparkSession, report: RunReport, options: RunOptions) -> None:
+    """A catalog run's tables written by delta-rs: the catalog learns the ones it lacks, once
+    every table and the runs row are committed (a failed run's tables are registered by the
+    next run that succeeds; Delta's Spark writer registers its tables itself). Then each
+    table's ``latest_<table>`` view, for readers that name no run."""
+    if options.database is None:
+        return
+    if options.delta_writer != "spark":
+        catalog.register_tables(
+            spark, report.tables, output=options.output, database=options.database
+        )
+    report.views = catalog.create_latest_views(spark, options.database, report.tables)
+
+
+def publish(spark: SparkSession, report: RunReport, options: RunOptions, started_ms: int) -> None:
+    """Commit the `runs` row last, so a dashboard never sees a half-published run."""
+    row: dict[str, Any] = {
+        "run_id": report.run_id,
+        "status": report.status,
+        "started_at": datetime.fromtimestamp(started_ms / 1000, UTC),
+        "finished_at": datetime.now(UTC),
+        "as_of": datetime.fromtimestamp(report.as_of_ms / 1000, UTC) if report.as_of_ms else None,
+        "source": options.source,
+        "records_read": report.records_read,
+        "records_decoded": report.records_decoded,
+        "records_rejected": report.records_rejected,
+        "coordinator": str(options.coordinator),
+        "retention_ms": options.retention_ms,
+        "input": ",".join(options.inputs) if options.source == "parquet" else options.topic,
+        "error": report.error,
+        "tables_written": sorted(report.tables),
+    }
+    if options.delta_writer == "spark":
+        spark_writer.publish_run_with_spark(
+            spark, row, output=external_output(options), database=options.database
+        )
+    else:
+        sink.publish_run(row, output=options.output)
+    report.tables["runs"] = table_name(options, "runs")

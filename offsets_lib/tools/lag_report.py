@@ -1,0 +1,112 @@
+"""`offsets lag`'s rows: one run's lag, from its `lag` table or against log-end offsets asked now.
+
+Without a source of log-end offsets the run's own `lag` table is read with delta-rs (no Spark).
+With a file or a cluster the log-end offsets are read first (a missing file or a dead broker
+fails before a JVM starts), then the run's committed offsets are joined with them by the one
+lag rule on Spark (`audit.lag.lag_frame`), as `offsets run` joins them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+
+from offsets_lib.audit import lag
+from offsets_lib.io import log_end_offsets, runs, sink, storage
+from offsets_lib.io.sources import InputNotReadable
+from offsets_lib.job.options import UsageError, kafka_client_settings
+
+__all__ = ["lag_report", "run_to_report"]
+
+
+def run_to_report(output: str) -> str:
+    """The run a lag report reads by default: the latest succeeded one (`io.runs.latest_run`).
+
+    Args:
+        output: the tables' root.
+
+    Returns:
+        Its run id; `UsageError` (exit status 2) when no run succeeded.
+    """
+    try:
+        return runs.latest_run(output)["run_id"]
+    except LookupError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def lag_report(
+    output: str,
+    run_id: str | None = None,
+    *,
+    end_offsets: str | None = None,
+    bootstrap_servers: str | None = None,
+    kafka_options: Sequence[str] = (),
+    groups: Sequence[str] = (),
+) -> list[dict[str, Any]]:
+    """The lag rows of one run (`audit.lag.LAG_COLUMNS`), unsorted.
+
+    Args:
+        output: the tables' root.
+        run_id: the run; None for the latest succeeded one.
+        end_offsets: a CSV or Parquet file of log-end offsets, or None.
+        bootstrap_servers: a cluster to ask for log-end offsets (when no file is given), or None.
+        kafka_options: `k=v` Kafka client settings for that cluster.
+        groups: only these groups; empty for every group.
+
+    Returns:
+        One dict per committed offset. `InputNotReadable` when the output has no `runs` or
+        `offsets` table or a log-end offset source cannot be read; `UsageError` for a run that
+        is not there, or when neither a source nor a `lag` table is there.
+    """
+    for name in ("runs", "offsets"):
+        if not storage.is_delta_table(sink.table_uri(output, name)):
+            raise InputNotReadable(f"no {name} table under {output}")
+    run_id = run_id or run_to_report(output)
+    columns = list(lag.LAG_COLUMNS)
+    if not end_offsets and not bootstrap_servers:
+        if not storage.is_delta_table(sink.table_uri(output, "lag")):
+            raise UsageError(
+                f"no lag table under {output}: give --end-offsets FILE or --bootstrap-servers"
+            )
+        rows = sink.read_table(output, "lag", run_id=run_id, columns=columns).to_pylist()
+        return [r for r in rows if not groups or r["group_id"] in groups]
+
+    offsets = sink.read_table(output, "offsets", run_id=run_id)
+    if offsets.num_rows == 0 and not sink.read_table(output, "runs", run_id=run_id).num_rows:
+        raise UsageError(f"no run {run_id!r} under {output}")
+    return _joined_rows(offsets, end_offsets, bootstrap_servers, kafka_options, groups)
+
+
+def _joined_rows(
+    offsets: pa.Table,
+    end_offsets: str | None,
+    bootstrap_servers: str | None,
+    kafka_options: Sequence[str],
+    groups: Sequence[str],
+) -> list[dict[str, Any]]:
+    """The run's committed offsets joined on Spark with log-end offsets read now (`lag_report`)."""
+    from offsets_lib.job import session
+
+    as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else datetime.now(UTC)
+    # the log-end offsets before the JVM starts: a missing file or a dead broker fails at once
+    ends = None
+    if end_offsets and log_end_offsets.pyarrow_reaches(end_offsets):
+        ends = log_end_offsets.from_file(end_offsets)
+    elif not end_offsets:
+        settings = kafka_client_settings(bootstrap_servers, kafka_options)
+        topics = sorted({t for t in offsets.column("topic").to_pylist() if t})
+        ends = log_end_offsets.from_cluster(settings, topics)
+    spark = session.get_or_create()
+    if ends is None:  # a file system only Spark reaches
+        ends = log_end_offsets.from_file(end_offsets, spark)
+    frame = spark.createDataFrame(
+        offsets.select(["group_id", "topic", "partition", "committed_offset", "commit_timestamp"])
+    )
+    if groups:
+        frame = frame.filter(frame.group_id.isin(list(groups)))
+    as_of_ms = int(as_of.timestamp() * 1000)
+    result = lag.lag_frame(frame, ends, as_of_ms=as_of_ms).toArrow()
+    return result.select(list(lag.LAG_COLUMNS)).to_pylist()
