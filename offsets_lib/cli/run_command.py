@@ -147,7 +147,7 @@ def _run(
                 end_offsets=_kept(given, taken),
             )
         lag_line = _lag_summary(options, report, taken[0] if taken else None)
-    except InputNotReadable as exc:
+    except (InputNotReadable, catalog.CatalogUnreachable) as exc:
         fail(EXIT_INPUT, str(exc))
     except UsageError as exc:
         fail(EXIT_USAGE, str(exc))

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from offsets_lib.io.catalog import NoTablesInDatabase, resolve_tables_root, tables_root
+from offsets_lib.io.catalog import (
+    NoTablesInDatabase,
+    metastore_failure,
+    resolve_tables_root,
+    shown_uris,
+    tables_root,
+)
 from offsets_lib.io.storage import location
 
 
@@ -49,3 +55,27 @@ def test_a_warehouse_without_a_metastore_has_no_database(tmp_path, monkeypatch) 
     with pytest.raises(NoTablesInDatabase, match="no database 'audit' in the catalog"):
         resolve_tables_root(None, "audit", warehouse=str(tmp_path), open_session=_no_session)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_what_failed_in_hive_clients_own_words() -> None:
+    """The first line of the MetaException that Hive's client throws (its stack trace after)."""
+    refused = (
+        "Could not connect to meta store using any of the URIs provided. Most recent failure:"
+        " org.apache.thrift.transport.TTransportException: java.net.ConnectException:"
+        " Connection refused\n\tat org.apache.thrift.transport.TSocket.open(TSocket.java:255)"
+    )
+    assert metastore_failure(refused, "5s") == "Connection refused"
+    silent = (
+        "Got exception: org.apache.thrift.transport.TTransportException"
+        " java.net.SocketTimeoutException: Read timed out"
+    )
+    assert metastore_failure(silent, "30s") == (
+        "no answer within 30s (hive.metastore.client.socket.timeout)"
+    )
+    assert metastore_failure("", "5s") == "no answer"
+
+
+def test_metastore_uris_are_shown_without_a_password() -> None:
+    assert shown_uris("thrift://a:9083, thrift://hive:secret@b:9083") == (
+        "thrift://a:9083, thrift://b:9083"
+    )
