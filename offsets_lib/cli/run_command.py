@@ -119,6 +119,8 @@ def _run(
     from offsets_lib.job import session
 
     try:
+        if options.database is not None:  # a metastore service that refuses: before the JVM
+            catalog.check_metastore_ports(session.metastore_uris_to_start(options.warehouse))
         # a Kafka run's range before the JVM starts: its size decides how the JVM compiles
         ends, held_back = _kafka_range(options)
         progress.step("starting Spark")

@@ -236,8 +236,9 @@ def test_a_metastore_service_that_cannot_be_reached_is_one_line_and_exit_3(
     """A user's spark-defaults naming a Hive metastore service that cannot be reached: every
     URI a closed loopback port, or the last one a socket that listens and never answers
     (with a user and password in it). Each command exits 3 (input not readable) with one line
-    naming the URIs (no password) and what failed, in seconds: Hive's client is asked once,
-    with a short socket timeout, not retried for minutes. Nothing in the working directory."""
+    naming the URIs (no password) and what failed, in seconds: refused connections before a
+    JVM starts, a silent one through Hive's client asked once with a short socket timeout (not
+    retried for minutes). Nothing in the working directory."""
     conf, work, dump = tmp_path / "conf", tmp_path / "work", tmp_path / "dump"
     conf.mkdir()
     work.mkdir()

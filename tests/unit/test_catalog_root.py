@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from offsets_lib.io.catalog import (
+    CatalogUnreachable,
     NoTablesInDatabase,
+    check_metastore_ports,
     metastore_failure,
     resolve_tables_root,
     shown_uris,
     tables_root,
 )
 from offsets_lib.io.storage import location
+from tests.support.ports import free_ports
 
 
 def _no_session(**_: object) -> None:
@@ -79,3 +84,19 @@ def test_metastore_uris_are_shown_without_a_password() -> None:
     assert shown_uris("thrift://a:9083, thrift://hive:secret@b:9083") == (
         "thrift://a:9083, thrift://b:9083"
     )
+
+
+def test_metastore_ports_that_all_refuse_are_unreachable_before_a_jvm() -> None:
+    """Every URI refused: one line naming them; one that takes the connection (a listener that
+    never answers included) is left to the check through Hive's client."""
+    first, second = free_ports(2)
+    uris = f"thrift://127.0.0.1:{first}, thrift://127.0.0.1:{second}"
+    with pytest.raises(CatalogUnreachable) as refused:
+        check_metastore_ports(uris)
+    assert str(refused.value) == (
+        f"the catalog cannot be reached (metastore thrift://127.0.0.1:{first},"
+        f" thrift://127.0.0.1:{second}): Connection refused"
+    )
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        check_metastore_ports(f"{uris},thrift://127.0.0.1:{silent.getsockname()[1]}")
+    check_metastore_ports(None)
