@@ -205,9 +205,11 @@ def check_metastore_ports(uris: str | None) -> None:
     for uri in (u.strip() for u in uris.split(",") if u.strip()):
         parts = urlsplit(uri)
         try:
-            with socket.create_connection(
-                (parts.hostname or "", parts.port or METASTORE_PORT), timeout=CONNECT_TIMEOUT_S
-            ):
+            address = (parts.hostname or "", parts.port or METASTORE_PORT)
+        except ValueError:  # no port number: Hive's client says what it makes of it
+            return
+        try:
+            with socket.create_connection(address, timeout=CONNECT_TIMEOUT_S):
                 return
         except TimeoutError:
             return

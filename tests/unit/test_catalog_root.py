@@ -100,3 +100,4 @@ def test_metastore_ports_that_all_refuse_are_unreachable_before_a_jvm() -> None:
     with socket.create_server(("127.0.0.1", 0)) as silent:
         check_metastore_ports(f"{uris},thrift://127.0.0.1:{silent.getsockname()[1]}")
     check_metastore_ports(None)
+    check_metastore_ports(f"{uris},thrift://127.0.0.1:port")  # left to Hive's client
