@@ -89,7 +89,12 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
         --output, or the folder of the database's tables from the catalog; exits 2 (bad usage)
         or 3 (no tables in the database, or a catalog that cannot be reached).
     """
-    from offsets_lib.io.catalog import CatalogUnreachable, NoTablesInDatabase, resolve_tables_root
+    from offsets_lib.io.catalog import (
+        CatalogUnreachable,
+        NoTablesInDatabase,
+        check_metastore_ports,
+        resolve_tables_root,
+    )
     from offsets_lib.job import session
 
     output, database = _command_line_wins(output, database)
@@ -98,6 +103,7 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
     def open_session(**options: object) -> object:
         from pyspark.sql import SparkSession
 
+        check_metastore_ports(session.metastore_uris_to_start(options.get("warehouse")))
         running = SparkSession.getActiveSession()
         spark = session.get_or_create(**options)
         if running is None:

@@ -120,6 +120,8 @@ def _run(
     from offsets_lib.job import session
 
     try:
+        if options.database is not None:  # a metastore service that refuses: before the JVM
+            catalog.check_metastore_ports(session.metastore_uris_to_start(options.warehouse))
         # a Kafka run's range before the JVM starts: its size decides how the JVM compiles
         ends, held_back = _kafka_range(options)
         progress.step("starting Spark")
@@ -148,7 +150,7 @@ def _run(
                 end_offsets=_kept(given, taken),
             )
         lag_line = _lag_summary(options, report, taken[0] if taken else None)
-    except InputNotReadable as exc:
+    except (InputNotReadable, catalog.CatalogUnreachable) as exc:
         fail(EXIT_INPUT, str(exc))
     except UsageError as exc:
         fail(EXIT_USAGE, str(exc))

@@ -126,28 +126,76 @@ def is_launched_by_spark_submit() -> bool:
 
 def launcher_master() -> str | None:
     """The master pyspark's launcher is given for a JVM this process starts: ``--master`` in
-    PYSPARK_SUBMIT_ARGS, else ``spark.master`` in spark-defaults.conf (SPARK_CONF_DIR, else
-    SPARK_HOME/conf); None when neither names one."""
+    PYSPARK_SUBMIT_ARGS, else ``spark.master`` of `launcher_conf`; None when neither names one."""
     args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
     for i, arg in enumerate(args):
         if arg == "--master" and i + 1 < len(args):
             return args[i + 1]
         if arg.startswith("--master="):
             return arg.removeprefix("--master=")
+    return launcher_conf().get("spark.master")
+
+
+def launcher_conf() -> dict[str, str]:
+    """The settings pyspark's launcher gives a JVM this process starts: spark-defaults.conf of
+    `conf_folder`, each overridden by a ``--conf KEY=VALUE`` of PYSPARK_SUBMIT_ARGS."""
+    conf = {}
+    folder = conf_folder()
+    defaults = folder / "spark-defaults.conf" if folder else None
+    if defaults is not None and defaults.is_file():
+        for line in defaults.read_text().splitlines():
+            found = _PROPERTY.match(line)
+            if found:
+                conf[found.group("key")] = found.group("value")
+    args = shlex.split(os.environ.get("PYSPARK_SUBMIT_ARGS", ""))
+    for i, arg in enumerate(args):
+        setting = args[i + 1] if arg == "--conf" and i + 1 < len(args) else None
+        if arg.startswith("--conf="):
+            setting = arg.removeprefix("--conf=")
+        if setting is not None and "=" in setting:
+            key, _, value = setting.partition("=")
+            conf[key] = value
+    return conf
+
+
+def conf_folder() -> Path | None:
+    """Spark's configuration folder: SPARK_CONF_DIR, else SPARK_HOME/conf (None: neither set)."""
     home = os.environ.get("SPARK_HOME")
     folder = os.environ.get("SPARK_CONF_DIR") or (str(Path(home) / "conf") if home else None)
-    defaults = Path(folder) / "spark-defaults.conf" if folder else None
-    if defaults is None or not defaults.is_file():
-        return None
-    for line in defaults.read_text().splitlines():
-        found = _MASTER_SETTING.match(line)
-        if found:
-            return found.group("master")
-    return None
+    return Path(folder) if folder else None
 
 
 # a Java properties line (spark-submit reads the file so): key, then whitespace, = or :
-_MASTER_SETTING = re.compile(r"^\s*spark\.master\s*[=:\s]\s*(?P<master>\S+)\s*$")
+_PROPERTY = re.compile(r"^\s*(?P<key>[^\s=:#!][^\s=:]*)\s*[=:\s]\s*(?P<value>.*?)\s*$")
+
+
+def metastore_uris_to_start(warehouse: str | os.PathLike[str] | None = None) -> str | None:
+    """The Hive metastore service (``hive.metastore.uris``) the catalog of a session this
+    process would start asks, as its launcher is configured (``spark.hive.`` or
+    ``spark.hadoop.hive.metastore.uris`` of `launcher_conf`, else the conf folder's
+    hive-site.xml), for a check before its JVM starts. None when a session runs already, when
+    spark-submit started this process (its JVM is configured), when the catalog is not Hive's
+    (``--warehouse`` makes it so), or when no service is named."""
+    if running_session() is not None or is_launched_by_spark_submit():
+        return None
+    conf = launcher_conf()
+    if warehouse is None and conf.get("spark.sql.catalogImplementation") != "hive":
+        return None
+    key = "hive.metastore.uris"
+    uris = conf.get(f"spark.hive.{key}") or conf.get(f"spark.hadoop.{key}")
+    folder = conf_folder()
+    site = folder / "hive-site.xml" if folder else None
+    if uris is None and site is not None and site.is_file():
+        import xml.etree.ElementTree as ElementTree
+
+        try:
+            properties = list(ElementTree.parse(site).getroot().iter("property"))
+        except ElementTree.ParseError:  # the JVM's Hive reports it
+            properties = []
+        for prop in properties:
+            if (prop.findtext("name") or "").strip() == key:
+                uris = prop.findtext("value")
+    return uris.strip() if uris and uris.strip() else None
 
 
 def running_session() -> SparkSession | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from datetime import UTC, datetime, timedelta
@@ -25,7 +26,7 @@ from offsets_lib.audit.tables import TABLES
 from offsets_lib.engine.pipeline import DECIDED_TABLES
 from offsets_lib.io import catalog, sink
 from offsets_lib.tools.generate import generate_dump
-from tests.support.ports import free_port
+from tests.support.ports import free_ports
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -203,48 +204,90 @@ def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> Non
 
 
 def _reader_fails(args: list[str], cwd: Path, env: dict[str, str] | None = None):
-    """`offsets ARGS` in its own process (the JVM's stderr included): status and stderr lines."""
+    """`offsets ARGS` in its own process (the JVM's stderr included): status and stderr lines.
+    The timeout is a hang guard only (a metastore that never answers held Hive's client for
+    10 minutes and more)."""
     done = subprocess.run(
         [str(BIN / "offsets"), *args],
         env={**os.environ, **(env or {})},
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=180,
         cwd=cwd,
     )
     return done.returncode, [line for line in done.stderr.splitlines() if line.strip()]
 
 
-def test_a_catalog_that_cannot_be_reached_is_one_line_and_exit_3(tmp_path: Path) -> None:
-    """A metastore at a closed loopback port (a user's spark-defaults naming a metastore
-    service), and a local catalog folder that holds no Derby database: one line each, exit 3
-    (input not readable), and nothing left in the working directory."""
-    conf = tmp_path / "conf"
-    conf.mkdir()
-    uri = f"thrift://127.0.0.1:{free_port()}"
-    (conf / "spark-defaults.conf").write_text(
-        f"spark.sql.catalogImplementation hive\nspark.hadoop.hive.metastore.uris {uri}\n"
-    )
-    status, lines = _reader_fails(
-        ["lag", "--database", "audit"], tmp_path, {"SPARK_CONF_DIR": str(conf)}
-    )
-    assert status == 3, lines
-    assert len(lines) == 1 and lines[0].startswith(
-        f"offsets: the catalog cannot be reached (metastore {uri}): "
-    ), lines
+FENCE_CHECK = ["fence-check", "--group", "g", "--member", "", "--member-epoch", "-1"]
+FENCE_CHECK += ["--topic", "t", "--partition", "0"]
+# `run` asks the catalog through its own session (catalog.run_root), the readers (fetch,
+# fence-check, lag, prune) through app.tables_root: `run` and one reader against each fault
+# (each command is a JVM start, ~10-25 s on the shared machine)
+CATALOG_COMMANDS = {
+    "closed ports": [["run"], ["lag"]],
+    "a listener that never answers": [["run"], FENCE_CHECK],
+}
 
+
+@pytest.mark.parametrize("fault", sorted(CATALOG_COMMANDS))
+def test_a_metastore_service_that_cannot_be_reached_is_one_line_and_exit_3(
+    tmp_path: Path, fault: str
+) -> None:
+    """A user's spark-defaults naming a Hive metastore service that cannot be reached: every
+    URI a closed loopback port, or the last one a socket that listens and never answers
+    (with a user and password in it). Each command exits 3 (input not readable) with one line
+    naming the URIs (no password) and what failed, in seconds: refused connections before a
+    JVM starts, a silent one through Hive's client asked once with a short socket timeout (not
+    retried for minutes). Nothing in the working directory."""
+    conf, work, dump = tmp_path / "conf", tmp_path / "work", tmp_path / "dump"
+    conf.mkdir()
+    work.mkdir()
+    generate_dump(str(dump), groups=2, records=40, seed=5, partitions=1)
+    first, second = (f"127.0.0.1:{port}" for port in free_ports(2))
+    silent = None
+    if fault == "a listener that never answers":
+        silent = socket.create_server(("127.0.0.1", 0))  # listens; never accepts nor replies
+        second = f"127.0.0.1:{silent.getsockname()[1]}"
+    secret = "hive:s3cret@" if silent is not None else ""
+    given = f"thrift://{first},thrift://{secret}{second}"
+    (conf / "spark-defaults.conf").write_text(
+        f"spark.sql.catalogImplementation hive\nspark.hadoop.hive.metastore.uris {given}\n"
+    )
+    failed = (
+        "no answer within 5s (hive.metastore.client.socket.timeout)"
+        if silent is not None
+        else "Connection refused"
+    )
+    expected = (
+        f"offsets: the catalog cannot be reached (metastore thrift://{first}, thrift://{second}):"
+        f" {failed}"
+    )
+    try:
+        for command in CATALOG_COMMANDS[fault]:
+            if command == ["run"]:
+                command = ["run", "--input", str(dump), "--run-id", "r1"]
+            args = [*command, "--database", "audit"]
+            status, lines = _reader_fails(args, work, {"SPARK_CONF_DIR": str(conf)})
+            assert (status, lines) == (3, [expected]), command
+            assert list(work.iterdir()) == [], command  # no derby.log, no metastore_db
+    finally:
+        if silent is not None:
+            silent.close()
+
+
+def test_a_local_catalog_that_cannot_be_read_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    """A local catalog folder (--warehouse) that holds no Derby database: one line, exit 3
+    (input not readable), and nothing left in the working directory."""
     warehouse = tmp_path / "warehouse"
     (warehouse / catalog.METASTORE_FOLDER).mkdir(parents=True)  # not a Derby database
-    fence = ["fence-check", "--group", "g", "--member", "", "--member-epoch", "-1"]
-    fence += ["--topic", "t", "--partition", "0"]
     by_name = ["--database", "audit", "--warehouse", str(warehouse)]
-    status, lines = _reader_fails([*fence, *by_name], tmp_path)
+    status, lines = _reader_fails([*FENCE_CHECK, *by_name], tmp_path)
     assert status == 3, lines
     metastore = warehouse / catalog.METASTORE_FOLDER
     assert len(lines) == 1 and lines[0].startswith(
         f"offsets: the catalog in {metastore} cannot be read: ERROR XJ004"
     ), lines
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf", "warehouse"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["warehouse"]
 
 
 def _latest_views_follow_the_runs_table(spark, root: str) -> None:

@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
-from offsets_lib.io.catalog import NoTablesInDatabase, resolve_tables_root, tables_root
+from offsets_lib.io.catalog import (
+    CatalogUnreachable,
+    NoTablesInDatabase,
+    check_metastore_ports,
+    metastore_failure,
+    resolve_tables_root,
+    shown_uris,
+    tables_root,
+)
 from offsets_lib.io.storage import location
+from tests.support.ports import free_ports
 
 
 def _no_session(**_: object) -> None:
@@ -49,3 +60,44 @@ def test_a_warehouse_without_a_metastore_has_no_database(tmp_path, monkeypatch) 
     with pytest.raises(NoTablesInDatabase, match="no database 'audit' in the catalog"):
         resolve_tables_root(None, "audit", warehouse=str(tmp_path), open_session=_no_session)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_what_failed_in_hive_clients_own_words() -> None:
+    """The first line of the MetaException that Hive's client throws (its stack trace after)."""
+    refused = (
+        "Could not connect to meta store using any of the URIs provided. Most recent failure:"
+        " org.apache.thrift.transport.TTransportException: java.net.ConnectException:"
+        " Connection refused\n\tat org.apache.thrift.transport.TSocket.open(TSocket.java:255)"
+    )
+    assert metastore_failure(refused, "5s") == "Connection refused"
+    silent = (
+        "Got exception: org.apache.thrift.transport.TTransportException"
+        " java.net.SocketTimeoutException: Read timed out"
+    )
+    assert metastore_failure(silent, "30s") == (
+        "no answer within 30s (hive.metastore.client.socket.timeout)"
+    )
+    assert metastore_failure("", "5s") == "no answer"
+
+
+def test_metastore_uris_are_shown_without_a_password() -> None:
+    assert shown_uris("thrift://a:9083, thrift://hive:secret@b:9083") == (
+        "thrift://a:9083, thrift://b:9083"
+    )
+
+
+def test_metastore_ports_that_all_refuse_are_unreachable_before_a_jvm() -> None:
+    """Every URI refused: one line naming them; one that takes the connection (a listener that
+    never answers included) is left to the check through Hive's client."""
+    first, second = free_ports(2)
+    uris = f"thrift://127.0.0.1:{first}, thrift://127.0.0.1:{second}"
+    with pytest.raises(CatalogUnreachable) as refused:
+        check_metastore_ports(uris)
+    assert str(refused.value) == (
+        f"the catalog cannot be reached (metastore thrift://127.0.0.1:{first},"
+        f" thrift://127.0.0.1:{second}): Connection refused"
+    )
+    with socket.create_server(("127.0.0.1", 0)) as silent:
+        check_metastore_ports(f"{uris},thrift://127.0.0.1:{silent.getsockname()[1]}")
+    check_metastore_ports(None)
+    check_metastore_ports(f"{uris},thrift://127.0.0.1:port")  # left to Hive's client

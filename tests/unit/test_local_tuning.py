@@ -112,3 +112,33 @@ def test_spark_defaults_without_a_master_leave_ours(plain_process, tmp_path: Pat
     plain_process.setenv("SPARK_CONF_DIR", str(tmp_path))
     assert session.launcher_master() is None
     assert session.new_session().master == "local[*]"
+
+
+def test_the_metastore_service_a_new_session_would_ask(plain_process, tmp_path: Path) -> None:
+    """hive.metastore.uris as the launcher would give it (PYSPARK_SUBMIT_ARGS' --conf over
+    spark-defaults.conf, over hive-site.xml), only when the catalog is Hive's and no session
+    runs: what `offsets` checks before a JVM starts."""
+    plain_process.setattr(session, "running_session", lambda: None)
+    plain_process.setenv("SPARK_CONF_DIR", str(tmp_path))
+    assert session.metastore_uris_to_start() is None  # no configuration at all
+    (tmp_path / "hive-site.xml").write_text(
+        "<configuration><property><name>hive.metastore.uris</name>"
+        "<value> thrift://site:9083 </value></property></configuration>"
+    )
+    assert session.metastore_uris_to_start() is None  # Spark's in-memory catalog
+    assert session.metastore_uris_to_start(warehouse=tmp_path) == "thrift://site:9083"
+    (tmp_path / "spark-defaults.conf").write_text(
+        "spark.sql.catalogImplementation  hive\n"
+        "spark.hadoop.hive.metastore.uris=thrift://a:9083,thrift://b:9083\n"
+    )
+    assert session.metastore_uris_to_start() == "thrift://a:9083,thrift://b:9083"
+    plain_process.setenv(
+        "PYSPARK_SUBMIT_ARGS", "--conf spark.hadoop.hive.metastore.uris=thrift://c:1 pyspark-shell"
+    )
+    assert session.launcher_conf()["spark.sql.catalogImplementation"] == "hive"
+    assert session.metastore_uris_to_start() == "thrift://c:1"
+    plain_process.setattr(session, "running_session", lambda: object())
+    assert session.metastore_uris_to_start() is None  # its catalog is what it is
+    plain_process.setattr(session, "running_session", lambda: None)
+    plain_process.setenv("PYSPARK_GATEWAY_PORT", "4711")  # spark-submit's JVM runs already
+    assert session.metastore_uris_to_start() is None
