@@ -8,12 +8,12 @@ bench dump's records (`offsets generate --profile bench`, bench/data) are produc
 50-partition topic, then, in rounds that each start with the next one in turn:
 
 - the job: `jobs/offsets_job.py --conf conf/prod-example.toml` submitted as jobs/airflow_dag.py
-  submits it (the shipped profile: Kafka source, Spark's shuffle, delta-rs writing, tables
+  submits it (the shipped profile: Kafka source, the file shuffle, delta-rs writing, tables
   in the catalog), with the deployment's addresses as options, onto a fresh output;
 - the baseline (bench/production_baseline.py): the same records read through the connector,
   the latest per key kept, written as one Delta table in the catalog;
 - with `--variant ARGS` (repeatable), the job with those options added too (e.g.
-  `--variant "--delta-writer spark"`, `--variant "--shuffle files"`): the figures that chose
+  `--variant "--delta-writer spark"`, `--variant "--shuffle spark"`): the figures that chose
   the profile's writer and shuffle.
 
 Both are timed end to end as spark-submit processes (JVM, packages from Ivy's cache, executors,
