@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -198,9 +200,56 @@ def test_latest_view_selects_by_the_shared_rule() -> None:
     """The catalog's latest_<table> views embed latest_succeeded_sql, nothing of their own."""
     from offsets_lib.io.catalog import latest_view_sql
 
-    assert latest_view_sql("audit", "lag") == (
-        "CREATE OR REPLACE VIEW `audit`.`latest_lag` COMMENT 'The rows of lag of the latest"
-        " succeeded run (TABLES.md).' AS SELECT * FROM `audit`.`lag` WHERE `run_id` = ("
+    statement = latest_view_sql("audit", "lag")
+    query = (
+        "SELECT * FROM `audit`.`lag` WHERE `run_id` = ("
         + latest_succeeded_sql("`audit`.`runs`")
         + ")"
     )
+    comment = "'The rows of lag of the latest succeeded run (TABLES.md).'"
+    digest = hashlib.sha256(
+        f"`audit`.`latest_lag` COMMENT {comment} AS {query}".encode()
+    ).hexdigest()[:16]
+    assert statement == (
+        f"CREATE OR REPLACE VIEW `audit`.`latest_lag` COMMENT {comment}"
+        f" TBLPROPERTIES ('offsets_audit.definition' = '{digest}') AS {query}"
+    )
+
+
+class _Catalog:
+    """A session's `sql` as far as create_latest_views uses it: SHOW TABLE EXTENDED's rows
+    (views with their properties line), and the statements run."""
+
+    def __init__(self, views: dict[str, str]) -> None:
+        self.views = views  # name -> the Table Properties line
+        self.statements: list[str] = []
+
+    def sql(self, statement: str):
+        if statement.startswith("SHOW TABLE EXTENDED"):
+            rows = [
+                {"tableName": name, "isTemporary": False, "information": f"Type: VIEW\n{props}"}
+                for name, props in self.views.items()
+            ]
+            return type("Shown", (), {"collect": lambda self: rows})()
+        self.statements.append(statement)
+        return None
+
+
+def test_a_run_creates_only_the_views_the_catalog_lacks_or_holds_otherwise() -> None:
+    from offsets_lib.io.catalog import create_latest_views, latest_view_sql
+
+    current = re.search(r"definition' = '([0-9a-f]+)'", latest_view_sql("audit", "lag"))
+    catalog = _Catalog(
+        {
+            "latest_lag": f"Table Properties: [offsets_audit.definition={current.group(1)},"
+            " transient_lastDdlTime=1]",
+            "latest_groups": "Table Properties: [offsets_audit.definition=0123456789abcdef]",
+            "latest_runs": "Table Properties: [transient_lastDdlTime=1]",
+        }
+    )
+    views = create_latest_views(catalog, "audit", ["lag", "groups", "runs", "offsets"])
+    assert views == ["audit.latest_groups", "audit.latest_lag", "audit.latest_offsets",
+                     "audit.latest_runs"]  # fmt: skip
+    assert catalog.statements == [
+        latest_view_sql("audit", t) for t in ("groups", "offsets", "runs")
+    ]
