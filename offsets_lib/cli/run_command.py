@@ -122,7 +122,6 @@ def _run(
     try:
         if options.database is not None:  # a metastore service that refuses: before the JVM
             catalog.check_metastore_ports(session.metastore_uris_to_start(options.warehouse))
-        catalog_side = CatalogSide.prepare(options)  # a local catalog read beside the JVM start
         # a Kafka run's range before the JVM starts: its size decides how the JVM compiles
         ends, held_back = _kafka_range(options)
         progress.step("starting Spark")
@@ -135,6 +134,7 @@ def _run(
             )
         session.start_python_workers(spark)
         progress.watch(spark_stages(spark))
+        catalog_side = CatalogSide.prepare(options)  # asked beside the audit where it can
         if catalog_side is not None:
             options = catalog_side.start(spark, options)
         given = _end_offsets_source(spark, options, ends_file)

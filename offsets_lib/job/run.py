@@ -93,7 +93,7 @@ def _execute(
         report.records_held_back = dict(increment.held_back)
     stages = run_report.Stages(report, echo, step)
     staging: Staging | None = None
-    entries = None
+    entries, stopped_by = None, None
     try:
         staging = Staging.fresh(options.output, options.run_id)
         stages.step(f"planning: {_input_text(options, increment)}")
@@ -120,8 +120,9 @@ def _execute(
             raise stopped_by from None
         raise
     finally:
-        stages.step(f"publishing run {options.run_id} ({report.status})")
-        run_output.publish(spark, report, options, started_ms)
+        if stopped_by is None:  # a failed catalog: nothing committed, no runs row either
+            stages.step(f"publishing run {options.run_id} ({report.status})")
+            run_output.publish(spark, report, options, started_ms)
         if staging is not None:
             staging.remove()
     run_output.register(spark, report, options, entries)

@@ -3,29 +3,26 @@ beside the audit.
 
 The audit needs only the folder of the tables; the session's catalog (Spark's Hive client)
 answers its first question ~7 s after the session starts (embedded Derby, the `make run`
-sample, quiet machine; 18 s at load 8). When the folder is known without it (``--output``
-given, or the local catalog of ``--warehouse`` read with Derby's own tools while the JVM
-starts), a thread asks the catalog (the database created unless it exists, where its tables
-are, its views) while the audit's Spark jobs run, and the run waits for that answer before
-its first commit; a catalog that fails there cancels the audit's jobs. Otherwise (Delta's
-Spark writer, whose every write goes through the catalog; a catalog only Spark can read) the
-catalog is asked first, as the run's first step.
+sample, quiet machine; 18-20 s at load 8-13). When the folder is known without it
+(``--output`` given; with ``--warehouse`` alone, a local catalog not made yet, or the
+database's own folder holding the tables already), a thread asks the catalog (the database
+created unless it exists, where its tables are, its views) while the audit's Spark jobs run,
+and the run waits for that answer before its first commit; a catalog that fails there cancels
+the audit's jobs, and the run commits nothing. Otherwise (Delta's Spark writer, whose every
+write goes through the catalog; tables the local catalog may hold elsewhere) the catalog is
+asked first, as the run's first step.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from pyspark.sql import SparkSession
 
-from offsets_lib.audit.tables import TABLES
 from offsets_lib.io import catalog, storage
 from offsets_lib.job.options import RunOptions, UsageError
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -34,35 +31,23 @@ class CatalogSide:
     before the first commit."""
 
     database: str
-    _local_root: Future[str | None] | None = None
     _answer: Future[tuple[str, catalog.CatalogEntries]] | None = None
     _root: str = ""
-    _threads: list[ThreadPoolExecutor] = field(default_factory=list)
+    _refused: UsageError | None = None
+    _pool: ThreadPoolExecutor | None = None
 
     @classmethod
     def prepare(cls, options: RunOptions) -> CatalogSide | None:
-        """None without --database. With --warehouse alone and delta-rs, the local catalog's
-        folder of the tables is looked up now, beside the JVM's start (a small JVM of its own,
-        ~2 s; it must end before the session's Hive client opens the same Derby files)."""
-        if options.database is None:
-            return None
-        side = cls(options.database)
-        if options.delta_writer != "spark" and not options.output_given and options.warehouse:
-            side._local_root = side._thread().submit(_local_root, options)
-        return side
+        """None without --database."""
+        return cls(options.database) if options.database is not None else None
 
     def start(self, spark: SparkSession, options: RunOptions) -> RunOptions:
         """The run's options with the tables' folder as its output; the catalog is asked in a
         thread when that folder is known already, else now (CatalogUnreachable; UsageError for
         tables of another folder, or nowhere to create the database)."""
         catalog.check_metastore(spark)  # an unreachable metastore service: at once
-        if options.delta_writer == "spark":
-            known = None
-        elif options.output_given:
-            known = options.output
-        else:
-            known = self._local_root.result() if self._local_root is not None else None
         given = options.output if options.output_given else None
+        known = _known_root(options)
         if known is None:
             self._answer = Future()
             self._answer.set_result(_resolve(spark, self.database, given))
@@ -78,20 +63,21 @@ class CatalogSide:
         assert self._answer is not None, "start() first"
         root, entries = self._answer.result()
         if storage.location(root) != storage.location(self._root):
-            raise UsageError(
+            self._refused = UsageError(
                 f"database {self.database!r} has its tables in {root}, not in {self._root}"
-                " where this run wrote them (the catalog changed during the run): run again"
+                f" where this run wrote them: give --output {root}"
             )
-        for pool in self._threads:
-            pool.shutdown(wait=False)
+            raise self._refused
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
         return entries
 
     def failure(self) -> BaseException | None:
-        """The catalog's failure, when its thread ended with one (a run whose audit it
-        cancelled fails with this, not with the cancellation)."""
+        """The catalog's failure, when its thread ended with one or `ready` refused the
+        folder (a run whose audit it cancelled fails with this, not with the cancellation)."""
         answer = self._answer
-        if answer is None or not answer.done():
-            return None
+        if self._refused is not None or answer is None or not answer.done():
+            return self._refused
         return answer.exception()
 
     def _ask(self, spark: SparkSession, output: str | None) -> tuple[str, catalog.CatalogEntries]:
@@ -103,9 +89,8 @@ class CatalogSide:
             raise
 
     def _thread(self) -> ThreadPoolExecutor:
-        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offsets-catalog")
-        self._threads.append(pool)
-        return pool
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offsets-catalog")
+        return self._pool
 
 
 def _resolve(
@@ -121,24 +106,23 @@ def _resolve(
         raise UsageError(str(exc)) from None
 
 
-def _local_root(options: RunOptions) -> str | None:
-    """The folder of the tables of --database in the local catalog of --warehouse, read
-    without Spark (`catalog.local_catalog_locations`): where its tables are, else the
-    database's folder Spark gives it (``<warehouse>/<database>.db``). None when that catalog
-    cannot be read (e.g. this process's session holds it): the session is asked then."""
-    assert options.database is not None and options.warehouse is not None
-    try:
-        locations = catalog.local_catalog_locations(options.warehouse, options.database)
-    except catalog.NoTablesInDatabase:
-        locations = {}
-    except catalog.CatalogUnreachable as exc:
-        log.debug("local catalog not read before the session: %s", exc)
+def _known_root(options: RunOptions) -> str | None:
+    """The folder of the run's tables when known without the catalog (delta-rs only: Delta's
+    Spark writer asks the catalog at every write): --output; with --warehouse alone, when a
+    look at the files tells it, the database's folder Spark gives it
+    (``<warehouse>/<database>.db``) when the catalog is not made yet, or when that folder
+    holds the tables (a `runs` table) already. None otherwise: the catalog is asked first.
+    `CatalogSide.ready` checks it against the catalog's answer."""
+    if options.delta_writer == "spark":
         return None
-    registered = {name: uri for name, uri in locations.items() if name in TABLES}
-    if registered:
-        try:
-            return catalog.tables_root(options.database, registered)
-        except ValueError:
-            return None  # the session's catalog says so, in its words
+    if options.output_given:
+        return options.output
+    if not options.warehouse:
+        return None
+    assert options.database is not None
     warehouse = os.path.realpath(options.warehouse)
-    return storage.table_uri(warehouse, f"{options.database.lower()}.db")
+    root = storage.table_uri(warehouse, f"{options.database.lower()}.db")
+    made = os.path.isdir(os.path.join(warehouse, catalog.METASTORE_FOLDER))
+    if not made or storage.is_delta_table(storage.table_uri(root, "runs")):
+        return root
+    return None

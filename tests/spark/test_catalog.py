@@ -236,6 +236,21 @@ def test_a_catalog_without_a_warehouse_folder_leaves_nothing_in_the_working_dire
     assert (out / catalog.DATABASE_FOLDER).is_dir()
     assert list(work.iterdir()) == []
 
+    # --output given: the catalog is asked beside the audit, its refusal waited for before
+    # the first commit: nothing committed in the other folder, no runs row there either
+    other = tmp_path / "other"
+    elsewhere = ["run", "--input", str(dump), "--run-id", "r2", "--database", "audit"]
+    status, lines = _reader_fails([*elsewhere, "--output", str(other)], work, env)
+    assert (status, [n for n in lines if not n.startswith("Picked up JAVA_TOOL")]) == (
+        2,
+        [
+            f"offsets: database 'audit' has tables of another folder than {other}:"
+            f" {dict(sorted((n, str(out / n)) for n in [*DECIDED_TABLES, 'lag', 'runs']))};"
+            " give that folder as --output, or another --database"
+        ],
+    )
+    assert sorted(other.glob("*/_delta_log")) == []
+
     status, lines = _reader_fails(
         ["run", "--input", str(dump), "--run-id", "r1", "--database", "other"], work, env
     )
