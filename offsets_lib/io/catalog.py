@@ -297,17 +297,13 @@ def create_latest_views(
     qualified names. ``existing``: `view_definitions` as the caller read it already."""
     if existing is None:
         existing = view_definitions(spark, database)
-    views, statements = [], []
+    views = []
     for table in sorted(tables):
         name = LATEST_VIEW_PREFIX + table
         statement, digest = _latest_view(database, table)
         if existing.get(name.lower()) != digest:
-            statements.append(statement)
+            spark.sql(statement)
         views.append(f"{database}.{name}")
-    # Spark analyses each view's query (Delta reads its tables' logs) before the metastore's
-    # call, which Spark serialises: concurrent, as the registrations
-    with ThreadPoolExecutor(max_workers=REGISTER_JOBS) as pool:
-        list(pool.map(spark.sql, statements))
     return views
 
 
