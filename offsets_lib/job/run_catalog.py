@@ -47,7 +47,7 @@ class CatalogSide:
         tables of another folder, or nowhere to create the database)."""
         catalog.check_metastore(spark)  # an unreachable metastore service: at once
         given = options.output if options.output_given else None
-        known = _known_root(options)
+        known = _known_root(spark, options)
         if known is None:
             self._answer = Future()
             self._answer.set_result(_resolve(spark, self.database, given))
@@ -106,13 +106,14 @@ def _resolve(
         raise UsageError(str(exc)) from None
 
 
-def _known_root(options: RunOptions) -> str | None:
+def _known_root(spark: SparkSession, options: RunOptions) -> str | None:
     """The folder of the run's tables when known without the catalog (delta-rs only: Delta's
     Spark writer asks the catalog at every write): --output; with --warehouse alone, when a
     look at the files tells it, the database's folder Spark gives it
     (``<warehouse>/<database>.db``) when the catalog is not made yet, or when that folder
-    holds the tables (a `runs` table) already. None otherwise: the catalog is asked first.
-    `CatalogSide.ready` checks it against the catalog's answer."""
+    holds the tables (a `runs` table) already, if the session's catalog is that of
+    --warehouse (a session that ran already keeps its own). None otherwise: the catalog is
+    asked first. `CatalogSide.ready` checks it against the catalog's answer."""
     if options.delta_writer == "spark":
         return None
     if options.output_given:
@@ -121,6 +122,9 @@ def _known_root(options: RunOptions) -> str | None:
         return None
     assert options.database is not None
     warehouse = os.path.realpath(options.warehouse)
+    session_warehouse = storage.local_path(spark.conf.get("spark.sql.warehouse.dir", ""))
+    if session_warehouse is None or os.path.realpath(session_warehouse) != warehouse:
+        return None
     root = storage.table_uri(warehouse, f"{options.database.lower()}.db")
     made = os.path.isdir(os.path.join(warehouse, catalog.METASTORE_FOLDER))
     if not made or storage.is_delta_table(storage.table_uri(root, "runs")):
