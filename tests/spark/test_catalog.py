@@ -241,7 +241,8 @@ def test_a_catalog_without_a_warehouse_folder_leaves_nothing_in_the_working_dire
     other = tmp_path / "other"
     elsewhere = ["run", "--input", str(dump), "--run-id", "r2", "--database", "audit"]
     status, lines = _reader_fails([*elsewhere, "--output", str(other)], work, env)
-    assert (status, [n for n in lines if not n.startswith("Picked up JAVA_TOOL")]) == (
+    shown = ("Picked up JAVA_TOOL", "[read+audit]")  # the audit may end before the catalog
+    assert (status, [n for n in lines if not n.startswith(shown)]) == (
         2,
         [
             f"offsets: database 'audit' has tables of another folder than {other}:"
