@@ -8,7 +8,6 @@ import shutil
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +34,7 @@ from offsets_lib.job.options import (
     removed_flag,
 )
 from offsets_lib.job.run import RejectRatioExceeded, RunReport
+from offsets_lib.job.run_catalog import CatalogSide
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -150,8 +150,9 @@ def _run(
             )
         session.start_python_workers(spark)
         progress.watch(spark_stages(spark))
-        if options.database is not None:
-            options = _with_database(spark, options)
+        catalog_side = CatalogSide.prepare(options)  # asked beside the audit where it can
+        if catalog_side is not None:
+            options = catalog_side.start(spark, options)
         given = _end_offsets_source(spark, options, ends_file)
         taken: list[pa.Table] = []
         with _source_reading(spark, ends):
@@ -164,6 +165,7 @@ def _run(
                 step=progress.step,
                 increment=increment,
                 end_offsets=_kept(given, taken),
+                catalog_side=catalog_side,
             )
         lag_line = _lag_summary(options, report, taken[0] if taken else None)
     except (InputNotReadable, catalog.CatalogUnreachable) as exc:
@@ -257,18 +259,6 @@ def run_options(kw: dict, *, now_ms: int) -> RunOptions:
     """The run's options from the command line's values (RunOptions checks them): the seam
     where tests stop a real `offsets run` before Spark."""
     return RunOptions.from_flags(kw, now_ms=now_ms)
-
-
-def _with_database(spark, options: RunOptions) -> RunOptions:
-    """Create the database unless it exists; the tables' folder is where the catalog has them,
-    else --output, else the database's own (`catalog.run_root`)."""
-    try:
-        root = catalog.run_root(
-            spark, options.database, options.output if options.output_given else None
-        )
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
-    return replace(options, output=root)
 
 
 def _kafka_range(options: RunOptions) -> tuple[dict[int, int] | None, dict[int, int]]:

@@ -33,6 +33,7 @@ import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -51,8 +52,10 @@ from offsets_lib.io.metastore import (
 
 __all__ = [
     "LATEST_VIEW_PREFIX",
+    "CatalogEntries",
     "CatalogUnreachable",
     "NoTablesInDatabase",
+    "catalog_entries",
     "check_metastore",
     "check_metastore_ports",
     "create_latest_views",
@@ -65,6 +68,7 @@ __all__ = [
     "register_tables",
     "resolve_tables_root",
     "run_root",
+    "run_root_and_entries",
     "shown_uris",
     "sql_string",
     "table_identifier",
@@ -103,22 +107,46 @@ def table_locations(spark: SparkSession, database: str) -> dict[str, str]:
     way against 1.9 s on this shared 2-core machine (load ~24). A catalog whose answer lacks a
     location is asked per table with ``DESCRIBE DETAIL``. CatalogUnreachable when the catalog's
     client cannot start (its first question fails)."""
+    return catalog_entries(spark, database).locations
+
+
+@dataclass(frozen=True)
+class CatalogEntries:
+    """What one ``SHOW TABLE EXTENDED`` says of a database: every table's location and every
+    view's `latest_view_sql` digest (None: a view without one), by name."""
+
+    locations: dict[str, str]
+    views: dict[str, str | None]
+
+
+def catalog_entries(spark: SparkSession, database: str) -> CatalogEntries:
+    """`table_locations` and `view_definitions` from the one metastore query: a run asks it
+    once, then registers and creates views from its answer (each query took 0.8-2.7 s of a
+    `run --database` on the `make run` sample, and a run asked three)."""
     try:
         exists = spark.catalog.databaseExists(database)
     except Exception as exc:  # pyspark's or py4j's wrapper of the Hive client's failure
         raise CatalogUnreachable(_unreachable_line(spark, exc)) from None
     if not exists:
         raise NoTablesInDatabase(f"no database {database!r} in the catalog")
-    locations = {}
+    return _entries(spark, database)
+
+
+def _entries(spark: SparkSession, database: str) -> CatalogEntries:
+    """`catalog_entries` of a database that exists."""
+    locations: dict[str, str] = {}
+    views: dict[str, str | None] = {}
     for name, lines in _shown(spark, database).items():
         if VIEW_LINE in lines:  # the latest_<table> views
+            found = [m.group(1) for line in lines if (m := _DEFINITION.search(line))]
+            views[name] = found[0] if found else None
             continue
         found = [n.removeprefix(LOCATION_LINE) for n in lines if n.startswith(LOCATION_LINE)]
         if not found:
             qualified = f"{identifier(database)}.{identifier(name)}"
             found = [spark.sql(f"DESCRIBE DETAIL {qualified}").first()["location"]]
         locations[name] = storage.location(found[0])  # as the readers name it
-    return locations
+    return CatalogEntries(locations, views)
 
 
 def _shown(spark: SparkSession, database: str) -> dict[str, list[str]]:
@@ -135,12 +163,7 @@ def _shown(spark: SparkSession, database: str) -> dict[str, list[str]]:
 def view_definitions(spark: SparkSession, database: str) -> dict[str, str | None]:
     """The `latest_view_sql` digest each view of ``database`` was created with, by view name
     (None: a view without one)."""
-    digests: dict[str, str | None] = {}
-    for name, lines in _shown(spark, database).items():
-        if VIEW_LINE in lines:
-            found = [m.group(1) for line in lines if (m := _DEFINITION.search(line))]
-            digests[name] = found[0] if found else None
-    return digests
+    return _entries(spark, database).views
 
 
 def _unreachable_line(spark: SparkSession, exc: Exception) -> str:
@@ -263,11 +286,17 @@ def _latest_view(database: str, table: str) -> tuple[str, str]:
     return statement, digest
 
 
-def create_latest_views(spark: SparkSession, database: str, tables: Iterable[str]) -> list[str]:
+def create_latest_views(
+    spark: SparkSession,
+    database: str,
+    tables: Iterable[str],
+    existing: Mapping[str, str | None] | None = None,
+) -> list[str]:
     """`latest_view_sql`'s view of each of ``tables``, created where the catalog lacks it or
     holds another definition (catalog metadata only, no data read); returns the views'
-    qualified names."""
-    existing = view_definitions(spark, database)
+    qualified names. ``existing``: `view_definitions` as the caller read it already."""
+    if existing is None:
+        existing = view_definitions(spark, database)
     views = []
     for table in sorted(tables):
         name = LATEST_VIEW_PREFIX + table
@@ -379,23 +408,59 @@ def _ddl_type(dtype: T.DataType) -> str:
     return dtype.simpleString()
 
 
-def ensure_database(spark: SparkSession, database: str) -> str:
+DATABASE_FOLDER = "_database"  # under --output: the folder of a database a run creates there
+
+
+def ensure_database(spark: SparkSession, database: str, output: str | None = None) -> str:
     """Create the catalog database unless it exists; returns its location (the root of its
-    managed tables, and of the job's internal tables when no --output is given)."""
-    spark.sql(f"CREATE DATABASE IF NOT EXISTS {identifier(database)}")
+    managed tables, and of the job's internal tables when no --output is given).
+
+    Created where the session's warehouse folder says, unless that folder is Spark's default,
+    ``spark-warehouse`` in the working directory (no ``spark.sql.warehouse.dir`` nor
+    ``hive.metastore.warehouse.dir`` given, as with many a remote metastore's client): then
+    at ``<output>/_database`` (its tables are external at ``<output>/<table>``; a DROP
+    DATABASE removes only that folder), and without --output the run is refused (ValueError)
+    rather than leave the user's tables in the working directory."""
+    if not spark.catalog.databaseExists(database):
+        location = ""
+        if _is_default_warehouse(spark.conf.get("spark.sql.warehouse.dir")):
+            if output is None:
+                raise ValueError(
+                    f"the catalog has no database {database!r} and no warehouse folder to"
+                    " create it in (spark.sql.warehouse.dir); give --output PATH for its"
+                    " tables, or --warehouse"
+                )
+            location = f" LOCATION {sql_string(storage.table_uri(output, DATABASE_FOLDER))}"
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {identifier(database)}{location}")
     return storage.location(spark.catalog.getDatabase(database).locationUri)
 
 
+def _is_default_warehouse(warehouse: str) -> bool:
+    """Whether the session's warehouse folder is Spark's default, ``spark-warehouse`` in the
+    working directory."""
+    folder = storage.local_path(warehouse)
+    default = Path.cwd() / "spark-warehouse"
+    return folder is not None and os.path.realpath(folder) == os.path.realpath(default)
+
+
 def run_root(spark: SparkSession, database: str, output: str | None) -> str:
+    """`run_root_and_entries`' root."""
+    return run_root_and_entries(spark, database, output)[0]
+
+
+def run_root_and_entries(
+    spark: SparkSession, database: str, output: str | None, *, checked: bool = False
+) -> tuple[str, CatalogEntries]:
     """Where a run writes the tables of catalog ``database`` (created unless it exists): where
-    the catalog has them already, else ``output``, else the database's folder. Fails
-    (ValueError) when ``output`` is given and the catalog has one of them elsewhere;
-    CatalogUnreachable (`check_metastore`) before the catalog is asked."""
-    check_metastore(spark)
-    location = ensure_database(spark, database)
-    registered = {
-        name: uri for name, uri in table_locations(spark, database).items() if name in TABLES
-    }
+    the catalog has them already, else ``output``, else the database's folder; with what the
+    catalog holds (`catalog_entries`). Fails (ValueError) when ``output`` is given and the
+    catalog has one of them elsewhere; CatalogUnreachable (`check_metastore`, unless the
+    caller ``checked`` it) before the catalog is asked."""
+    if not checked:
+        check_metastore(spark)
+    location = ensure_database(spark, database, output)
+    entries = catalog_entries(spark, database)
+    registered = {name: uri for name, uri in entries.locations.items() if name in TABLES}
     root = output if output is not None else location
     if registered and output is None:
         root = tables_root(database, registered)
@@ -410,18 +475,25 @@ def run_root(spark: SparkSession, database: str, output: str | None) -> str:
             f" {dict(sorted(elsewhere.items()))}; give that folder as --output, or another"
             " --database"
         )
-    return root
+    return root, entries
 
 
 def register_tables(
-    spark: SparkSession, names: Iterable[str], *, output: str, database: str
+    spark: SparkSession,
+    names: Iterable[str],
+    *,
+    output: str,
+    database: str,
+    registered: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Register the Delta tables ``names`` under ``output`` that the catalog lacks, as
     ``database.<name>``, external at their folder (``CREATE TABLE ... USING delta
     LOCATION``: Delta takes the schema, comments, description and partitioning from the
     table's log). Returns the names registered now; a table registered already costs nothing
-    more than the one metastore query."""
-    registered = table_locations(spark, database)
+    more than the one metastore query (none when the caller gives ``registered``,
+    `table_locations` as it read it already)."""
+    if registered is None:
+        registered = table_locations(spark, database)
     missing = {
         name: storage.table_uri(output, name)
         for name in names

@@ -34,6 +34,7 @@ from offsets_lib.io import incremental, sink
 from offsets_lib.io.lock import output_lock
 from offsets_lib.job import audit_plan, run_output, run_report
 from offsets_lib.job.options import RunOptions
+from offsets_lib.job.run_catalog import CatalogSide
 from offsets_lib.job.run_report import RejectRatioExceeded, RunReport
 
 __all__ = ["LogEndOffsets", "RejectRatioExceeded", "RunOptions", "RunReport", "execute"]
@@ -54,6 +55,7 @@ def execute(
     step: Callable[[str], None] = log.debug,
     increment: incremental.Increment | None = None,
     end_offsets: LogEndOffsets | None = None,
+    catalog_side: CatalogSide | None = None,
 ) -> RunReport:
     """Decode, audit and publish one run; `runs` is written last (failed or succeeded).
 
@@ -63,10 +65,11 @@ def execute(
     `increment` (kafka): `raw` holds only the records after the stored checkpoint; they are
     audited together with the kept records, and those and the checkpoint advance after every
     audit table has committed (just before the runs row). `end_offsets()` gives the log-end
-    offsets (topic, partition, log_end_offset) for the `lag` table, or None.
+    offsets (topic, partition, log_end_offset) for the `lag` table, or None. `catalog_side`
+    (--database): the catalog, waited for before the first commit.
     """
     with output_lock(options.output, options.run_id):
-        return _execute(spark, raw, options, echo, increment, end_offsets, step)
+        return _execute(spark, raw, options, echo, increment, end_offsets, step, catalog_side)
 
 
 def _execute(
@@ -77,6 +80,7 @@ def _execute(
     increment: incremental.Increment | None = None,
     end_offsets: LogEndOffsets | None = None,
     step: Callable[[str], None] = log.debug,
+    catalog_side: CatalogSide | None = None,
 ) -> RunReport:
     """source -> route -> audit tasks -> decide -> write -> kept records, checkpoint -> runs row."""
     started_ms = run_report.now_ms()
@@ -85,6 +89,7 @@ def _execute(
         report.records_held_back = dict(increment.held_back)
     stages = run_report.Stages(report, echo, step)
     staging: Staging | None = None
+    entries, stopped_by = None, None
     try:
         staging = Staging.fresh(options.output, options.run_id)
         stages.step(f"planning: {_input_text(options, increment)}")
@@ -93,6 +98,9 @@ def _execute(
         audited = _audit(spark, options, report, staging, inputs, increment, end_offsets)
         stages.done("read+audit", audited.summary(report, inputs))
         tables = _frames(spark, audited, options, report, staging)
+        if catalog_side is not None:  # asked beside the audit: its answer before any commit
+            stages.step(f"waiting for the catalog of database {options.database}")
+            entries = catalog_side.ready()
         stages.step(f"writing {len(tables)} tables under {options.output}")
         run_output.write_tables(spark, tables, options, report)
         _summarise(report, audited.stats)
@@ -102,14 +110,18 @@ def _execute(
         report.status = "succeeded"
     except BaseException as exc:  # KeyboardInterrupt too: never a "running" row left behind
         report.status = "failed"
-        report.error = _error_line(exc, options)
+        stopped_by = catalog_side.failure() if catalog_side is not None else None
+        report.error = _error_line(stopped_by or exc, options)
+        if stopped_by is not None and stopped_by is not exc:  # the audit's jobs it cancelled
+            raise stopped_by from None
         raise
     finally:
-        stages.step(f"publishing run {options.run_id} ({report.status})")
-        run_output.publish(spark, report, options, started_ms)
+        if stopped_by is None:  # a failed catalog: nothing committed, no runs row either
+            stages.step(f"publishing run {options.run_id} ({report.status})")
+            run_output.publish(spark, report, options, started_ms)
         if staging is not None:
             staging.remove()
-    run_output.register(spark, report, options)
+    run_output.register(spark, report, options, entries)
     return report
 
 

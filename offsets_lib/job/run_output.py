@@ -110,18 +110,29 @@ def table_name(options: RunOptions, name: str) -> str:
     return sink.table_uri(options.output, name)
 
 
-def register(spark: SparkSession, report: RunReport, options: RunOptions) -> None:
+def register(
+    spark: SparkSession,
+    report: RunReport,
+    options: RunOptions,
+    entries: catalog.CatalogEntries | None = None,
+) -> None:
     """A catalog run's tables written by delta-rs: the catalog learns the ones it lacks, once
     every table and the runs row are committed (a failed run's tables are registered by the
     next run that succeeds; Delta's Spark writer registers its tables itself). Then each
-    table's ``latest_<table>`` view, for readers that name no run."""
+    table's ``latest_<table>`` view, for readers that name no run. ``entries``: what the
+    catalog held when the run started (this run's registrations are the only change since)."""
     if options.database is None:
         return
     if options.delta_writer != "spark":
         catalog.register_tables(
-            spark, report.tables, output=options.output, database=options.database
+            spark,
+            report.tables,
+            output=options.output,
+            database=options.database,
+            registered=entries.locations if entries is not None else None,
         )
-    report.views = catalog.create_latest_views(spark, options.database, report.tables)
+    views = entries.views if entries is not None else None
+    report.views = catalog.create_latest_views(spark, options.database, report.tables, views)
 
 
 def publish(spark: SparkSession, report: RunReport, options: RunOptions, started_ms: int) -> None:

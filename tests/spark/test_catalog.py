@@ -203,6 +203,68 @@ def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> Non
     )
 
 
+def test_a_catalog_without_a_warehouse_folder_leaves_nothing_in_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    """A user's spark-defaults naming a Hive metastore (here Derby by its JDBC URL, as a
+    remote one is named by its URIs) and no warehouse folder: Spark's default is
+    ``spark-warehouse`` in the working directory. A first `run --database --output` creates
+    the database at ``<output>/_database`` instead; `run --database` alone is refused with one
+    line (exit 2) rather than put the tables there. Nothing in the working directory."""
+    conf, work, dump, out = (tmp_path / n for n in ("conf", "work", "dump", "out"))
+    conf.mkdir()
+    work.mkdir()
+    generate_dump(str(dump), groups=2, records=40, seed=5, partitions=1)
+    metastore = tmp_path / "metastore"
+    (conf / "spark-defaults.conf").write_text(
+        "spark.sql.catalogImplementation hive\n"
+        "spark.hadoop.javax.jdo.option.ConnectionURL"
+        f" jdbc:derby:;databaseName={metastore / 'db'};create=true\n"
+    )
+    env = {"SPARK_CONF_DIR": str(conf), "JAVA_TOOL_OPTIONS": f"-Dderby.system.home={metastore}"}
+    run = [str(BIN / "offsets"), "run", "--input", str(dump), "--run-id", "r1"]
+    first = subprocess.run(
+        [*run, "--database", "audit", "--output", str(out)],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=work,
+    )
+    assert first.returncode == 0, first.stderr
+    assert "tables in database audit:" in first.stdout
+    assert (out / catalog.DATABASE_FOLDER).is_dir()
+    assert list(work.iterdir()) == []
+
+    # --output given: the catalog is asked beside the audit, its refusal waited for before
+    # the first commit: nothing committed in the other folder, no runs row there either
+    other = tmp_path / "other"
+    elsewhere = ["run", "--input", str(dump), "--run-id", "r2", "--database", "audit"]
+    status, lines = _reader_fails([*elsewhere, "--output", str(other)], work, env)
+    shown = ("Picked up JAVA_TOOL", "[read+audit]")  # the audit may end before the catalog
+    assert (status, [n for n in lines if not n.startswith(shown)]) == (
+        2,
+        [
+            f"offsets: database 'audit' has tables of another folder than {other}:"
+            f" {dict(sorted((n, str(out / n)) for n in [*DECIDED_TABLES, 'lag', 'runs']))};"
+            " give that folder as --output, or another --database"
+        ],
+    )
+    assert sorted(other.glob("*/_delta_log")) == []
+
+    status, lines = _reader_fails(
+        ["run", "--input", str(dump), "--run-id", "r1", "--database", "other"], work, env
+    )
+    assert (status, [n for n in lines if not n.startswith("Picked up JAVA_TOOL")]) == (
+        2,
+        [
+            "offsets: the catalog has no database 'other' and no warehouse folder to create it"
+            " in (spark.sql.warehouse.dir); give --output PATH for its tables, or --warehouse"
+        ],
+    )
+    assert list(work.iterdir()) == []
+
+
 def _reader_fails(args: list[str], cwd: Path, env: dict[str, str] | None = None):
     """`offsets ARGS` in its own process (the JVM's stderr included): status and stderr lines.
     The timeout is a hang guard only (a metastore that never answers held Hive's client for

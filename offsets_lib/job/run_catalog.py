@@ -1,0 +1,132 @@
+"""The catalog's side of `offsets run --database`: the tables' folder, and the catalog asked
+beside the audit.
+
+The audit needs only the folder of the tables; the session's catalog (Spark's Hive client)
+answers its first question ~7 s after the session starts (embedded Derby, the `make run`
+sample, quiet machine; 18-20 s at load 8-13). When the folder is known without it
+(``--output`` given; with ``--warehouse`` alone, a local catalog not made yet, or the
+database's own folder holding the tables already), a thread asks the catalog (the database
+created unless it exists, where its tables are, its views) while the audit's Spark jobs run,
+and the run waits for that answer before its first commit; a catalog that fails there cancels
+the audit's jobs, and the run commits nothing. Otherwise (Delta's Spark writer, whose every
+write goes through the catalog; tables the local catalog may hold elsewhere) the catalog is
+asked first, as the run's first step.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+from pyspark.sql import SparkSession
+
+from offsets_lib.io import catalog, storage
+from offsets_lib.job.options import RunOptions, UsageError
+
+
+@dataclass
+class CatalogSide:
+    """One run's catalog: `prepare` before the session starts, `start` once it runs, `ready`
+    before the first commit."""
+
+    database: str
+    _answer: Future[tuple[str, catalog.CatalogEntries]] | None = None
+    _root: str = ""
+    _refused: UsageError | None = None
+    _pool: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def prepare(cls, options: RunOptions) -> CatalogSide | None:
+        """None without --database."""
+        return cls(options.database) if options.database is not None else None
+
+    def start(self, spark: SparkSession, options: RunOptions) -> RunOptions:
+        """The run's options with the tables' folder as its output; the catalog is asked in a
+        thread when that folder is known already, else now (CatalogUnreachable; UsageError for
+        tables of another folder, or nowhere to create the database)."""
+        catalog.check_metastore(spark)  # an unreachable metastore service: at once
+        given = options.output if options.output_given else None
+        known = _known_root(spark, options)
+        if known is None:
+            self._answer = Future()
+            self._answer.set_result(_resolve(spark, self.database, given))
+        else:
+            self._answer = self._thread().submit(self._ask, spark, given)
+        self._root = known if known is not None else self._answer.result()[0]
+        return replace(options, output=self._root)
+
+    def ready(self) -> catalog.CatalogEntries:
+        """Wait for the catalog's answer: what it holds (for registration and views). Raises
+        what the catalog raised; UsageError when it has the tables in another folder than the
+        one the run wrote to."""
+        assert self._answer is not None, "start() first"
+        root, entries = self._answer.result()
+        if storage.location(root) != storage.location(self._root):
+            self._refused = UsageError(
+                f"database {self.database!r} has its tables in {root}, not in {self._root}"
+                f" where this run wrote them: give --output {root}"
+            )
+            raise self._refused
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+        return entries
+
+    def failure(self) -> BaseException | None:
+        """The catalog's failure, when its thread ended with one or `ready` refused the
+        folder (a run whose audit it cancelled fails with this, not with the cancellation)."""
+        answer = self._answer
+        if self._refused is not None or answer is None or not answer.done():
+            return self._refused
+        return answer.exception()
+
+    def _ask(self, spark: SparkSession, output: str | None) -> tuple[str, catalog.CatalogEntries]:
+        """`_resolve` in the thread; a failure stops the audit's jobs (the run fails with it)."""
+        try:
+            return _resolve(spark, self.database, output)
+        except BaseException:
+            spark.sparkContext.cancelAllJobs()
+            raise
+
+    def _thread(self) -> ThreadPoolExecutor:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offsets-catalog")
+        return self._pool
+
+
+def _resolve(
+    spark: SparkSession, database: str, output: str | None
+) -> tuple[str, catalog.CatalogEntries]:
+    """`catalog.run_root_and_entries` (its metastore checked already); ValueError as the
+    user's mistake (UsageError)."""
+    try:
+        return catalog.run_root_and_entries(spark, database, output, checked=True)
+    except UsageError:
+        raise
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _known_root(spark: SparkSession, options: RunOptions) -> str | None:
+    """The folder of the run's tables when known without the catalog (delta-rs only: Delta's
+    Spark writer asks the catalog at every write): --output; with --warehouse alone, when a
+    look at the files tells it, the database's folder Spark gives it
+    (``<warehouse>/<database>.db``) when the catalog is not made yet, or when that folder
+    holds the tables (a `runs` table) already, if the session's catalog is that of
+    --warehouse (a session that ran already keeps its own). None otherwise: the catalog is
+    asked first. `CatalogSide.ready` checks it against the catalog's answer."""
+    if options.delta_writer == "spark":
+        return None
+    if options.output_given:
+        return options.output
+    if not options.warehouse:
+        return None
+    assert options.database is not None
+    warehouse = os.path.realpath(options.warehouse)
+    session_warehouse = storage.local_path(spark.conf.get("spark.sql.warehouse.dir", ""))
+    if session_warehouse is None or os.path.realpath(session_warehouse) != warehouse:
+        return None
+    root = storage.table_uri(warehouse, f"{options.database.lower()}.db")
+    made = os.path.isdir(os.path.join(warehouse, catalog.METASTORE_FOLDER))
+    if not made or storage.is_delta_table(storage.table_uri(root, "runs")):
+        return root
+    return None
