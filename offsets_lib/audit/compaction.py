@@ -120,18 +120,72 @@ class _Sorted:
         return last_pending > self.last_tombstone()
 
 
-def latest_per_key(table: pa.Table, *, coordinator: Coordinator) -> pa.Table:
+# `uncertainty_rule` of the rows a read without transaction markers cannot decide (docs/rules.md)
+TXN_MARKER_UNREAD = "TXN-MARKER-UNREAD"
+
+
+def is_behind_unread_marker(
+    rows: _Sorted, table: pa.Table, *, within_ms: int, retention_ms: int | None
+) -> np.ndarray:
+    """Per key: the offset depends on a transaction marker this read cannot see (TXN-MARKER-UNREAD).
+
+    For a read without batch metadata under a Scala coordinator (the caller decides that): the
+    key's newest record is a tombstone written at most `within_ms` (transaction.max.timeout.ms)
+    after the key's newest value. That value may be a transactional commit whose COMMIT marker
+    came after the tombstone, and the Scala loader then re-creates it (semantics.md 1.3); read
+    without control records and producer ids, a transactional commit looks like a plain one.
+    A tombstone at or after that value's own deadline (its explicit expireTimestamp, else its
+    commitTimestamp + `retention_ms`) is read as the cleanup's expiry of it: that reading is
+    wrong only if a transaction stayed open longer than the retention (a retention under 15 min).
+    """
+    stamps = np.asarray(pc.fill_null(table.column("log_timestamp_ms"), 0), dtype=np.int64)
+    stamps = stamps[rows.order]
+    tombstone = rows.per_key_max(np.where(rows.tombstone, rows.position, -1))
+    value = rows.per_key_max(np.where(~rows.tombstone, rows.position, -1))
+    deleted = (value >= 0) & (tombstone > value)  # sorted by log offset within each key
+    deleted_at = stamps[np.maximum(tombstone, 0)]
+    soon = deleted_at - stamps[np.maximum(value, 0)] <= within_ms
+    if retention_ms is None:
+        return deleted & soon
+    at = rows.order[np.maximum(value, 0)]
+    explicit = table.column("expire_timestamp_ms").take(pa.array(at))
+    commit = table.column("commit_timestamp_ms").take(pa.array(at))
+    deadline = pc.coalesce(explicit, pc.add(commit, retention_ms))
+    expired = np.asarray(
+        pc.fill_null(pc.greater_equal(pa.array(deleted_at), deadline), False), dtype=bool
+    )
+    return deleted & soon & ~expired
+
+
+def latest_per_key(
+    table: pa.Table,
+    *,
+    coordinator: Coordinator,
+    unread_markers_within_ms: int | None = None,
+    retention_ms: int | None = None,
+) -> pa.Table:
     """One row per key: key columns, the surviving record's columns, and key facts.
 
     The surviving record is the committed value (`_Sorted.newest_value`) or, when there is none,
     the newest counting record (a tombstone) if any. Facts: has_committed_offset,
     has_pending_transaction (a pending transactional value no tombstone wiped, TXN-4),
-    last_value_offset (newest value of any status, G-S1). `table` holds offset commits with
-    `txn_status` and `marker_offset` (the resolving marker's log offset, null without one).
+    last_value_offset (newest value of any status, G-S1), is_behind_unread_marker. `table` holds
+    offset commits with `txn_status` and `marker_offset` (the resolving marker's log offset, null
+    without one). `unread_markers_within_ms`: the read has no transaction markers and the
+    coordinator is a Scala one; a key `is_behind_unread_marker` keeps its newest value, the
+    offset a COMMIT marker after its tombstone would re-create, flagged.
     """
     rows = _Sorted(table)
     order = rows.order
     value = rows.newest_value(coordinator)
+    if unread_markers_within_ms is None:
+        behind = np.zeros(len(rows.starts), dtype=bool)
+    else:
+        behind = is_behind_unread_marker(
+            rows, table, within_ms=unread_markers_within_ms, retention_ms=retention_ms
+        )
+        newest_value = rows.per_key_max(np.where(~rows.tombstone, rows.position, -1))
+        value = np.where(behind, newest_value, value)
     newest_counting = rows.per_key_max(np.where(rows.counting, rows.position, -1))
     newest = np.where(value >= 0, value, newest_counting)
     last_value = rows.per_key_max(np.where(~rows.tombstone, rows.offsets, -1))
@@ -145,27 +199,8 @@ def latest_per_key(table: pa.Table, *, coordinator: Coordinator) -> pa.Table:
     columns["has_committed_offset"] = pa.array(value >= 0)
     columns["has_pending_transaction"] = pa.array(rows.has_pending(coordinator))
     columns["last_value_offset"] = pa.array(last_value, mask=last_value < 0)
+    columns["is_behind_unread_marker"] = pa.array(behind)
     return pa.table(columns)
-
-
-def deletes_soon_after_a_value(table: pa.Table, *, within_ms: int) -> int:
-    """Offset keys whose newest record is a tombstone written at most `within_ms` (log
-    timestamps) after the key's newest value.
-
-    Read without batch metadata, such a value may be a transactional commit whose COMMIT marker
-    came after the tombstone, which the Scala loader re-creates (semantics.md 1.3): a run
-    cannot tell, and counts them (`offsets_lib.audit.task_audit`, `unplaced_marker_deletes`).
-    """
-    if table.num_rows == 0:
-        return 0
-    rows = _Sorted(table)
-    stamps = np.asarray(pc.fill_null(table.column("log_timestamp_ms"), 0), dtype=np.int64)
-    stamps = stamps[rows.order]
-    tombstone = rows.per_key_max(np.where(rows.tombstone, rows.position, -1))
-    value = rows.per_key_max(np.where(~rows.tombstone, rows.position, -1))
-    deleted = (value >= 0) & (tombstone > value)  # sorted by log offset within each key
-    gap = stamps[np.maximum(tombstone, 0)] - stamps[np.maximum(value, 0)]
-    return int((deleted & (gap <= within_ms)).sum())
 
 
 def kept_rows(table: pa.Table) -> np.ndarray:

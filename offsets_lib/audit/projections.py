@@ -45,6 +45,7 @@ PROJECTIONS: dict[str, tuple[str, tuple[ProjectedColumn, ...]]] = {
             ProjectedColumn("expire_timestamp", "expire_timestamp_ms", is_epoch_ms=True),
             _OFFSETS_PARTITION,
             *_same("log_offset", "topic_id", "value_version", "has_pending_transaction"),
+            *_same("uncertainty_rule"),
         ),
     ),
     "offset_decisions": (
@@ -54,6 +55,7 @@ PROJECTIONS: dict[str, tuple[str, tuple[ProjectedColumn, ...]]] = {
             ProjectedColumn("expires_at", "expires_at_ms", is_epoch_ms=True),
             *_same("rule", "delete_error", "delete_rule"),
             _OFFSETS_PARTITION,
+            *_same("uncertainty_rule"),
         ),
     ),
     "groups": (
@@ -67,6 +69,7 @@ PROJECTIONS: dict[str, tuple[str, tuple[ProjectedColumn, ...]]] = {
             _OFFSETS_PARTITION,
             *_same("protocol", "leader", "member_count", "target_assignment_epoch"),
             *_same("offset_count", "has_pending_transactions", "state_notes"),
+            *_same("uncertainty_rule"),
         ),
     ),
     "group_decisions": (
@@ -77,6 +80,7 @@ PROJECTIONS: dict[str, tuple[str, tuple[ProjectedColumn, ...]]] = {
             ProjectedColumn("rule", "deletion_rule"),
             *_same("group_type", "state", "blocked_by"),
             _OFFSETS_PARTITION,
+            *_same("uncertainty_rule"),
         ),
     ),
     "rejects": (

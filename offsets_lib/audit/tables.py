@@ -142,6 +142,16 @@ def _subscribed_topics(scope: str) -> StructField:
     )
 
 
+def _uncertainty_rule(what: str) -> StructField:
+    return _col(
+        "uncertainty_rule",
+        StringType(),
+        f"Null: {what} is certain. TXN-MARKER-UNREAD: {what} depends on a transaction marker "
+        "a read without batch metadata cannot see (docs/rules.md); the row assumes a COMMIT "
+        "marker after the delete.",
+    )
+
+
 ASSIGNED_PARTITION = StructType(
     [
         _col("topic", StringType(), "Assigned topic name; null when only the topic id is known."),
@@ -201,6 +211,7 @@ OFFSETS = TableSpec(
                 "True when a transactional offset for this partition is still pending (TXN-1); "
                 "false otherwise.",
             ),
+            _uncertainty_rule("the offset"),
             _run_id(),
             _as_of(),
         ]
@@ -270,6 +281,7 @@ GROUPS = TableSpec(
                 "Inconsistencies met while replaying the group's records (e.g. a type change "
                 "G-U1/G-U2 without the usual tombstones); null when none.",
             ),
+            _uncertainty_rule("the group's state"),
             _run_id(),
             _as_of(),
         ]
@@ -388,6 +400,7 @@ OFFSET_DECISIONS = TableSpec(
                 "docs/rules.md).",
             ),
             _offsets_partition("the commit"),
+            _uncertainty_rule("the offset"),
             _run_id(),
             _as_of(),
         ]
@@ -421,6 +434,7 @@ GROUP_DECISIONS = TableSpec(
                 "transaction); null when deleted is true.",
             ),
             _offsets_partition("the group's records"),
+            _uncertainty_rule("the deletion"),
             _run_id(),
             _as_of(),
         ]

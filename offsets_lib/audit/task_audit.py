@@ -77,6 +77,7 @@ KIND_ARROW: dict[str, pa.Schema] = {
             ("expire_timestamp_ms", pa.int64()),
             ("topic_id", pa.string()),
             ("has_pending_transaction", pa.bool_()),
+            ("uncertainty_rule", pa.string()),  # compaction.TXN_MARKER_UNREAD or null
             *_GROUP_FACTS,
             ("has_known_subscriptions", pa.bool_()),
             ("is_topic_subscribed", pa.bool_()),
@@ -95,6 +96,7 @@ KIND_ARROW: dict[str, pa.Schema] = {
             *replay.GROUP_STATE_ARROW,
             ("offset_count", pa.int32()),
             ("has_pending_transactions", pa.bool_()),
+            ("uncertainty_rule", pa.string()),  # _group_uncertainty
             ("deleted", pa.bool_()),
             ("deletes_at_ms", pa.int64()),
             ("deletion_rule", pa.string()),
@@ -124,8 +126,8 @@ KIND_ARROW: dict[str, pa.Schema] = {
             # [[offsets partition, group id, check], ...] (for the run's summary lines)
             ("load_failures", pa.int64()),
             ("load_failures_shown", pa.string()),
-            # offsets deleted soon after a value in a read without transaction markers, under a
-            # Scala coordinator (_unplaced_marker_deletes; for the run's summary lines)
+            # offsets reported uncertain (TXN-MARKER-UNREAD: a read without transaction markers,
+            # a Scala coordinator; compaction.is_behind_unread_marker), for the summary lines
             ("unplaced_marker_deletes", pa.int64()),
             # the decisions' counts (for the run's summary line)
             ("offsets_total", pa.int64()),
@@ -142,12 +144,15 @@ def audit_records(
     *,
     coordinator: Coordinator = Coordinator.NEW,
     resolved: ResolvedCommits | None = None,
+    retention_ms: int | None = None,
 ) -> dict[str, pa.Table]:
     """Everything the decisions need from one task's records (see the module docstring).
 
     Returns tables by kind: offset (live keys with their group's facts), group, reject, metric
     and stats (one row). Records of a group and the markers of its partition must all be here.
     `resolved`: the same records already decoded for the audit (`audit_decoded`).
+    `retention_ms`: the cluster's offset retention, which tells an expiry's tombstone from an
+    OffsetDelete's in a read without transaction markers (`compaction.is_behind_unread_marker`).
     """
     if not batches:
         return {}
@@ -165,7 +170,12 @@ def audit_records(
         REJECT: _rejects(decoded, ~ok & ~is_history),
         METRIC: kip496_meters(records, ok & ~is_control & (record_type >= 0) & ~is_history),
     }
-    keys = compaction.latest_per_key(resolved.commits, coordinator=coordinator)
+    keys = compaction.latest_per_key(
+        resolved.commits,
+        coordinator=coordinator,
+        unread_markers_within_ms=_unread_marker_window_ms(decoded, coordinator),
+        retention_ms=retention_ms,
+    )
     summary = _group_summary(keys)
     groups = _replay(decoded, values, ok, is_control, record_type, summary, coordinator)
     out[GROUP] = groups
@@ -180,7 +190,7 @@ def audit_records(
             "group_counts": pa.array([_group_counts(groups)], pa.string()),
             **_load_failures(groups),
             "unplaced_marker_deletes": pa.array(
-                [_unplaced_marker_deletes(decoded, resolved.commits, coordinator)], pa.int64()
+                [pc.sum(keys.column("is_behind_unread_marker")).as_py() or 0], pa.int64()
             ),
         }
     )
@@ -192,16 +202,15 @@ def audit_records(
 TRANSACTION_MAX_TIMEOUT_MS = 900_000
 
 
-def _unplaced_marker_deletes(decoded: pa.Table, commits: pa.Table, coordinator: Coordinator) -> int:
-    """Offsets a read without batch metadata (Spark's Kafka source: read_committed returns no
-    control records) cannot place against transaction markers, under a Scala coordinator: those
-    deleted soon after their last value (`compaction.deletes_soon_after_a_value`). If that value
-    was transactional and its COMMIT marker followed the tombstone, the Scala loader re-creates
-    the offset (semantics.md 1.3); the run reports it deleted."""
+def _unread_marker_window_ms(decoded: pa.Table, coordinator: Coordinator) -> int | None:
+    """How long after a value a tombstone leaves the key's offset undecided
+    (`compaction.is_behind_unread_marker`), or None when the read decides every key: the new
+    coordinator's tombstone wipes pending offsets wherever the marker is (TXN-4), and batch
+    metadata (producer ids, control records) places every marker."""
     has_batch_metadata = decoded.column("is_transactional").null_count < decoded.num_rows
     if not coordinator.is_scala or has_batch_metadata:
-        return 0
-    return compaction.deletes_soon_after_a_value(commits, within_ms=TRANSACTION_MAX_TIMEOUT_MS)
+        return None
+    return TRANSACTION_MAX_TIMEOUT_MS
 
 
 LOAD_FAILURES_SHOWN = 10  # per task; every one is in the load_failures table
@@ -285,10 +294,16 @@ def _group_summary(keys: pa.Table) -> pa.Table:
             "last_value_offset": keys.column("last_value_offset"),
             "committed": pc.cast(keys.column("has_committed_offset"), pa.int32()),
             "pending": pc.cast(keys.column("has_pending_transaction"), pa.int32()),
+            "uncertain": pc.cast(keys.column("is_behind_unread_marker"), pa.int32()),
         }
     )
     summary = facts.group_by(["log_partition", "group_id"], use_threads=False).aggregate(
-        [("last_value_offset", "max"), ("committed", "sum"), ("pending", "max")]
+        [
+            ("last_value_offset", "max"),
+            ("committed", "sum"),
+            ("pending", "max"),
+            ("uncertain", "max"),
+        ]
     )
     return pa.table(
         {
@@ -297,6 +312,7 @@ def _group_summary(keys: pa.Table) -> pa.Table:
             "last_value_offset": summary.column("last_value_offset_max"),
             "offset_count": pc.cast(summary.column("committed_sum"), pa.int32()),
             "has_pending_transactions": pc.greater(summary.column("pending_max"), 0),
+            "has_uncertain_offsets": pc.greater(summary.column("uncertain_max"), 0),
         }
     )
 
@@ -397,12 +413,25 @@ def _replay(
         key_strings(groups_table.column("log_partition"), groups_table.column("group_id")),
         value_set=key_strings(summary.column("log_partition"), summary.column("group_id")),
     )
-    return groups_table.append_column(
+    groups_table = groups_table.append_column(
         "offset_count", pc.fill_null(summary.column("offset_count").take(at), 0)
     ).append_column(
         "has_pending_transactions",
         pc.fill_null(summary.column("has_pending_transactions").take(at), False),
     )
+    uncertain = pc.fill_null(summary.column("has_uncertain_offsets").take(at), False)
+    return groups_table.append_column(
+        "uncertainty_rule", _group_uncertainty(groups_table.column("state"), uncertain)
+    )
+
+
+def _group_uncertainty(state: pa.ChunkedArray, has_uncertain_offsets: pa.Array) -> pa.Array:
+    """A group's `uncertainty_rule`: TXN-MARKER-UNREAD for an Empty group with an offset the
+    read cannot decide (compaction.is_behind_unread_marker), whose existence (a group of offsets
+    only) and deletion (DEL-CLASSIC: Empty without offsets) depend on that offset; another
+    state and its deletion do not depend on offsets. Null otherwise."""
+    flagged = pc.and_(pc.fill_null(pc.equal(state, "Empty"), False), has_uncertain_offsets)
+    return pc.if_else(flagged, compaction.TXN_MARKER_UNREAD, pa.scalar(None, pa.string()))
 
 
 def _group_spans(
@@ -420,8 +449,22 @@ def _group_spans(
 
 def _live_offsets(keys: pa.Table, groups: pa.Table) -> tuple[pa.Table, int]:
     """Live offsets joined with their existing group (G-S3: the rest are orphaned)."""
-    live = keys.filter(keys.column("has_committed_offset")).drop_columns(
-        ["has_committed_offset", "last_value_offset", "log_timestamp_ms", "is_tombstone"]
+    live = keys.filter(keys.column("has_committed_offset"))
+    live = live.append_column(
+        "uncertainty_rule",
+        pc.if_else(
+            live.column("is_behind_unread_marker"),
+            compaction.TXN_MARKER_UNREAD,
+            pa.scalar(None, pa.string()),
+        ),
+    ).drop_columns(
+        [
+            "has_committed_offset",
+            "last_value_offset",
+            "log_timestamp_ms",
+            "is_tombstone",
+            "is_behind_unread_marker",
+        ]
     )
     existing = groups.filter(pc.not_equal(groups.column("state"), "Dead"))
     facts = existing.select(["log_partition", "group_id", *[n for n, _ in _GROUP_FACTS]])
@@ -576,7 +619,12 @@ def task_tables(
         # ~1.1 s of an incremental run's audit task
         resolved = audit_decoded(collected) if collected else None
         tables = decided(
-            audit_records(collected, coordinator=coordinator, resolved=resolved),
+            audit_records(
+                collected,
+                coordinator=coordinator,
+                resolved=resolved,
+                retention_ms=params.retention_ms,
+            ),
             coordinator=coordinator,
             params=params,
         )

@@ -382,23 +382,26 @@ def held_back_line(held_back: dict[int, int]) -> str:
     )
 
 
-def unplaced_marker_line(deletes: int) -> str:
+def unplaced_marker_line(offsets: int) -> str:
     """What a read without transaction markers leaves open under a Scala coordinator: offsets
-    deleted within a transaction timeout of their last commit (`task_audit` counts them).
+    deleted within a transaction timeout of their last commit, which the tables flag
+    (`uncertainty_rule` TXN-MARKER-UNREAD, `compaction.is_behind_unread_marker`).
 
     Args:
-        deletes: how many offsets.
+        offsets: how many offsets the run flagged.
 
     Returns:
         The summary's line.
     """
     return (
-        f"transaction markers not read: {deletes} offsets deleted within"
-        f" {TRANSACTION_MAX_TIMEOUT_MS // 60_000} min of their last commit; this read has no"
-        " control records (read_committed), so if a transaction wrote that commit and its"
-        " COMMIT marker came after the delete, the Scala coordinator's loader re-creates the"
-        " offset this run reports deleted (semantics.md 1.3); a Parquet dump with batch"
-        " metadata decides"
+        f"transaction markers not read: {offsets} offsets deleted within"
+        f" {TRANSACTION_MAX_TIMEOUT_MS // 60_000} min of their last commit, before it expired,"
+        " are uncertain"
+        " (uncertainty_rule TXN-MARKER-UNREAD in offsets, offset_decisions and, for Empty"
+        " groups, groups and group_decisions); this read has no control records"
+        " (read_committed): if a transaction wrote that commit and its COMMIT marker came after"
+        " the delete, the Scala coordinator's loader re-creates the offset, which the rows show;"
+        " otherwise it is deleted (semantics.md 1.3); a Parquet dump with batch metadata decides"
     )
 
 

@@ -198,7 +198,6 @@ def latest_per_key_batches(
     collected = list(batches)
     if not collected:
         return
-    result = compaction.latest_per_key(
-        pa.Table.from_batches(collected), coordinator=coordinator
-    ).cast(schema)
+    result = compaction.latest_per_key(pa.Table.from_batches(collected), coordinator=coordinator)
+    result = result.select(schema.names).cast(schema)  # a dump with batch metadata: no flags
     yield from result.to_batches(max_chunksize=65_536)

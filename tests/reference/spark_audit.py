@@ -108,10 +108,16 @@ def audit(
             summary.select(*GROUP_KEY, "offset_count", "has_pending_transactions"),
             GROUP_KEY,
             "left",
-        ).fillna({"offset_count": 0, "has_pending_transactions": False})
+        )
+        .fillna({"offset_count": 0, "has_pending_transactions": False})
+        # the reference leaves out what a read without transaction markers cannot decide
+        # (compaction.is_behind_unread_marker): it holds nothing uncertain
+        .withColumn("uncertainty_rule", F.lit(None).cast("string"))
     )
 
-    live = keys.filter(F.col("has_committed_offset"))
+    live = keys.filter(F.col("has_committed_offset")).withColumn(
+        "uncertainty_rule", F.lit(None).cast("string")
+    )
     existing = groups.filter(F.col("state") != "Dead")
     joined = live.join(
         existing.select(

@@ -1,20 +1,24 @@
 """A read without batch metadata (Spark's Kafka source, read_committed) has no transaction
 markers: under a Scala coordinator, an offset deleted soon after its last commit may be one the
 loader re-creates (a transactional commit whose COMMIT marker followed the tombstone,
-semantics.md 1.3). The run cannot tell, and counts them for its summary."""
+semantics.md 1.3). The run cannot tell: it keeps that last value and flags the rows that depend
+on it with TXN-MARKER-UNREAD (`compaction.is_behind_unread_marker`), and counts them."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 import pytest
 
+from offsets_lib import wire
 from offsets_lib.audit import task_audit
 from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.rules import Params
 from offsets_lib.cli.run_command import unplaced_marker_line
-from tests.log_builder import batch, commit, marker, tombstone
+from tests.log_builder import Record, batch, commit, marker, tombstone
 
 MINUTE_MS = 60_000
 SCALA = [Coordinator.CLASSIC_2_4, Coordinator.CLASSIC_2_1, Coordinator.PRE_2_1]
+UNREAD = "TXN-MARKER-UNREAD"
 
 
 def read_committed(records: list[dict], minutes: list[int]) -> pa.RecordBatch:
@@ -48,6 +52,8 @@ def test_the_new_coordinator_removes_it_wherever_the_marker_is() -> None:
     """TXN-4: the tombstone wipes the pending offset too, so the marker's position is moot."""
     raw = read_committed(TXN_DELETED_BEFORE_MARKER, [0, 1])
     assert unplaced(raw, Coordinator.NEW) == 0
+    tables = task_audit.audit_records([raw], coordinator=Coordinator.NEW)
+    assert tables[task_audit.OFFSET].num_rows == 0
 
 
 def test_only_deletes_within_the_transaction_timeout_count() -> None:
@@ -71,14 +77,129 @@ def test_a_read_with_batch_metadata_places_the_marker() -> None:
     raw = batch(TXN_DELETED_BEFORE_MARKER)
     tables = task_audit.audit_records([raw], coordinator=Coordinator.CLASSIC_2_4)
     assert tables[task_audit.STATS].column("unplaced_marker_deletes").to_pylist() == [0]
-    assert tables[task_audit.OFFSET].column("committed_offset").to_pylist() == [50]
+    offsets = tables[task_audit.OFFSET].select(["committed_offset", "uncertainty_rule"])
+    assert offsets.to_pylist() == [{"committed_offset": 50, "uncertainty_rule": None}]
+
+
+# ---- the rows a run writes -------------------------------------------------------------------
+
+RETENTION_MS = 10 * MINUTE_MS
+PARAMS = Params(retention_ms=RETENTION_MS, as_of_ms=21 * MINUTE_MS)
+
+
+def group_metadata(group: str, members: int) -> Record:
+    """A classic `connect` group's GroupMetadataValue v3: Stable with members, Empty without."""
+    member = {
+        "memberId": "m", "groupInstanceId": None, "clientId": "c", "clientHost": "h",
+        "rebalanceTimeout": 1, "sessionTimeout": 1, "subscription": b"", "assignment": b"",
+    }  # fmt: skip
+    value = {
+        "protocolType": "connect", "generation": 2, "protocol": "p", "leader": "m",
+        "currentStateTimestamp": 12 * MINUTE_MS, "members": [member] * members,
+    }  # fmt: skip
+    key = wire.encode_key(2, {"group": group})
+    return {"key": key, "value": wire.encode_value(2, 3, value), "producer_id": -1}
+
+
+def committed(minute: int, offset: int, group: str, producer: int = -1) -> tuple[int, Record]:
+    """(log minute, an offset commit of `group` with that commit time)."""
+    return minute, commit(offset, producer, group=group, commit_ms=minute * MINUTE_MS)
+
+
+def deleted(minute: int, group: str) -> tuple[int, Record]:
+    return minute, tombstone(group=group)
+
+
+# (log minute, record); retention 10 min, as_of minute 21
+LOG = [
+    # txn: a plain commit, a transaction's commit, an OffsetDelete, the marker: uncertain
+    committed(13, 2, "txn"),
+    committed(14, 30, "txn", producer=7),
+    deleted(15, "txn"),
+    (15, marker(7)),
+    # late: deleted 16 min after its commit, after any transaction's timeout: deleted
+    committed(0, 40, "late"),
+    deleted(16, "late"),
+    # expired: 11 min after its commit, past commit time + retention: the cleanup's expiry
+    committed(0, 50, "expired"),
+    deleted(11, "expired"),
+    # again: re-committed after the delete: live and certain
+    committed(14, 60, "again"),
+    deleted(15, "again"),
+    committed(16, 61, "again"),
+    # stable: an uncertain offset of a Stable group; the group itself does not depend on it
+    (12, group_metadata("stable", members=1)),
+    committed(14, 70, "stable"),
+    deleted(15, "stable"),
+    # empty: an Empty group with a protocol, whose deletion depends on its uncertain offset
+    (12, group_metadata("empty", members=0)),
+    committed(14, 80, "empty"),
+    deleted(15, "empty"),
+]
+
+
+def decided_rows(coordinator: Coordinator) -> dict[str, list[dict]]:
+    records = [r for _, r in LOG]
+    raw = read_committed(records, [m for m, r in LOG if not r.get("is_control")])
+    tables = task_audit.task_tables(iter([raw]), coordinator=coordinator, params=PARAMS)
+    return {kind: tables[kind].to_pylist() for kind in (task_audit.OFFSET, task_audit.GROUP)}
+
+
+def test_the_flagged_rows_under_a_scala_coordinator() -> None:
+    tables = decided_rows(Coordinator.CLASSIC_2_4)
+    offsets = sorted(
+        (
+            r["group_id"],
+            r["committed_offset"],
+            r["uncertainty_rule"],
+            r["rule"],
+            r["expires_at_ms"],
+            r["expired"],
+            r["delete_error"],
+        )
+        for r in tables[task_audit.OFFSET]
+    )
+    assert offsets == [
+        ("again", 61, None, "EXP-SIMPLE-COMMIT-TS", 26 * MINUTE_MS, False, None),
+        ("empty", 80, UNREAD, "EXP-EMPTY-STATE-TS", 22 * MINUTE_MS, False, None),
+        ("stable", 70, UNREAD, "EXP-NO-CONDITION", None, False, "NON_EMPTY_GROUP"),
+        ("txn", 30, UNREAD, "EXP-SIMPLE-COMMIT-TS", 24 * MINUTE_MS, False, None),
+    ]
+    groups = sorted(
+        (
+            r["group_id"],
+            r["state"],
+            r["offset_count"],
+            r["uncertainty_rule"],
+            r["deleted"],
+            r["deletes_at_ms"],
+        )
+        for r in tables[task_audit.GROUP]
+    )
+    assert groups == [
+        ("again", "Empty", 1, None, False, 26 * MINUTE_MS),
+        ("empty", "Empty", 1, UNREAD, False, 22 * MINUTE_MS),
+        ("expired", "Dead", 0, None, False, None),
+        ("late", "Dead", 0, None, False, None),
+        ("stable", "Stable", 1, None, False, None),
+        ("txn", "Empty", 1, UNREAD, False, 24 * MINUTE_MS),
+    ]
+
+
+def test_the_new_coordinator_flags_nothing() -> None:
+    tables = decided_rows(Coordinator.NEW)
+    assert {r["uncertainty_rule"] for r in tables[task_audit.OFFSET]} == {None}
+    assert {r["uncertainty_rule"] for r in tables[task_audit.GROUP]} == {None}
+    assert sorted(r["group_id"] for r in tables[task_audit.OFFSET]) == ["again"]
 
 
 def test_the_summary_line() -> None:
     assert unplaced_marker_line(2) == (
-        "transaction markers not read: 2 offsets deleted within 15 min of their last commit;"
-        " this read has no control records (read_committed), so if a transaction wrote that"
-        " commit and its COMMIT marker came after the delete, the Scala coordinator's loader"
-        " re-creates the offset this run reports deleted (semantics.md 1.3); a Parquet dump"
-        " with batch metadata decides"
+        "transaction markers not read: 2 offsets deleted within 15 min of their last commit,"
+        " before it expired, are uncertain (uncertainty_rule TXN-MARKER-UNREAD in offsets,"
+        " offset_decisions and, for Empty groups, groups and group_decisions); this read has no"
+        " control records (read_committed): if a transaction wrote that commit and its COMMIT"
+        " marker came after the delete, the Scala coordinator's loader re-creates the offset,"
+        " which the rows show; otherwise it is deleted (semantics.md 1.3); a Parquet dump with"
+        " batch metadata decides"
     )
