@@ -58,6 +58,7 @@ def offset_row(group: str, topic: str, partition: int, offset: int, run_id: str)
         "topic_id": None,
         "value_version": 3,
         "has_pending_transaction": False,
+        "uncertainty_rule": None,
         "run_id": run_id,
         "as_of": AS_OF,
     }
