@@ -80,7 +80,7 @@ PROJECTIONS: dict[str, tuple[str, tuple[ProjectedColumn, ...]]] = {
             ProjectedColumn("rule", "deletion_rule"),
             *_same("group_type", "state", "blocked_by"),
             _OFFSETS_PARTITION,
-            *_same("uncertainty_rule"),
+            ProjectedColumn("uncertainty_rule", "deletion_uncertainty_rule"),
         ),
     ),
     "rejects": (

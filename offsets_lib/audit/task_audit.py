@@ -101,6 +101,7 @@ KIND_ARROW: dict[str, pa.Schema] = {
             ("deletes_at_ms", pa.int64()),
             ("deletion_rule", pa.string()),
             ("blocked_by", pa.string()),
+            ("deletion_uncertainty_rule", pa.string()),  # _deletion_uncertainty
         ]
     ),
     # the undecodable records, as they came (decoded columns)
@@ -302,7 +303,7 @@ def _group_summary(keys: pa.Table) -> pa.Table:
             ("last_value_offset", "max"),
             ("committed", "sum"),
             ("pending", "max"),
-            ("uncertain", "max"),
+            ("uncertain", "sum"),
         ]
     )
     return pa.table(
@@ -312,7 +313,7 @@ def _group_summary(keys: pa.Table) -> pa.Table:
             "last_value_offset": summary.column("last_value_offset_max"),
             "offset_count": pc.cast(summary.column("committed_sum"), pa.int32()),
             "has_pending_transactions": pc.greater(summary.column("pending_max"), 0),
-            "has_uncertain_offsets": pc.greater(summary.column("uncertain_max"), 0),
+            "uncertain_count": pc.cast(summary.column("uncertain_sum"), pa.int32()),
         }
     )
 
@@ -419,19 +420,60 @@ def _replay(
         "has_pending_transactions",
         pc.fill_null(summary.column("has_pending_transactions").take(at), False),
     )
-    uncertain = pc.fill_null(summary.column("has_uncertain_offsets").take(at), False)
+    uncertain = pc.fill_null(summary.column("uncertain_count").take(at), 0)
     return groups_table.append_column(
-        "uncertainty_rule", _group_uncertainty(groups_table.column("state"), uncertain)
+        "uncertainty_rule", _group_uncertainty(groups_table, uncertain)
     )
 
 
-def _group_uncertainty(state: pa.ChunkedArray, has_uncertain_offsets: pa.Array) -> pa.Array:
-    """A group's `uncertainty_rule`: TXN-MARKER-UNREAD for an Empty group with an offset the
-    read cannot decide (compaction.is_behind_unread_marker), whose existence (a group of offsets
-    only) and deletion (DEL-CLASSIC: Empty without offsets) depend on that offset; another
-    state and its deletion do not depend on offsets. Null otherwise."""
-    flagged = pc.and_(pc.fill_null(pc.equal(state, "Empty"), False), has_uncertain_offsets)
+def _uncertain_if(flagged: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     return pc.if_else(flagged, compaction.TXN_MARKER_UNREAD, pa.scalar(None, pa.string()))
+
+
+def _is_empty(groups: pa.Table) -> pa.Array | pa.ChunkedArray:
+    return pc.fill_null(pc.equal(groups.column("state"), "Empty"), False)
+
+
+def _group_uncertainty(groups: pa.Table, uncertain_count: pa.Array) -> pa.Array:
+    """A group's `uncertainty_rule`: TXN-MARKER-UNREAD for an Empty group whose every live
+    offset is one the read cannot decide (compaction.is_behind_unread_marker): without them a
+    group of offsets only does not exist, and an Empty one with a protocol is deleted at the
+    next cleanup (DEL-CLASSIC). A group with a certain offset, or in another state, exists
+    either way. Null otherwise."""
+    only_uncertain = pc.and_(
+        pc.greater(uncertain_count, 0), pc.equal(uncertain_count, groups.column("offset_count"))
+    )
+    return _uncertain_if(pc.and_(_is_empty(groups), only_uncertain))
+
+
+_NEVER_MS = np.iinfo(np.int64).max
+
+
+def _deletion_uncertainty(groups: pa.Table, offsets: pa.Table) -> pa.Array:
+    """`group_decisions.uncertainty_rule`: TXN-MARKER-UNREAD for an Empty group whose deletion
+    an uncertain offset decides (DEL-CLASSIC deletes it once its last offset expired): an
+    uncertain offset expires later (or never) than every certain one. Null otherwise."""
+    uncertain = pc.is_valid(offsets.column("uncertainty_rule"))
+    expires = pc.fill_null(offsets.column("expires_at_ms"), _NEVER_MS)
+    latest = (
+        pa.table(
+            {
+                "log_partition": offsets.column("log_partition"),
+                "group_id": offsets.column("group_id"),
+                "certain": pc.if_else(uncertain, -1, expires),
+                "uncertain": pc.if_else(uncertain, expires, -1),
+            }
+        )
+        .group_by(["log_partition", "group_id"], use_threads=False)
+        .aggregate([("certain", "max"), ("uncertain", "max")])
+    )
+    at = pc.index_in(
+        key_strings(groups.column("log_partition"), groups.column("group_id")),
+        value_set=key_strings(latest.column("log_partition"), latest.column("group_id")),
+    )
+    certain = pc.fill_null(latest.column("certain_max").take(at), -1)
+    extends = pc.greater(pc.fill_null(latest.column("uncertain_max").take(at), -1), certain)
+    return _uncertain_if(pc.and_(_is_empty(groups), extends))
 
 
 def _group_spans(
@@ -577,6 +619,9 @@ def decided(
     )
     groups = with_group_deletion(
         tables[GROUP], offsets, coordinator=coordinator, as_of_ms=params.as_of_ms
+    )
+    groups = groups.append_column(
+        "deletion_uncertainty_rule", _deletion_uncertainty(groups, offsets)
     )
     expired = as_bools(offsets.column("expired"))
     horizon = params.as_of_ms + DAY_MS

@@ -75,8 +75,9 @@ class GroupView:
     epochs: tuple | None = None  # consumer groups: (group epoch, target assignment epoch)
     member_epochs: dict[str, int] | None = None
     modern_only: bool = False  # a streams or share group: members compared by id only
-    # the job's: the group's existence and state, and these offsets, flagged uncertain
-    # (`uncertainty_rule`): reported unknown, not compared
+    # the job's: the group's existence and state (its groups or group_decisions row flagged
+    # `uncertainty_rule`: whether it exists, or is deleted at as_of), and these offsets, flagged
+    # uncertain: reported unknown, not compared
     uncertain: bool = False
     uncertain_offsets: set[tuple[str, int]] = field(default_factory=set)
 

@@ -113,6 +113,7 @@ def audit(
         # the reference leaves out what a read without transaction markers cannot decide
         # (compaction.is_behind_unread_marker): it holds nothing uncertain
         .withColumn("uncertainty_rule", F.lit(None).cast("string"))
+        .withColumn("deletion_uncertainty_rule", F.lit(None).cast("string"))
     )
 
     live = keys.filter(F.col("has_committed_offset")).withColumn(

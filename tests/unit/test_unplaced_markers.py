@@ -101,13 +101,17 @@ def group_metadata(group: str, members: int) -> Record:
     return {"key": key, "value": wire.encode_value(2, 3, value), "producer_id": -1}
 
 
-def committed(minute: int, offset: int, group: str, producer: int = -1) -> tuple[int, Record]:
+def committed(
+    minute: int, offset: int, group: str, producer: int = -1, partition: int = 0
+) -> tuple[int, Record]:
     """(log minute, an offset commit of `group` with that commit time)."""
-    return minute, commit(offset, producer, group=group, commit_ms=minute * MINUTE_MS)
+    return minute, commit(
+        offset, producer, group=group, partition=partition, commit_ms=minute * MINUTE_MS
+    )
 
 
-def deleted(minute: int, group: str) -> tuple[int, Record]:
-    return minute, tombstone(group=group)
+def deleted(minute: int, group: str, partition: int = 0) -> tuple[int, Record]:
+    return minute, tombstone(group=group, partition=partition)
 
 
 # (log minute, record); retention 10 min, as_of minute 21
@@ -135,6 +139,16 @@ LOG = [
     (12, group_metadata("empty", members=0)),
     committed(14, 80, "empty"),
     deleted(15, "empty"),
+    # mixed: a certain offset beside the uncertain one, both expiring at minute 24: the group
+    # exists, and is deleted when, either way
+    committed(14, 90, "mixed", partition=1),
+    committed(14, 91, "mixed"),
+    deleted(15, "mixed"),
+    # later: the certain offset expires at minute 22, the uncertain one at 24: the group exists
+    # either way, but when it is deleted depends on the uncertain one
+    committed(12, 100, "later", partition=1),
+    committed(14, 101, "later"),
+    deleted(15, "later"),
 ]
 
 
@@ -162,6 +176,10 @@ def test_the_flagged_rows_under_a_scala_coordinator() -> None:
     assert offsets == [
         ("again", 61, None, "EXP-SIMPLE-COMMIT-TS", 26 * MINUTE_MS, False, None),
         ("empty", 80, UNREAD, "EXP-EMPTY-STATE-TS", 22 * MINUTE_MS, False, None),
+        ("later", 100, None, "EXP-SIMPLE-COMMIT-TS", 22 * MINUTE_MS, False, None),
+        ("later", 101, UNREAD, "EXP-SIMPLE-COMMIT-TS", 24 * MINUTE_MS, False, None),
+        ("mixed", 90, None, "EXP-SIMPLE-COMMIT-TS", 24 * MINUTE_MS, False, None),
+        ("mixed", 91, UNREAD, "EXP-SIMPLE-COMMIT-TS", 24 * MINUTE_MS, False, None),
         ("stable", 70, UNREAD, "EXP-NO-CONDITION", None, False, "NON_EMPTY_GROUP"),
         ("txn", 30, UNREAD, "EXP-SIMPLE-COMMIT-TS", 24 * MINUTE_MS, False, None),
     ]
@@ -173,16 +191,19 @@ def test_the_flagged_rows_under_a_scala_coordinator() -> None:
             r["uncertainty_rule"],
             r["deleted"],
             r["deletes_at_ms"],
+            r["deletion_uncertainty_rule"],  # group_decisions.uncertainty_rule
         )
         for r in tables[task_audit.GROUP]
     )
     assert groups == [
-        ("again", "Empty", 1, None, False, 26 * MINUTE_MS),
-        ("empty", "Empty", 1, UNREAD, False, 22 * MINUTE_MS),
-        ("expired", "Dead", 0, None, False, None),
-        ("late", "Dead", 0, None, False, None),
-        ("stable", "Stable", 1, None, False, None),
-        ("txn", "Empty", 1, UNREAD, False, 24 * MINUTE_MS),
+        ("again", "Empty", 1, None, False, 26 * MINUTE_MS, None),
+        ("empty", "Empty", 1, UNREAD, False, 22 * MINUTE_MS, UNREAD),
+        ("expired", "Dead", 0, None, False, None, None),
+        ("late", "Dead", 0, None, False, None, None),
+        ("later", "Empty", 2, None, False, 24 * MINUTE_MS, UNREAD),
+        ("mixed", "Empty", 2, None, False, 24 * MINUTE_MS, None),
+        ("stable", "Stable", 1, None, False, None, None),
+        ("txn", "Empty", 1, UNREAD, False, 24 * MINUTE_MS, UNREAD),
     ]
 
 
@@ -190,16 +211,21 @@ def test_the_new_coordinator_flags_nothing() -> None:
     tables = decided_rows(Coordinator.NEW)
     assert {r["uncertainty_rule"] for r in tables[task_audit.OFFSET]} == {None}
     assert {r["uncertainty_rule"] for r in tables[task_audit.GROUP]} == {None}
-    assert sorted(r["group_id"] for r in tables[task_audit.OFFSET]) == ["again"]
+    assert {r["deletion_uncertainty_rule"] for r in tables[task_audit.GROUP]} == {None}
+    assert sorted(r["group_id"] for r in tables[task_audit.OFFSET]) == [
+        "again",
+        "later",
+        "mixed",
+    ]
 
 
 def test_the_summary_line() -> None:
     assert unplaced_marker_line(2) == (
         "transaction markers not read: 2 offsets deleted within 15 min of their last commit,"
         " before it expired, are uncertain (uncertainty_rule TXN-MARKER-UNREAD in offsets,"
-        " offset_decisions and, for Empty groups, groups and group_decisions); this read has no"
-        " control records (read_committed): if a transaction wrote that commit and its COMMIT"
-        " marker came after the delete, the Scala coordinator's loader re-creates the offset,"
-        " which the rows show; otherwise it is deleted (semantics.md 1.3); a Parquet dump with"
-        " batch metadata decides"
+        " offset_decisions and the groups and group_decisions that depend on them); this read"
+        " has no control records (read_committed): if a transaction wrote that commit and its"
+        " COMMIT marker came after the delete, the Scala coordinator's loader re-creates the"
+        " offset, which the rows show; otherwise it is deleted (semantics.md 1.3); a Parquet"
+        " dump with batch metadata decides"
     )
