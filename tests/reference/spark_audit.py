@@ -113,7 +113,6 @@ def audit(
         # the reference leaves out what a read without transaction markers cannot decide
         # (compaction.is_behind_unread_marker): it holds nothing uncertain
         .withColumn("uncertainty_rule", F.lit(None).cast("string"))
-        .withColumn("deletion_uncertainty_rule", F.lit(None).cast("string"))
     )
 
     live = keys.filter(F.col("has_committed_offset")).withColumn(
@@ -143,7 +142,9 @@ def audit(
             with_expiration(joined, coordinator=coordinator, params=params), coordinator=coordinator
         )
     )
-    deletion = group_deletion(groups, decided, coordinator=coordinator, as_of_ms=params.as_of_ms)
+    deletion = group_deletion(
+        groups, decided, coordinator=coordinator, as_of_ms=params.as_of_ms
+    ).withColumn("deletion_uncertainty_rule", F.lit(None).cast("string"))
     results = {
         "offset": decided,
         "group": groups,
