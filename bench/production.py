@@ -13,8 +13,8 @@ bench dump's records (`offsets generate --profile bench`, bench/data) are produc
 - the baseline (bench/production_baseline.py): the same records read through the connector,
   the latest per key kept, written as one Delta table in the catalog;
 - with `--variant ARGS` (repeatable), the job with those options added too (e.g.
-  `--variant "--delta-writer spark"`, `--variant "--shuffle spark"`): the figures that chose
-  the profile's writer and shuffle.
+  `--variant "--delta-writer spark"`): the figures that chose the profile's writer (the
+  figures that chose the file shuffle over Spark's, which is removed, are in docs/design.md).
 
 Both are timed end to end as spark-submit processes (JVM, packages from Ivy's cache, executors,
 Kafka read, writes, catalog). The medians go to bench/results.json (`production`), and one line

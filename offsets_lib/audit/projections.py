@@ -4,8 +4,8 @@ The tables `offsets`, `offset_decisions`, `groups`, `members`, `group_decisions`
 `load_failures` and `rejects` are plain projections of the tasks' result tables
 (task_audit.KIND_ARROW, decisions included): renamed columns, epoch milliseconds shown as UTC
 timestamps, members and load failures unnested. The projections
-are defined here once: `pipeline` applies them to Spark frames (the Spark writer, the Spark
-shuffle), `table_rows` to Arrow tables, so that an audit task writes those tables' files itself.
+are defined here once: `pipeline` applies them to Spark frames (Delta's Spark writer),
+`table_rows` to Arrow tables, so that an audit task writes those tables' files itself.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The audit of one task's records, in one pass with numpy and Arrow (no Spark; runs in executors).
 
-`pipeline.audit_raw` shuffles the raw records once so that every record of a group, and every
-transaction marker of the group's offsets-topic partition, reach the same task; this module does
+The file shuffle (engine/exchange.py) brings every record of a group, and every transaction
+marker of the group's offsets-topic partition, to the same task; this module does
 the rest of the work there: decode (numpy fast path for offset commits, codec for the rest),
 resolve transactions (TXN rows), keep the newest record per offset key (LOG rows), replay every
 group (G rows), join live offsets with their groups and count the metrics; `task_tables` then

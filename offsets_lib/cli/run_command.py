@@ -25,9 +25,15 @@ from offsets_lib.cli.app import (
     fail,
 )
 from offsets_lib.io import catalog, storage
-from offsets_lib.job.audit_plan import stages_kafka_records
 from offsets_lib.job.config import conf_option
-from offsets_lib.job.options import FLAGS, Flag, RunOptions, UsageError
+from offsets_lib.job.options import (
+    FLAGS,
+    REMOVED_FLAGS,
+    Flag,
+    RunOptions,
+    UsageError,
+    removed_flag,
+)
 from offsets_lib.job.run import RejectRatioExceeded, RunReport
 
 if TYPE_CHECKING:
@@ -56,10 +62,20 @@ def _click_option(flag: Flag) -> Callable[[Callable], Callable]:
 
 
 def _run_flags(command: Callable) -> Callable:
-    """Every option of `RunOptions`, in its order (options.FLAGS)."""
+    """Every option of `RunOptions`, in its order (options.FLAGS), and the removed ones, hidden,
+    which end the command with their one line (options.REMOVED_FLAGS)."""
     for flag in reversed(FLAGS):
         command = _click_option(flag)(command)
+    for name in REMOVED_FLAGS:
+        command = click.option(name, hidden=True, expose_value=False, callback=_refuse_removed)(
+            command
+        )
     return command
+
+
+def _refuse_removed(ctx: click.Context, param: click.Parameter, value: object) -> None:
+    if value is not None:
+        fail(EXIT_USAGE, removed_flag(param.opts[0]))
 
 
 @click.command("run")
@@ -267,18 +283,13 @@ def _kafka_range(options: RunOptions) -> tuple[dict[int, int] | None, dict[int, 
 
 def _jvm_moves_few_records(options: RunOptions, ends: dict[int, int] | None) -> bool:
     """`local_tuning.is_quick_start` for a Kafka run: the records its connector reads since the
-    stored checkpoint, when the file shuffle (`stages_kafka_records`) and delta-rs keep every
-    other record out of the JVM. Dumps keep Spark's default (measured gain within the noise); so
+    stored checkpoint, when delta-rs keeps every other record out of the JVM (the file shuffle
+    does on every run). Dumps keep Spark's default (measured gain within the noise); so
     does --database alone (the output, and so the checkpoint, is known once Spark runs)."""
     from offsets_lib.io import incremental
     from offsets_lib.job import local_tuning
 
-    if (
-        ends is None
-        or not options.output_given
-        or options.delta_writer != "delta-rs"
-        or not stages_kafka_records(options)
-    ):
+    if ends is None or not options.output_given or options.delta_writer != "delta-rs":
         return False
     previous = None if options.full else incremental.read_checkpoint(options.output, options.topic)
     start = previous.next_offsets if previous is not None else None
@@ -309,7 +320,7 @@ def _read_source(
     from offsets_lib.io.sources import kafka
 
     increment = incremental.begin(
-        spark, options.output, options.topic, ends, full=options.full, held_back=held_back
+        options.output, options.topic, ends, full=options.full, held_back=held_back
     )
     raw = kafka.read_kafka(
         spark,

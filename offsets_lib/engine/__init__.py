@@ -1,7 +1,7 @@
-"""How the audit runs on Spark: routing records to tasks, the shuffles, the per-task audit.
+"""How the audit runs on Spark: routing records to tasks, the file shuffle, the per-task audit.
 
 `routing` says which task audits each record (all records of a group meet in one task),
-`pipeline` runs `audit.task_audit` in those tasks through Spark's shuffle and applies the
-decision tables, `exchange` is the file shuffle for Parquet dumps, `staging` the tasks' result
-files. Imports `wire`, `audit` and `io`.
+`exchange` is the file shuffle that brings them there and runs `audit.task_audit` in those
+tasks, `key_split` the split audit's first step, `staging` the tasks' result files, `pipeline`
+the tables' frames from them. Imports `wire`, `audit` and `io`.
 """

@@ -1,8 +1,10 @@
 """Spark adapter: raw __consumer_offsets records -> decoded records (schemas.DECODED).
 
 Decoding runs in the executors over whole Arrow batches (mapInArrow); every row keeps its
-position (offsets-topic partition, log offset, timestamp) and every row comes out again, decoded
-or with the reason it could not be decoded.
+position (offsets-topic partition, log offset, timestamp: routing.positioned_table, the one
+renaming the map stage uses too) and every row comes out again, decoded or with the reason it
+could not be decoded. The run decodes in its audit tasks (task_audit); this frame is what the
+reference audit (tests/reference) and the tests read.
 """
 
 from __future__ import annotations
@@ -11,45 +13,12 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
 from offsets_lib.audit.schemas import DECODED
+from offsets_lib.engine.routing import RAW_COLUMNS, positioned_table
 from offsets_lib.wire.decoded import POSITIONED_ARROW
 
-BATCH_METADATA = {
-    "producer_id": T.LongType(),
-    "producer_epoch": T.IntegerType(),
-    "is_transactional": T.BooleanType(),
-    "is_control": T.BooleanType(),
-}
-
-
-def has_batch_metadata(raw: DataFrame) -> bool:
-    """True when the dump carries producer ids and control records (a log-segment reader's dump)."""
-    return set(BATCH_METADATA) <= set(raw.columns)
-
-
 POSITIONED_COLUMNS = tuple(POSITIONED_ARROW.names)
-
-
-def positioned(raw: DataFrame) -> DataFrame:
-    """Raw records (Spark Kafka-source schema) renamed to log positions, batch metadata added.
-
-    Dumps without batch metadata get nulls there (no transactions, no markers).
-    """
-    batch_columns = [
-        (F.col(name) if name in raw.columns else F.lit(None)).cast(dtype).alias(name)
-        for name, dtype in BATCH_METADATA.items()
-    ]
-    return raw.select(
-        F.col("partition").cast("int").alias("log_partition"),
-        F.col("offset").cast("long").alias("log_offset"),
-        F.unix_millis(F.col("timestamp")).alias("log_timestamp_ms"),
-        F.col("key").cast("binary").alias("key"),
-        F.col("value").cast("binary").alias("value"),
-        *batch_columns,
-    )
 
 
 def decode_records(raw: DataFrame, *, keep_raw: bool = False) -> DataFrame:
@@ -58,7 +27,12 @@ def decode_records(raw: DataFrame, *, keep_raw: bool = False) -> DataFrame:
     `keep_raw` keeps every record's key and value bytes (otherwise only rejected ones keep
     them): the kept records are stored raw, to be audited again like new ones.
     """
-    return decode_positioned(positioned(raw), keep_raw=keep_raw)
+
+    def decode(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return _decode_batches(_positioned(batches), keep_raw=keep_raw)
+
+    read = [name for name in RAW_COLUMNS if name in raw.columns]
+    return raw.select(*read).mapInArrow(decode, DECODED)
 
 
 def decode_positioned(frame: DataFrame, *, keep_raw: bool = False) -> DataFrame:
@@ -68,6 +42,12 @@ def decode_positioned(frame: DataFrame, *, keep_raw: bool = False) -> DataFrame:
         return _decode_batches(batches, keep_raw=keep_raw)
 
     return frame.select(*POSITIONED_COLUMNS).mapInArrow(decode, DECODED)
+
+
+def _positioned(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        table = positioned_table(pa.Table.from_batches([batch])).select(POSITIONED_COLUMNS)
+        yield from table.combine_chunks().to_batches()
 
 
 def _decode_batches(

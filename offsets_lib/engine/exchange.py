@@ -1,22 +1,24 @@
-"""`--shuffle files`: a Parquet dump's records reach their audit tasks through staged Arrow files.
+"""The file shuffle: every record reaches its audit task through staged Arrow files.
 
-The Spark shuffle (pipeline.audit_raw) hands every raw record from the JVM to Python after the
-exchange: at 10M records that conversion and the shuffle cost ~14 s of the run's ~28 s audit.
-Here Python tasks read the dump with pyarrow (no JVM rows), cut each chunk of records by audit
-task (routing.audit_tasks_of) and write the pieces to one Arrow IPC file per map task under the
-run's staging folder. The pieces' manifest (a few rows per chunk, with the newest record time of
-each piece) comes back to the driver, so the evaluation time is known before the audit stage;
-the manifest rows go to the audit tasks, which read their pieces and run the same audit as the
-Spark path (task_audit.task_tables). Spark still schedules and retries both stages: a
-retried or speculative map attempt writes new files, and only the manifest rows of the attempt
-Spark kept are read. A Kafka run's records are cut the same way as Spark's connector reads them
-(`map_records`), and an incremental run's kept records, stored one file per audit task, reach
-their task whole (`stored_pieces`).
+The one data path from input to tables. Spark's shuffle (a hash repartition of the
+positioned records, removed) handed every raw record from the JVM to Python after the exchange:
+at 10M records that conversion and the shuffle cost ~14 s of the run's ~28 s audit, and it was
+slower at every size measured locally and on the cluster (docs/design.md, "Which shuffle:
+measured"). Here Python tasks read the dump with pyarrow (no JVM rows), cut each chunk of
+records by audit task (routing.audit_tasks_of) and write the pieces to one Arrow IPC file per
+map task under the run's staging folder. The pieces' manifest (a few rows per chunk, with the
+newest record time of each piece) comes back to the driver, so the evaluation time is known
+before the audit stage; the manifest rows go to the audit tasks, which read their pieces and
+audit them (task_audit.task_tables). Spark still schedules and retries both stages: a retried
+or speculative map attempt writes new files, and only the manifest rows of the attempt Spark
+kept are read. Records Spark reads (a Kafka run's, and a dump pyarrow cannot reach: `plan`
+returns None) are cut the same way in the Spark tasks that read them (`map_records`), and an
+incremental run's kept records, stored one file per audit task, reach their task whole
+(`stored_pieces`).
 
-It needs the input files and the output folder reachable by pyarrow from every executor (local
-paths, file://, s3://, gs://, hdfs:// with libhdfs). For input pyarrow cannot read `plan` returns
-None and the run uses the Spark shuffle; an output it cannot write fails either shuffle, whose
-audit tasks stage their results there too (I/O module: shell side).
+The staging folder is on the output's file system, written with pyarrow from every executor
+(local paths, file://, s3://, gs://, hdfs:// with libhdfs): an output pyarrow cannot write fails
+the run when it starts (staging.Staging.fresh; I/O module: shell side).
 
 The pieces' files (cutting, writing, reading back by route) are in `piece_files`; each stage's
 tasks are work items (`MapUnits`, `AuditTask`, `RemapShare`) run by `task_runner.run_tasks`.
@@ -51,7 +53,6 @@ from offsets_lib.engine.piece_files import (
     arrow_uri,
     batch_rows,
     cut,
-    raw_records,
     read_pieces,
     read_unit,
     routed_pieces,
@@ -61,7 +62,6 @@ from offsets_lib.engine.piece_files import (
 from offsets_lib.engine.pipeline import TaskEmitter
 from offsets_lib.engine.task_runner import run_tasks
 from offsets_lib.io import storage
-from offsets_lib.wire.decoded import POSITIONED_ARROW
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def plan(
     history: tuple[str, ...] = (),
 ) -> list[list[Unit]] | None:
     """The dump's files (URIs, as Spark lists them) split into map tasks of similar size, or
-    None when pyarrow cannot reach a file (then the Spark shuffle runs).
+    None when pyarrow cannot reach a file (then Spark reads the records: `map_records`).
     Files also in `positioned` have the positioned columns, those in `history` are history
     (Unit)."""
     if not files:
@@ -231,21 +231,21 @@ def map_records(
     tasks: int,
     by_section: bool = False,
 ) -> list[dict[str, Any]]:
-    """`map_pieces` over records Spark reads (a Kafka run's: positioned columns, e.g.
-    decode.positioned of Spark's Kafka source): each Spark task cuts what it reads into pieces
-    per audit task, `batch_rows` records at a time, in one job. Measured (2 cores):
-    writing a Kafka run's 10k new records as Parquet first and mapping that took two jobs and
-    4-5 s of a 23 s hourly run."""
+    """`map_pieces` over records Spark reads (Spark's Kafka-source columns, optional batch
+    metadata: a Kafka run's records, or a dump pyarrow cannot reach): each Spark task positions
+    what it reads (routing.positioned_table) and cuts it into pieces per audit task,
+    `batch_rows` records at a time, in one job. Measured (2 cores): writing a Kafka run's 10k
+    new records as Parquet first and mapping that took two jobs and 4-5 s of a 23 s hourly
+    run."""
     pieces_uri = arrow_uri(f"{staging_uri}/pieces")
     rows = batch_rows(tasks)
 
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        tables = (raw_records(table, is_history=False) for table in _rebatched(batches, rows))
+        tables = (routing.positioned_table(table) for table in _rebatched(batches, rows))
         yield write_piece_file(cut(tables, tasks, by_section=by_section), pieces_uri)
 
-    mapped = records.select(*POSITIONED_ARROW.names).mapInArrow(
-        write_pieces, spark_schema(MAP_ARROW)
-    )
+    read = [name for name in routing.RAW_COLUMNS if name in records.columns]
+    mapped = records.select(*read).mapInArrow(write_pieces, spark_schema(MAP_ARROW))
     return [r.asDict() for r in mapped.collect()]
 
 

@@ -1,19 +1,18 @@
-"""The split audit on Spark: offset commits reduced per offset key first, then the usual audit.
+"""The split audit: offset commits reduced per offset key first, then the usual audit.
 
 A group's records all meet in one audit task, so one dominant group made one task hold its whole
-share of a dump (30 % of the commits in the bench's skewed dump). Here the records first go to
-tasks by offset key (routing.audit_tasks_of with `by_offset_key`: every task gets a similar share
-of the commits, whatever the groups' sizes), where audit.commit_reduction keeps the few commits per
-key that the audit needs and counts the rest; the kept commits and the group-level records then
-reach the per-group audit as staged pieces (exchange.audit_pieces). The per-group task of a
-dominant group then holds a few records per offset key instead of every commit of the group.
+share of a dump (30 % of the commits in the bench's skewed dump). Here the records of the
+oversized audit tasks first go to tasks by offset key (routing.audit_tasks_of with
+`by_offset_key`: every task gets a similar share of the commits, whatever the groups' sizes),
+where audit.commit_reduction keeps the few commits per key that the audit needs and counts the
+rest; the kept commits and the group-level records then reach the per-group audit as staged
+pieces (exchange.audit_pieces). The per-group task of a dominant group then holds a few records
+per offset key instead of every commit of the group.
 
-Both shuffles use it: `--shuffle files` reduces the oversized tasks' commits only
-(`oversized_pieces`: from the map's sections, or cut again by offset key), and `reduce_pieces`
-runs the first step over those pieces; the Spark shuffle routes the records by offset key in
-Spark (`reduce_records`). Either way the first step writes the forwarded records
-as pieces under the run's staging folder, and its counts as staged metric and stats rows that
-join the audit's manifest.
+`oversized_pieces` takes the oversized tasks' pieces of the map (from the map's sections, or cut
+again by offset key) and `reduce_pieces` runs the first step over them; it writes the forwarded
+records as pieces under the run's staging folder, and its counts as staged metric and stats rows
+that join the audit's manifest.
 """
 
 from __future__ import annotations
@@ -23,14 +22,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
 from offsets_lib.audit import commit_reduction
-from offsets_lib.audit.coordinator import Coordinator
-from offsets_lib.audit.rules import Params
-from offsets_lib.audit.schemas import spark_schema
-from offsets_lib.engine import exchange, pipeline, routing
+from offsets_lib.engine import exchange, routing
 from offsets_lib.engine.piece_files import (
     Route,
     arrow_uri,
@@ -39,7 +34,6 @@ from offsets_lib.engine.piece_files import (
     task_records,
     write_piece_file,
 )
-from offsets_lib.engine.pipeline import TaskEmitter
 from offsets_lib.engine.staging import MANIFEST_ARROW, Staging
 from offsets_lib.engine.task_runner import run_tasks
 
@@ -132,21 +126,6 @@ def reduce_pieces(
     return [r.asDict() for r in reduced.collect()]
 
 
-def reduce_records(records: DataFrame, *, staging: Staging, tasks: int) -> list[dict[str, Any]]:
-    """First step over positioned raw records (plus is_history), routed by offset key in Spark
-    -> REDUCED_ARROW rows (one Spark job)."""
-    routed = (
-        pipeline.routed_by_task(records, tasks=tasks, by_offset_key=True)
-        .withColumn("is_copy", F.col("_copy") > 0)
-        .select(*commit_reduction.SPLIT_ARROW.names)
-    )
-
-    def reduce(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from _reduce_task(list(batches), staging=staging, tasks=tasks)
-
-    return [r.asDict() for r in routed.mapInArrow(reduce, spark_schema(REDUCED_ARROW)).collect()]
-
-
 def oversized_pieces(
     spark: SparkSession,
     pieces: list[dict[str, Any]],
@@ -195,29 +174,3 @@ def staged_rows(reduced: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The first step's staged files and stats rows, as manifest rows (MANIFEST_ARROW)."""
     names = MANIFEST_ARROW.names
     return [{n: r[n] for n in names} for r in reduced if r["kind"] != PIECE]
-
-
-def audit_split(
-    records: DataFrame,
-    *,
-    coordinator: Coordinator,
-    params: Params,
-    tasks: int,
-    staging: Staging,
-    emit: TaskEmitter,
-    keep: bool = False,
-) -> list[dict[str, Any]]:
-    """The whole split audit over positioned raw records (the Spark shuffle): the manifest of
-    both steps, as pipeline.audit_raw's rows would be (`keep`: with the kept records; the
-    first step forwards every record that kept_records can keep)."""
-    reduced = reduce_records(records, staging=staging, tasks=tasks)
-    audited = exchange.audit_pieces(
-        records.sparkSession,
-        forwarded_pieces(reduced),
-        coordinator=coordinator,
-        params=params,
-        tasks=tasks,
-        emit=emit,
-        keep=keep,
-    )
-    return staged_rows(reduced) + [r.asDict() for r in audited.collect()]

@@ -1,10 +1,10 @@
-"""The audit on Spark: one shuffle of raw records, the audit per task, then the table frames.
+"""The audit's results on Spark: the tasks' emitter, their stats, then the table frames.
 
-`audit_raw` routes every record to its task and runs `audit.task_audit` there (the decisions
-included: `audit.rules`, at the evaluation time the shell picked before); `table_frames` builds
-the table frames from the tasks' staged results. DataFrames in, DataFrames out; `job.run` is the
-shell that reads, picks the evaluation time and writes. `tests/reference/spark_audit.py` is
-the same audit in plain Spark frames.
+The audit tasks (exchange.audit_pieces) run `audit.task_audit` (the decisions included:
+`audit.rules`, at the evaluation time the shell picked before) and hand their tables to a
+`TaskEmitter`; `run_stats` totals their stats rows and `table_frames` builds the table frames
+from their staged results. `job.run` is the shell that reads, picks the evaluation time and
+writes. `tests/reference/spark_audit.py` is the same audit in plain Spark frames.
 """
 
 from __future__ import annotations
@@ -14,19 +14,14 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from offsets_lib.audit import table_rows
-from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.metrics import hourly_sums
 from offsets_lib.audit.projections import EXPLODED, MAX_TIMESTAMP_MS, PROJECTIONS
-from offsets_lib.audit.rules import Params
-from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.audit.tables import TABLES
-from offsets_lib.engine import routing
 
 GROUP_KEY = ["log_partition", "group_id"]
 
@@ -84,9 +79,6 @@ def conform(frame: DataFrame, table: str, *, run_id: str, as_of_ms: int) -> Data
     return tagged.select(*[F.col(f.name).cast(f.dataType) for f in spec.schema.fields])
 
 
-# ---- the fast path: one shuffle of raw records, the audit per task (task_audit.py) ------
-
-
 class TaskEmitter(Protocol):
     """What an audit task does with its result tables (staging.Staging writes them as files)."""
 
@@ -94,92 +86,6 @@ class TaskEmitter(Protocol):
     def schema(self) -> pa.Schema: ...
 
     def __call__(self, tables: Mapping[str, pa.Table]) -> Iterator[pa.RecordBatch]: ...
-
-
-def routed_by_task(records: DataFrame, *, tasks: int, by_offset_key: bool = False) -> DataFrame:
-    """Positioned raw records (plus is_history) and `_copy`, each in its task's partition: the
-    task of each record is `routing.audit_tasks_of` (by group, or with `by_offset_key` by offset
-    key), the same rule as the file shuffle's; `_copy` > 0 marks the copies of a marker sent to
-    other tasks."""
-    from offsets_lib.audit.task_audit import RAW_ARROW
-
-    if "is_history" not in records.columns:
-        records = records.withColumn("is_history", F.lit(False))
-    raw_columns = RAW_ARROW.names
-    routed_arrow = RAW_ARROW.append(pa.field("_audit_task", pa.int32()))
-
-    def with_task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            table = pa.Table.from_batches([batch]).cast(RAW_ARROW)
-            task_ids = routing.audit_tasks_of(table, tasks, by_offset_key=by_offset_key)
-            with_ids = table.append_column("_audit_task", pa.array(task_ids, pa.int32()))
-            yield from with_ids.to_batches()
-
-    routed = records.select(*raw_columns).mapInArrow(with_task, spark_schema(routed_arrow))
-    return routed.select(
-        *raw_columns, routing.copies_to_tasks(F.col("_audit_task"), tasks).alias("_copy", "_task")
-    ).repartition(tasks, "_task")
-
-
-def task_sizes(records: DataFrame, *, tasks: int) -> np.ndarray:
-    """Records each audit task of the per-group routing would receive (a marker counts in every
-    task), counted without moving them: what decides the automatic split on the Spark shuffle,
-    as `exchange.task_sizes` does on the file shuffle's pieces."""
-    from offsets_lib.audit.task_audit import RAW_ARROW
-
-    if "is_history" not in records.columns:
-        records = records.withColumn("is_history", F.lit(False))
-
-    def count(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        sizes = np.zeros(tasks, dtype=np.int64)
-        for batch in batches:
-            task_ids = routing.audit_tasks_of(pa.Table.from_batches([batch]).cast(RAW_ARROW), tasks)
-            is_marker = task_ids == routing.MARKERS
-            sizes += np.bincount(task_ids[~is_marker], minlength=tasks)[:tasks]
-            sizes += int(is_marker.sum())
-        yield pa.RecordBatch.from_pydict({"sizes": [sizes.tolist()]})
-
-    total = np.zeros(tasks, dtype=np.int64)
-    for row in records.select(*RAW_ARROW.names).mapInArrow(count, "sizes array<long>").collect():
-        total += np.array(row["sizes"], dtype=np.int64)  # one small row per input partition
-    return total
-
-
-def _routed(records: DataFrame, *, tasks: int) -> DataFrame:
-    """`routed_by_task` by group; the copies of a marker are history there (audited, not
-    counted)."""
-    from offsets_lib.audit.task_audit import RAW_ARROW
-
-    routed = routed_by_task(records, tasks=tasks)
-    return routed.withColumn("is_history", F.col("is_history") | (F.col("_copy") > 0)).select(
-        *RAW_ARROW.names
-    )
-
-
-def audit_raw(
-    records: DataFrame,
-    *,
-    coordinator: Coordinator,
-    params: Params,
-    tasks: int,
-    emit: TaskEmitter,
-    keep: bool = False,
-) -> DataFrame:
-    """Positioned raw records (decode.POSITIONED_COLUMNS, plus is_history) -> `emit`'s rows.
-
-    One hash shuffle brings each group's records and its partition's markers together; each
-    task then decodes, compacts, replays and joins its share (task_audit.task_tables) and
-    hands its tables (task_audit.KIND_ARROW, decided at `params`) to `emit`, whose rows come
-    back; `table_frames` turns the staged tables into the table frames.
-    """
-    from offsets_lib.audit import task_audit
-
-    def run(batches):
-        return emit(
-            task_audit.task_tables(batches, coordinator=coordinator, params=params, keep=keep)
-        )
-
-    return _routed(records, tasks=tasks).mapInArrow(run, spark_schema(emit.schema))
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,15 @@
-"""The audit task of each record (both shuffles), and raw dump rows as audit rows on Arrow data.
+"""The audit task of each record, and raw records (Kafka-source columns) as audit rows on Arrow.
 
 The task of a record is a hash of (offsets partition, group id bytes of its key):
 every key starts with its int16 type and the group id as an int16-length string, so all records
 of a group meet in one task without decoding. Transaction markers belong to no group and resolve
-records of every group of their partition: they get MARKERS, and every task receives them
-(`copies_to_tasks`). With `by_offset_key` (the first step of the split audit, engine/key_split.py)
-offset commits go by their offset key instead, so a dominant group's commits spread over every
-task, and group tombstones are sent to every task as well (they delimit the groups_created
-meter's segments there). `--shuffle files` (exchange.py) reads the dump with pyarrow instead of
-Spark, so the renaming that decode.positioned does in Spark is done here on Arrow tables.
+records of every group of their partition: they get MARKERS, and every task receives them. With
+`by_offset_key` (the first step of the split audit, engine/key_split.py) offset commits go by
+their offset key instead, so a dominant group's commits spread over every task, and group
+tombstones are sent to every task as well (they delimit the groups_created meter's segments
+there). `positioned_table` is the one renaming of raw records to log positions:
+the map stage applies it to the dump files pyarrow reads and to the records Spark reads
+(exchange.map_records), and the reference decoder (decode.decode_records) to its batches.
 """
 
 from __future__ import annotations
@@ -19,12 +20,9 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column
-from pyspark.sql import functions as F
 
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES
 from offsets_lib.audit.task_audit import RAW_ARROW
-from offsets_lib.engine.spark_hash import task_labels
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 
 MARKERS = -1
@@ -35,14 +33,16 @@ RECORDS_PER_TASK = 500_000
 # another version are mapped again (exchange.stored_cuts).
 ROUTING_VERSION = 1
 _BATCH_METADATA = ("producer_id", "producer_epoch", "is_transactional", "is_control")
+# The raw columns `positioned_table` reads (Spark's Kafka-source names; batch metadata optional).
+RAW_COLUMNS = ("key", "value", "partition", "offset", "timestamp", *_BATCH_METADATA)
 _MS_PER_UNIT = {"s": 1, "ms": 1, "us": 1000, "ns": 1_000_000}
 
 
 def positioned_table(table: pa.Table) -> pa.Table:
     """Raw records (Spark's Kafka-source columns, optional batch metadata) -> RAW_ARROW rows.
 
-    The same renaming as decode.positioned: log position and timestamp in epoch ms (floored,
-    like Spark's unix_millis), batch metadata null when the file has none, no history rows.
+    Log position and timestamp in epoch ms (floored, like Spark's unix_millis), batch metadata
+    null when the input has none, no history rows.
     Integer columns of another width are cast, as the Spark reader does.
     """
     n = table.num_rows
@@ -243,14 +243,3 @@ def first_step_sections(table: pa.Table, tasks: int, rows: np.ndarray) -> np.nda
     partition = _partitions(table)[rows[commits]]
     sections[commits] = FIRST_STEP_TASK + _task_of_hash(hashes, partition, tasks)
     return sections
-
-
-def copies_to_tasks(task: Column, tasks: int) -> Column:
-    """(copy, label) rows of a record with task `task`: one for a group's record, one per task
-    for a marker (copies 1.. take part in their task's audit but are not counted). Labels are
-    the values Spark's hash partitioner sends to partitions 0..tasks-1 one to one
-    (spark_hash.task_labels), so `repartition(tasks, label)` gives each task its own."""
-    labels = F.array(*[F.lit(v) for v in task_labels(tasks)])
-    return F.posexplode(
-        F.when(task == F.lit(MARKERS), labels).otherwise(F.array(F.element_at(labels, task + 1)))
-    )

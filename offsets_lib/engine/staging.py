@@ -1,6 +1,6 @@
 """Task results of one run, staged as Parquet files next to the tables (I/O; shell side).
 
-The audit tasks (pipeline.audit_raw) produce a few tables each: live offsets with their
+The audit tasks (exchange.audit_pieces) produce a few tables each: live offsets with their
 groups' facts, groups, rejects, metric partials and one stats row. Handing them back to Spark as
 rows and caching them converted 1.3M wide rows Arrow -> JVM rows -> cache at 10M records; a task
 writing them as Parquet itself and Spark reading them back with its vectorized reader is ~5 s
@@ -132,7 +132,7 @@ class Staging:
 class TableFiles:
     """Stages a task's results like `staging`, and also writes the files of `tables` (some of
     table_rows.DIRECT_TABLES) into the run's partition of those tables, for the driver to commit
-    (`written_files`). Needs the evaluation time before the audit runs (`--shuffle files`), and
+    (`written_files`). Needs the evaluation time before the audit runs (the map stage tells it), and
     for the lag table the run's log-end offsets, staged as one Parquet file (`end_offsets_uri`,
     written by `stage_end_offsets`; None: every end is unknown)."""
 

@@ -61,15 +61,12 @@ intact: the next run simply redoes the increment.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 
 import pyarrow as pa
 from deltalake.transaction import AddAction
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import (
     IntegerType,
     LongType,
@@ -129,11 +126,6 @@ CHECKPOINT_SPEC = TableSpec(
 )
 
 
-def kept_as_records(kept: DataFrame) -> DataFrame:
-    """Kept rows as raw records to audit again (the positioned columns + is_history)."""
-    return kept.select(*POSITIONED_ARROW.names, F.lit(True).alias("is_history"))
-
-
 @dataclass(frozen=True)
 class Checkpoint:
     """The current checkpoint of one topic: where to read next and which kept records go with it."""
@@ -154,9 +146,6 @@ class Increment:
     kept_files: tuple[str, ...] = ()  # the files of the kept records (positioned columns)
     kept_rows: int = 0
     sequence: int = 0  # of the newest stored checkpoint (also after --full), 0 = none
-    # the kept records as a frame, for the Spark shuffle (`read_kept`); the file shuffle maps
-    # or reads their files itself (a frame cost ~0.3 s of every incremental run's start)
-    kept: Callable[[], DataFrame] | None = None
     # {offsets partition: records} after its end that open transactions hold back
     # (`kafka.resolve_held_back`): the next run reads them
     held_back: dict[int, int] = field(default_factory=dict)
@@ -238,15 +227,7 @@ def kept_files(output: str, checkpoint: Checkpoint) -> StoredKept:
     return StoredKept(tuple(files), sum(rows))
 
 
-def read_kept(spark: SparkSession, kept: StoredKept) -> DataFrame:
-    """The stored records (positioned columns) of `kept_files`."""
-    if not kept.files:
-        return spark.createDataFrame([], _POSITIONED)
-    return spark.read.schema(_POSITIONED).parquet(*kept.files)
-
-
 def begin(
-    spark: SparkSession,
     output: str,
     topic: str,
     end_offsets: dict[int, int],
@@ -257,15 +238,11 @@ def begin(
     """The increment to read: from the stored checkpoint (none, or ``full``: from the start)."""
     newest = read_checkpoint(output, topic)
     previous = None if full else newest
-    stored, kept = StoredKept(), None
-    if previous is not None:
-        stored = kept_files(output, previous)
-        kept = partial(read_kept, spark, stored)
+    stored = kept_files(output, previous) if previous is not None else StoredKept()
     return Increment(
         topic=topic,
         end_offsets=dict(end_offsets),
         previous=previous,
-        kept=kept,
         kept_files=stored.files,
         kept_rows=stored.rows,
         sequence=newest.sequence if newest is not None else 0,

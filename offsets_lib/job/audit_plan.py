@@ -1,11 +1,11 @@
 """How a run's records reach their audit tasks: the engine policy that the run's shell asks.
 
-The shuffle and its inputs (`plan_inputs`: the dump's files or a Kafka run's records for the
-file shuffle, else Spark's shuffle), the number of audit tasks (`audit_tasks`,
-`incremental_tasks`), and the split audit: which tasks are oversized (`oversized_tasks`,
-`is_skewed`) and its first step over them (`split_first_step`); which tables the audit tasks
-write and which frames are left to build (`direct_tables`, `frames_needed`). `job/run.py` holds
-the rest of the run: the clock, the writes, the report.
+The file shuffle's inputs (`plan_inputs`: the dump's files pyarrow reads, else the records
+Spark reads: a Kafka run's, or a dump pyarrow cannot reach), the number of audit tasks
+(`audit_tasks`, `incremental_tasks`), and the split audit: which tasks are oversized
+(`oversized_tasks`, `SKEWED_TASK`) and its first step over them (`split_first_step`); which
+tables the audit tasks write and which frames are left to build (`direct_tables`,
+`frames_needed`). `job/run.py` holds the rest of the run: the clock, the writes, the report.
 """
 
 from __future__ import annotations
@@ -21,11 +21,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, key_split, pipeline
-from offsets_lib.engine.decode import positioned
 from offsets_lib.engine.routing import RECORDS_PER_TASK
 from offsets_lib.engine.staging import KeptFiles, Staging
 from offsets_lib.io import incremental
-from offsets_lib.job.options import RunOptions, UsageError
+from offsets_lib.job.options import RunOptions
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +39,13 @@ def audit_tasks(spark: SparkSession, records: int) -> int:
 def _expected_records(
     raw: DataFrame,
     increment: incremental.Increment | None,
-    units: list[list[exchange.Unit]] | None,
+    units: list[list[exchange.Unit]],
 ) -> int:
     """Records the run will audit: the Kafka offset ranges and the kept records, or the dump's
-    row count (the footers the file shuffle's plan read, else a Spark count)."""
+    row count (the footers the map's plan read, else a Spark count)."""
     if increment is not None:
         return increment.new_records + increment.kept_rows
-    rows = [unit.rows for units_of_task in units or [] for unit in units_of_task]
+    rows = [unit.rows for units_of_task in units for unit in units_of_task]
     if rows and None not in rows:
         return sum(rows)
     return raw.count()
@@ -54,15 +53,14 @@ def _expected_records(
 
 def audit_line(inputs: Inputs, increment: incremental.Increment | None) -> str:
     """The audit step's line: the records counted (the dump's Parquet footers or the Kafka
-    range), the tasks and the shuffle."""
+    range), the tasks, and who reads the records."""
     if increment is not None:
         records: int | None = increment.new_records + increment.kept_rows
     else:
-        rows = [unit.rows for units in inputs.units or [] for unit in units]
+        rows = [unit.rows for units in inputs.units for unit in units]
         records = sum(rows) if rows and None not in rows else None
     counted = f"{records} records" if records is not None else "the records"
-    shuffle = "file" if inputs.units is not None or inputs.records is not None else "Spark's"
-    return f"auditing {counted} in {inputs.tasks} tasks ({shuffle} shuffle)"
+    return f"auditing {counted} in {inputs.tasks} tasks (read by {inputs.reader})"
 
 
 def kept_emitter(
@@ -78,10 +76,8 @@ def kept_emitter(
 # The split audit (split_commits, the default) starts when an audit task of the per-group routing
 # holds more than this many times the average task's records, and more than RECORDS_PER_TASK:
 # below that one task is not what the run waits for. Measured at 10M records on 2 cores
-# the split costs 5-9 s of 18 s on a dump without a dominant group. With the file
-# shuffle only the oversized tasks' pieces are cut again by key and reduced
-# (key_split.oversized_pieces); on the Spark shuffle the sizes are counted in one pass over the
-# records (`pipeline.task_sizes`) and the whole split audit runs.
+# the split costs 5-9 s of 18 s on a dump without a dominant group. Only the oversized
+# tasks' pieces are cut again by key and reduced (key_split.oversized_pieces).
 SKEWED_TASK = 2.0
 
 
@@ -92,42 +88,45 @@ def oversized_tasks(sizes: np.ndarray) -> set[int]:
     return {int(t) for t in np.flatnonzero(sizes > limit)}
 
 
-def is_skewed(sizes: np.ndarray) -> bool:
-    """Whether the per-group routing leaves one task much larger than the rest."""
-    return bool(oversized_tasks(sizes))
-
-
 @dataclass(frozen=True)
 class Inputs:
-    """How the records reach the audit tasks: the map stage's input files by map task (None:
-    the Spark shuffle), pieces already cut by audit task (MAP_ARROW rows: an incremental run's
-    stored kept records, exchange.stored_pieces), and the number of audit tasks."""
+    """How the records reach the audit tasks: the map stage's input files by map task, pieces
+    already cut by audit task (MAP_ARROW rows: an incremental run's stored kept records,
+    exchange.stored_pieces), the number of audit tasks, and the records Spark reads, mapped in
+    the tasks that read them (a Kafka run's, or a dump pyarrow cannot reach)."""
 
-    units: list[list[exchange.Unit]] | None
+    units: list[list[exchange.Unit]]
     stored: list[dict[str, Any]]
     tasks: int
-    records: DataFrame | None = None  # positioned records Spark reads, mapped from Spark
+    records: DataFrame | None = None  # raw records (Kafka-source columns), exchange.map_records
+
+    @property
+    def reader(self) -> str:
+        """Who reads the new records: Spark (its tasks map them), else pyarrow (the map's)."""
+        return "Spark" if self.records is not None else "pyarrow"
 
 
 def plan_inputs(
     spark: SparkSession,
     raw: DataFrame,
-    options: RunOptions,
     increment: incremental.Increment | None,
-    staging: Staging,
 ) -> Inputs:
-    """The input files by map task for `--shuffle files` (also `auto` when pyarrow can read
-    the dump), or None for the Spark shuffle. A Kafka run's records are mapped as Spark reads
-    them (`_kafka_records`), its kept records from their files, except those stored cut by
-    audit task already."""
-    units = None
+    """What the map stage reads: a dump's files by map task when pyarrow can read them, else
+    its records as Spark reads them (`raw`, e.g. a store without a pyarrow file system); a Kafka
+    run's records as Spark reads them (`_kafka_records`) and its kept records from their files,
+    except those stored cut by audit task already."""
+    units: list[list[exchange.Unit]] = []
     stored: list[exchange.StoredCut] = []
     tasks = None
     records = None
     if increment is None:
-        if options.shuffle != "spark":
-            units = exchange.plan(raw.inputFiles(), map_tasks=_map_tasks(spark))
-    elif stages_kafka_records(options):
+        planned = exchange.plan(raw.inputFiles(), map_tasks=_map_tasks(spark))
+        if planned is None:
+            log.info("Spark reads the input; its tasks map the records")
+            records = raw
+        else:
+            units = planned
+    else:
         new = increment.new_records
         kept = increment.kept_files
         cuts = exchange.stored_cuts(kept) if kept else []
@@ -135,30 +134,19 @@ def plan_inputs(
         stored = [cut for cut in cuts if cut is not None and cut.tasks % tasks == 0]
         to_map = [uri for uri in kept if uri not in {cut.path for cut in stored}]
         records = _kafka_records(spark, raw, increment) if new else None
-        units = []
         if to_map:
-            units = exchange.plan(
+            planned = exchange.plan(
                 to_map,
                 map_tasks=_map_tasks(spark),
                 positioned=tuple(to_map),
                 history=tuple(to_map),
             )
-    if units is None and options.shuffle == "files":
-        raise UsageError(
-            "--shuffle files needs input that pyarrow can read"
-            " (local paths, file://, s3://, gs://, hdfs://); use --shuffle spark or auto"
-        )
+            if planned is None:  # under the output, which the staging folder showed pyarrow reaches
+                raise RuntimeError(f"pyarrow cannot read the kept records at {to_map[0]}")
+            units = planned
     if tasks is None:
         tasks = audit_tasks(spark, _expected_records(raw, increment, units))
     return Inputs(units, exchange.stored_pieces(stored, tasks), tasks, records)
-
-
-def stages_kafka_records(options: RunOptions) -> bool:
-    """Whether a Kafka run's records reach their audit tasks through the file shuffle: unless
-    --shuffle spark, always (the staging folder is written with pyarrow on either shuffle, so
-    an output pyarrow cannot write fails the run before this choice). The run (`plan_inputs`) and
-    the CLI's choice of a quick-start JVM both ask this."""
-    return options.shuffle != "spark"
 
 
 def _map_tasks(spark: SparkSession) -> int:
@@ -193,8 +181,8 @@ def incremental_tasks(
 def _kafka_records(
     spark: SparkSession, raw: DataFrame, increment: incremental.Increment
 ) -> DataFrame:
-    """A Kafka run's records (positioned columns) as the map stage reads them from Spark's
-    Kafka source (exchange.map_records). The connector reads each topic partition in a task of
+    """A Kafka run's records as the map stage reads them from Spark's Kafka source
+    (exchange.map_records). The connector reads each topic partition in a task of
     its own; a few records per partition (an hourly run) are read by fewer tasks, about
     RECORDS_PER_TASK records each but at least one per core, so that the run does not start a
     task per partition (2 cores, a fresh JVM, 10k records of 50 partitions: 50 tasks 4 s, 8
@@ -204,8 +192,7 @@ def _kafka_records(
     tasks = max(
         spark.sparkContext.defaultParallelism, -(-increment.new_records // RECORDS_PER_TASK)
     )
-    frame = positioned(raw)
-    return frame.coalesce(tasks) if tasks < partitions else frame
+    return raw.coalesce(tasks) if tasks < partitions else raw
 
 
 def mapped_pieces(

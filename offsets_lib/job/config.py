@@ -49,7 +49,7 @@ import click
 from click.core import ParameterSource
 
 from offsets_lib.io.sources.kafka_names import REDACTED, is_secret_option
-from offsets_lib.job.options import FLAGS, KAFKA_OPTIONS_PARAM, Flag
+from offsets_lib.job.options import FLAGS, KAFKA_OPTIONS_PARAM, REMOVED_FLAGS, Flag, removed_flag
 
 __all__ = [
     "KAFKA_TABLE",
@@ -74,6 +74,8 @@ RUN_KEYS: dict[str, tuple[str, tuple[type, ...], str]] = {
     key: (flag.param, flag.profile_accepts, flag.profile_expects)
     for key, flag in PROFILE_FLAGS.items()
 }
+# A removed option's profile key -> the option (options.REMOVED_FLAGS).
+REMOVED_KEYS = {name.removeprefix("--").replace("-", "_"): name for name in REMOVED_FLAGS}
 KAFKA_PARAM = KAFKA_OPTIONS_PARAM
 # The options of `offsets run` that say where the tables are (what tables_conf_option takes).
 TABLES_PARAMS = ("output", "database", "warehouse")
@@ -224,6 +226,8 @@ def parse_profile(
             kafka, secrets = _kafka_settings(value, source=source, environ=environ)
         elif key in RUN_KEYS:
             options[RUN_KEYS[key][0]] = _option_value(key, value, source=source, now=now)
+        elif key in REMOVED_KEYS:
+            raise ProfileError(f"{source}: {key}: {removed_flag(REMOVED_KEYS[key])}")
         else:
             hint = " (use underscores, not dashes)" if key.replace("-", "_") in RUN_KEYS else ""
             raise ProfileError(

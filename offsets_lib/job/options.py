@@ -22,12 +22,18 @@ from offsets_lib.io import sink
 from offsets_lib.io.sink import DeltaWriter  # io owns the writers (io may not import job)
 
 Source = Literal["parquet", "kafka"]
-Shuffle = Literal["auto", "files", "spark"]  # how records reach their audit task
 LATEST = "latest"  # --as-of latest: the newest record timestamp of the input
 AsOf = int | Literal["latest"]  # epoch ms, or LATEST
 SPLIT_COMMITS = {"auto": True, "never": False}  # --split-commits -> RunOptions.split_commits
 DEFAULT_RETENTION = "7d"  # Kafka's default offsets.retention.minutes
 KAFKA_OPTIONS_PARAM = "kafka_options"  # --kafka-option; a profile's [kafka] table fills it
+
+# Options `offsets run` no longer has, with the one line (exit status 2) that a command line or
+# a profile naming one gets.
+REMOVED_FLAGS = {
+    "--shuffle": "every run takes the file shuffle (Spark's shuffle was slower in every"
+    " measurement, locally and on a cluster: docs/design.md, 'Which shuffle: measured')",
+}
 
 _RETENTION_UNITS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": DAY_MS}
 _AS_OF_EXPECTED = "expected now, latest, ISO-8601 or epoch milliseconds"
@@ -285,20 +291,6 @@ class RunOptions:
             )
         ),
     )
-    shuffle: Shuffle = field(
-        default="auto",
-        metadata=_flags(
-            Flag(
-                "--shuffle",
-                help="How records reach their audit task: files = Python tasks read the Parquet"
-                " dump (Kafka: the records staged as Parquet under --output) and stage Arrow"
-                " files (fastest; needs pyarrow access to input and output), spark = Spark's"
-                " shuffle, auto = files when possible.",
-                choices=get_args(Shuffle),
-                default=FIELD_DEFAULT,
-            )
-        ),
-    )
     # a dominant group's offset commits reduced per offset key first (engine.key_split): when a
     # task of the per-group routing would hold more than audit_plan.SKEWED_TASK times the average
     # (`audit_plan.oversized_tasks`); False: never
@@ -368,7 +360,6 @@ class RunOptions:
         if not self.output and self.database is None:
             raise UsageError("--output PATH (or --database NAME) is required")
         _writer(self.delta_writer)
-        _one_of("--shuffle", self.shuffle, get_args(Shuffle))
         if not self.run_id:
             raise UsageError("--run-id must not be empty")
         if not _is_int(self.retention_ms) or self.retention_ms <= 0:
@@ -410,12 +401,16 @@ class RunOptions:
             run_id=run_id,
             max_reject_ratio=given["max_reject_ratio"],
             delta_writer=_writer(given["delta_writer"]),
-            shuffle=given["shuffle"],
             split_commits=SPLIT_COMMITS[given["split_commits"]],
             full=bool(given["full"]),
             end_offsets=given["end_offsets"] or None,
             verbose=bool(given["verbose"]),
         )
+
+
+def removed_flag(name: str) -> str:
+    """The line for a removed option (`REMOVED_FLAGS`)."""
+    return f"{name} was removed: {REMOVED_FLAGS[name]}"
 
 
 def _is_int(value: object) -> bool:

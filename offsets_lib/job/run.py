@@ -2,12 +2,11 @@
 
 Reads the clock only in this shell (`--as-of now`, run timestamps: `run_report.now_ms`, the
 runs row's times); everything between reading and writing is the audit per task
-(`pipeline.audit_raw` after Spark's shuffle, or `exchange` after the file shuffle), decisions
-included, at the evaluation time fixed before the tasks run. With delta-rs the audit tasks
-also write the tables that are projections of their results (table_rows.DIRECT_TABLES), on
-either shuffle; the driver sums the tasks' partial meters and writes `metrics` (with delta-rs;
-`pipeline.table_frames` builds the frames of the rest); `job.run_output` commits every table,
-then the runs row; `job.run_report` is what the run tells.
+(`exchange` after the file shuffle), decisions included, at the evaluation time fixed before
+the tasks run. With delta-rs the audit tasks also write the tables that are projections of
+their results (table_rows.DIRECT_TABLES); the driver sums the tasks' partial meters and writes
+`metrics` (with delta-rs; `pipeline.table_frames` builds the frames of the rest);
+`job.run_output` commits every table, then the runs row; `job.run_report` is what the run tells.
 """
 
 from __future__ import annotations
@@ -20,14 +19,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from deltalake.transaction import AddAction
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from offsets_lib.audit import lag
 from offsets_lib.audit.rules import Params
 from offsets_lib.engine import exchange, key_split, pipeline
-from offsets_lib.engine.decode import positioned
 from offsets_lib.engine.staging import (
     Staging,
     TableFiles,
@@ -92,10 +88,10 @@ def _execute(
     try:
         staging = Staging.fresh(options.output, options.run_id)
         stages.step(f"planning: {_input_text(options, increment)}")
-        inputs = audit_plan.plan_inputs(spark, raw, options, increment, staging)
+        inputs = audit_plan.plan_inputs(spark, raw, increment)
         stages.step(audit_plan.audit_line(inputs, increment))
-        audited = _audit(spark, raw, options, report, staging, inputs, increment, end_offsets)
-        stages.done("read+audit", audited.summary(report, inputs.tasks))
+        audited = _audit(spark, options, report, staging, inputs, increment, end_offsets)
+        stages.done("read+audit", audited.summary(report, inputs))
         tables = _frames(spark, audited, options, report, staging)
         stages.step(f"writing {len(tables)} tables under {options.output}")
         run_output.write_tables(spark, tables, options, report)
@@ -127,18 +123,6 @@ def _input_text(options: RunOptions, increment: incremental.Increment | None) ->
     )
 
 
-def _records(raw: DataFrame, increment: incremental.Increment | None) -> DataFrame:
-    """The positioned records to audit through Spark's shuffle: an incremental run's kept
-    records (audited again, not counted) followed by the records read."""
-    records = positioned(raw).withColumn("is_history", F.lit(False))
-    if increment is None:
-        return records
-    if increment.kept is not None:
-        records = incremental.kept_as_records(increment.kept()).unionByName(records)
-    # read once: the kept records are chosen from the same records
-    return records.persist(StorageLevel.MEMORY_AND_DISK)
-
-
 @dataclass(frozen=True)
 class _Audited:
     """What the audit tasks returned: their manifest, its totals, and the table files the
@@ -147,21 +131,19 @@ class _Audited:
     manifest: list[Any]
     stats: pipeline.RunStats
     written: dict[str, list[AddAction]]
-    shuffle: str
     direct: tuple[str, ...]
     end_offsets: pa.Table | None  # for a lag table built in Spark
 
-    def summary(self, report: RunReport, tasks: int) -> str:
+    def summary(self, report: RunReport, inputs: audit_plan.Inputs) -> str:
         return (
             f"{report.records_read} records read, {report.records_decoded} decoded,"
-            f" {report.records_rejected} rejected, {tasks} tasks, {self.shuffle} shuffle"
+            f" {report.records_rejected} rejected, {inputs.tasks} tasks, read by {inputs.reader}"
             + (f", {len(self.direct)} tables written by the audit tasks" if self.direct else "")
         )
 
 
 def _audit(
     spark: SparkSession,
-    raw: DataFrame,
     options: RunOptions,
     report: RunReport,
     staging: Staging,
@@ -171,53 +153,39 @@ def _audit(
 ) -> _Audited:
     """Route every record to its audit task and audit there; the tasks stage their results as
     files and return a manifest (a few rows per task). Sets the report's counts and as_of."""
-    # long: the two shuffles' audits side by side, sharing the emitter, as_of and the counts
     started_ms = run_report.now_ms()
     keep = increment is not None  # the tasks choose and write the kept records while they audit
     tasks = inputs.tasks
     kept_emit = audit_plan.kept_emitter(options, increment, tasks)
     direct = audit_plan.direct_tables(options)
-    audit_settings = {"coordinator": options.coordinator, "tasks": tasks, "keep": keep}
-    if inputs.units is not None:
-        # the map stage first: its pieces tell the evaluation time, which the audit tasks
-        # decide at (and write the tables with)
-        pieces, oversized = audit_plan.mapped_pieces(
-            spark, inputs, staging, split=options.split_commits
-        )
-        report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
-        ends = end_offsets() if end_offsets is not None else None
-        emit = kept_emit(_table_emitter(options, report, staging, ends))
-        pieces, first_step, steps = audit_plan.split_first_step(
-            spark, pieces, oversized, staging, tasks
-        )
-        _report_task_sizes(report, steps)
-        audited = exchange.audit_pieces(
-            spark, pieces, params=_params(options, report), emit=emit, **audit_settings
-        )
-        manifest = key_split.staged_rows(first_step) + audited.collect()
-    else:
-        records = _records(raw, increment)
-        report.as_of_ms = _as_of(options, _latest_timestamp_ms(options, records), started_ms)
-        params = _params(options, report)
-        ends = end_offsets() if end_offsets is not None else None
-        emit = kept_emit(_table_emitter(options, report, staging, ends))
-        if options.split_commits and audit_plan.is_skewed(
-            pipeline.task_sizes(records, tasks=tasks)
-        ):
-            manifest = key_split.audit_split(
-                records, params=params, staging=staging, emit=emit, **audit_settings
-            )
-        else:
-            audited = pipeline.audit_raw(records, params=params, emit=emit, **audit_settings)
-            manifest = audited.collect()
-        records.unpersist()
+    # the map stage first: its pieces tell the evaluation time, which the audit tasks decide at
+    # (and write the tables with)
+    pieces, oversized = audit_plan.mapped_pieces(
+        spark, inputs, staging, split=options.split_commits
+    )
+    report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
+    ends = end_offsets() if end_offsets is not None else None
+    emit = kept_emit(_table_emitter(options, report, staging, ends))
+    pieces, first_step, steps = audit_plan.split_first_step(
+        spark, pieces, oversized, staging, tasks
+    )
+    _report_task_sizes(report, steps)
+    audited = exchange.audit_pieces(
+        spark,
+        pieces,
+        coordinator=options.coordinator,
+        params=_params(options, report),
+        tasks=tasks,
+        emit=emit,
+        keep=keep,
+    )
+    manifest = key_split.staged_rows(first_step) + audited.collect()
     stats = pipeline.run_stats(manifest)
     report.records_read = stats.records_read
     report.records_rejected = stats.records_rejected
     report.records_decoded = report.records_read - report.records_rejected
     written = written_files(manifest, direct, options.run_id)
-    shuffle = "files" if inputs.units is not None else "spark"
-    return _Audited(manifest, stats, written, shuffle, direct, ends)
+    return _Audited(manifest, stats, written, direct, ends)
 
 
 def _frames(
@@ -289,21 +257,12 @@ def _report_task_sizes(report: RunReport, steps: list[np.ndarray]) -> None:
     report.task_skew = float(largest.max() / largest.mean()) if largest.sum() else None
 
 
-def _latest_timestamp_ms(options: RunOptions, records: DataFrame) -> int | None:
-    """The newest record timestamp, when the evaluation time is that (`--as-of latest`): one
-    aggregate over the records' timestamps before the Spark shuffle's audit, which decides at
-    that time."""
-    if isinstance(options.as_of, int):
-        return None
-    return records.agg(F.max("log_timestamp_ms")).first()[0]
-
-
 def _table_emitter(
     options: RunOptions, report: RunReport, staging: Staging, ends: pa.Table | None
 ) -> pipeline.TaskEmitter:
     """What the audit tasks hand their results to: the staging folder, and with delta-rs the
     tables that are projections of the results, written by the tasks at the run's evaluation
-    time, on either shuffle (at 20k records on the 2-worker cluster, building those tables
+    time (at 20k records on the 2-worker cluster, building those tables
     from the staged results in Spark took 24.6 s of the run's 125 s)."""
     direct = audit_plan.direct_tables(options)
     if not direct:

@@ -197,7 +197,7 @@ TASK_SKEW = "largest_over_mean_task"
 
 
 def pipeline_run(
-    spark, dump: str, out: str, run_id: str, delta_writer: str = "delta-rs", shuffle: str = "auto"
+    spark, dump: str, out: str, run_id: str, delta_writer: str = "delta-rs"
 ) -> dict[str, float]:
     """The full `offsets run` on the dump.
 
@@ -207,7 +207,6 @@ def pipeline_run(
         out: the tables' folder.
         run_id: the run's id.
         delta_writer: ``delta-rs`` or ``spark``.
-        shuffle: ``auto``, ``files`` or ``spark`` (offsets run --shuffle).
 
     Returns:
         Its seconds per stage, and the input records of its largest audit task (LARGEST_TASK)
@@ -222,7 +221,6 @@ def pipeline_run(
         inputs=(dump,),
         max_reject_ratio=1.0,
         delta_writer=delta_writer,
-        shuffle=shuffle,
     )
     report = execute(spark, read_parquet_dump(spark, [dump]), options, echo=lambda _line: None)
     return {
@@ -296,14 +294,15 @@ def target_lines(results: list[dict[str, Any]], earlier: list[dict[str, Any]]) -
     by_size = {
         (r["records"], r.get("dominant_group_share", 0.0)): r
         for r in [*earlier, *results]
-        # the defaults the targets are for
+        # the default the targets are for (earlier sittings' runs on Spark's shuffle, removed,
+        # are left out: "shuffle" other than auto)
         if r.get("delta_writer", "delta-rs") == "delta-rs" and r.get("shuffle", "auto") == "auto"
     }
     lines = []
 
     for r in results:
-        chosen = {"--delta-writer": r.get("delta_writer"), "--shuffle": r.get("shuffle")}
-        defaults = {"--delta-writer": "delta-rs", "--shuffle": "auto"}
+        chosen = {"--delta-writer": r.get("delta_writer")}
+        defaults = {"--delta-writer": "delta-rs"}
         variant = " ".join(
             f"{flag} {value}"
             for flag, value in chosen.items()
@@ -345,7 +344,7 @@ def target_lines(results: list[dict[str, Any]], earlier: list[dict[str, Any]]) -
 
 
 def _reps(
-    spark, n: int, dump: str, scratch: Path, reps: int, writer: str, shuffle: str
+    spark, n: int, dump: str, scratch: Path, reps: int, writer: str
 ) -> dict[str, list[dict[str, Any]]]:
     """`reps` alternating measurements (A B, B A, ...) of the baseline and the pipeline."""
     runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "pipeline": []}
@@ -357,9 +356,7 @@ def _reps(
                 m = measure(lambda t=target: baseline(spark, dump, str(t)), spark)
             else:
                 m = measure(
-                    lambda t=target, r=rep: pipeline_run(
-                        spark, dump, str(t), f"b{r}", writer, shuffle
-                    ),
+                    lambda t=target, r=rep: pipeline_run(spark, dump, str(t), f"b{r}", writer),
                     spark,
                 )
             runs[kind].append(m)
@@ -377,7 +374,7 @@ def _reps(
 
 
 def _summary(
-    n: int, runs: dict[str, list[dict[str, Any]]], share: float, writer: str, shuffle: str
+    n: int, runs: dict[str, list[dict[str, Any]]], share: float, writer: str
 ) -> dict[str, Any]:
     """Medians of the reps' times, the worst of their memory, task sizes and spill."""
     med = {
@@ -404,7 +401,6 @@ def _summary(
         "python_worker_peak_rss_mb": round(max(r["python_worker_rss_mb"] for r in piped), 1),
         "dominant_group_share": share,
         "delta_writer": writer,
-        "shuffle": shuffle,
         "largest_task_records": max(int(r["stage_s"].get(LARGEST_TASK, 0)) for r in piped),
         "largest_over_mean_task": round(max(r["stage_s"].get(TASK_SKEW, 0.0) for r in piped), 2),
         "spill_disk_mb": round(max(r["spill_disk_mb"] for r in piped), 1),
@@ -464,12 +460,6 @@ def main(argv: list[str] | None = None) -> int:
         default="delta-rs",
         help="who commits the job's Delta tables (offsets run --delta-writer)",
     )
-    parser.add_argument(
-        "--shuffle",
-        choices=("auto", "files", "spark"),
-        default="auto",
-        help="how the job's records reach their audit tasks (offsets run --shuffle)",
-    )
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s]
     root = Path(args.out)
@@ -483,16 +473,13 @@ def main(argv: list[str] | None = None) -> int:
     spark = session.get_or_create("offsets-bench", show_progress=False)
     print("warm-up on 100k records ...", flush=True)
     baseline(spark, warm_dump, str(scratch / "warm-base"))
-    pipeline_run(
-        spark, warm_dump, str(scratch / "warm-job"), "warm", args.delta_writer, args.shuffle
-    )
+    pipeline_run(spark, warm_dump, str(scratch / "warm-job"), "warm", args.delta_writer)
     results = [
         _summary(
             n,
-            _reps(spark, n, dumps[n], scratch, args.reps, args.delta_writer, args.shuffle),
+            _reps(spark, n, dumps[n], scratch, args.reps, args.delta_writer),
             args.dominant_group_share,
             args.delta_writer,
-            args.shuffle,
         )
         for n in sizes
     ]

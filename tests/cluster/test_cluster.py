@@ -122,7 +122,7 @@ def test_offsets_run_on_s3a_with_only_the_standard_variables(s3: S3Server, refer
     assert len(tables["offsets"]) > 100 and len(tables["groups"]) > 10
     [run] = runs_rows(s3, reference["output"])
     assert (run["run_id"], run["status"], run["records_read"]) == (RUN_ID, "succeeded", 6000)
-    assert "files shuffle" in reference["log"]  # staging and pieces went through the store
+    assert "tasks, read by pyarrow" in reference["log"]  # pieces and staging through the store
     assert "cluster-test-secret" not in reference["log"]
 
 
@@ -157,10 +157,9 @@ def cluster_run(s3: S3Server, cluster: SparkCluster, dump: str, tmp_path_factory
     """The job submitted to the cluster; while it holds the output, a second run (local mode,
     another run id) tries the same output."""
     output = s3.uri("tables/cluster")
-    # Spark's shuffle (the local run takes the file shuffle): its extra jobs (the newest
-    # timestamp, the task sizes) and the records' way through the JVM keep the lease for longer
-    # while the contender starts, and its tables must equal the local run's
-    args = ["--input", dump, "--output", output, "--run-id", RUN_ID, "--shuffle", "spark"]
+    # the contender asks for the lease before its JVM starts, while the job maps, audits and
+    # writes on the cluster; the job's tables must equal the local run's
+    args = ["--input", dump, "--output", output, "--run-id", RUN_ID]
     job = cluster.submit(args, s3.env)
     log = cluster.submitted[-1]
     wait_until(lambda: lease_holder(s3, output) == RUN_ID, job, log)
@@ -181,7 +180,7 @@ def test_spark_submit_to_the_cluster_equals_the_local_run(
 ) -> None:
     assert cluster_run["code"] == 0, cluster_run["log"].read_text()[-3000:]
     assert "app-" in (cluster.root / "master.log").read_text()  # it ran on the cluster
-    assert "spark shuffle" in cluster_run["log"].read_text()
+    assert "tasks, read by pyarrow" in cluster_run["log"].read_text()
     assert all_tables(s3, cluster_run["output"]) == reference["tables"]
     assert lease_holder(s3, cluster_run["output"]) is None  # released
 

@@ -56,19 +56,22 @@ def _batch_rows(batch: list[tuple[int, int]]) -> list[dict]:
 
 @pytest.mark.kafka
 @pytest.mark.spark
-@pytest.mark.parametrize("shuffle", ["auto", "spark"])
-def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path, shuffle):
-    """With the file shuffle (auto: kept records stored by audit task) and Spark's."""
+def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
+    """Kafka runs, their kept records stored by audit task, against a --full re-read (the
+    last incremental run with Delta's Spark writer)."""
     topic = f"incremental-{uuid.uuid4().hex[:8]}"
     create_topic(tansu_bootstrap, topic, PARTITIONS)
     out = str(tmp_path / "tables")
     common = ["--source", "kafka", "--bootstrap-servers", tansu_bootstrap, "--topic", topic]
-    common += ["--output", out, "--as-of", AS_OF, "--shuffle", shuffle]
+    common += ["--output", out, "--as-of", AS_OF]
     produced = []
     for i, batch in enumerate(BATCHES):
         rows = _batch_rows(batch)
         produced.append(len(produce_rows(tansu_bootstrap, topic, rows)))
-        run_cli(*common, "--run-id", f"inc{i}")
+        # the last incremental run commits with Delta's Spark writer: the Kafka path whole on
+        # the other writer, its tables compared with the --full re-read's below
+        writer = ["--delta-writer", "spark"] if i == len(BATCHES) - 1 else []
+        run_cli(*common, "--run-id", f"inc{i}", *writer)
         checkpoint = incremental.read_checkpoint(out, topic)
         assert checkpoint is not None and checkpoint.sequence == i + 1
         assert checkpoint.kept_id == f"inc{i}@{i + 1}"
@@ -138,14 +141,13 @@ def _transactional_rows() -> list[dict]:
 def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
     """Scenarios with producer ids and markers (pending, committed, aborted transactions) plus
     group deletions and consumer groups, each on its own partition: a chain of compacted states
-    followed by the remaining records audits like the whole log."""
-    from pyspark.sql import functions as F
-
+    followed by the remaining records audits like the whole log. Each audit maps its kept
+    records again from their files (as a run does when they were cut for another number of
+    tasks) and its new records as Spark reads them."""
     from offsets_lib.audit.coordinator import Coordinator
     from offsets_lib.audit.rules import Params
     from offsets_lib.audit.schemas import spark_schema
-    from offsets_lib.engine import pipeline
-    from offsets_lib.engine.decode import decode_positioned, decode_records, positioned
+    from offsets_lib.engine.decode import decode_positioned, decode_records
     from offsets_lib.engine.staging import KeptFiles, Staging
 
     raw = spark.createDataFrame(_transactional_rows()).cache()
@@ -164,20 +166,24 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
     # Cuts: 4 = transactions open across the cut (markers come later), 5 = resolved
     # transactions stored with their markers, 7 = a group tombstone in the state. A chain of
     # compactions, as successive incremental runs make them, then one audit.
-    state, low = None, 0
+    state, low, state_files = None, 0, []
     for cut in (4, 5, 7):
-        part = positioned(raw.filter((raw["offset"] >= low) & (raw["offset"] < cut)))
-        if state is not None:
-            part = incremental.kept_as_records(state).unionByName(
-                part.withColumn("is_history", F.lit(False))
+        part = raw.filter((raw["offset"] >= low) & (raw["offset"] < cut))
+        staging = Staging(str(tmp_path / f"staging-{cut}"))
+        pieces = exchange.map_records(part, staging_uri=staging.uri, tasks=3)
+        if state_files:  # the kept records, history, mapped again from their files
+            units = exchange.plan(
+                state_files, map_tasks=2, positioned=tuple(state_files), history=tuple(state_files)
             )
+            pieces += exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=3)
         # the audit tasks write the kept records as a run does (a marker kept by several
         # tasks is stored by each; the next audit reads it once)
-        emit = KeptFiles(Staging(str(tmp_path / f"staging-{cut}")), str(tmp_path), f"k{cut}", 3)
-        pipeline.audit_raw(
-            part, coordinator=Coordinator.NEW, params=params, tasks=3, emit=emit, keep=True
+        emit = KeptFiles(staging, str(tmp_path), f"k{cut}", 3)
+        exchange.audit_pieces(
+            spark, pieces, coordinator=Coordinator.NEW, params=params, tasks=3, emit=emit, keep=True
         ).collect()
-        kept = str(tmp_path / incremental.KEPT_TABLE / f"run_id=k{cut}")
+        kept_dir = tmp_path / incremental.KEPT_TABLE / f"run_id=k{cut}"
+        kept, state_files = str(kept_dir), sorted(str(path) for path in kept_dir.glob("*.parquet"))
         state = decode_positioned(spark.read.schema(positioned_schema).parquet(kept), keep_raw=True)
         state, low = state.localCheckpoint(), cut  # as stored: no lineage back to the records
         assert state.count() < raw.filter(raw["offset"] < cut).count()
@@ -199,7 +205,7 @@ def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_p
     from offsets_lib.audit.coordinator import Coordinator
     from offsets_lib.audit.rules import Params
     from offsets_lib.engine import pipeline
-    from offsets_lib.engine.decode import decode_records, positioned
+    from offsets_lib.engine.decode import decode_records
     from offsets_lib.engine.staging import KeptFiles, Staging
 
     raw = spark.createDataFrame(_transactional_rows()).cache()
@@ -223,7 +229,7 @@ def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_p
             part = part.filter(raw["offset"] < cut)
         staging = Staging(str(tmp_path / f"staging-{i}"))
         stored = exchange.stored_pieces(cuts, tasks)
-        new = exchange.map_records(positioned(part), staging_uri=staging.uri, tasks=tasks)
+        new = exchange.map_records(part, staging_uri=staging.uri, tasks=tasks)
         emit = staging if cut is None else KeptFiles(staging, str(tmp_path), f"k{i}", tasks)
         manifest = exchange.audit_pieces(
             spark,

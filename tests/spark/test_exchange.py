@@ -1,9 +1,10 @@
-"""`--shuffle files` (exchange.py) gives the reference audit's tables, and falls back cleanly.
+"""The file shuffle (exchange.py) gives the reference audit's tables, whoever reads the input.
 
-The dump's records go from pyarrow map tasks through staged Arrow files to the same per-task
-audit as the Spark shuffle; every table must equal the reference (`spark_audit.audit`,
-tests/reference) row for row, for dumps as generated and for dumps rewritten with many row
-groups (so big files are split between map tasks), another integer width and no batch metadata.
+The dump's records go from pyarrow map tasks through staged Arrow files to the per-task audit;
+every table must equal the reference (`spark_audit.audit`, tests/reference) row for row, for
+dumps as generated and for dumps rewritten with many row groups (so big files are split between
+map tasks), another integer width and no batch metadata. A dump pyarrow cannot reach is read by
+Spark and mapped in Spark's tasks (exchange.map_records): the same tables.
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from offsets_lib.audit.rules import Params
 from offsets_lib.engine import exchange, piece_files, pipeline
 from offsets_lib.engine.decode import decode_records
 from offsets_lib.engine.staging import Staging
-from offsets_lib.io import sink
+from offsets_lib.io import sink, storage
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.job import audit_plan, run
-from offsets_lib.job.options import UsageError
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit
 from tests.staged_audit import assert_staged_equals_reference
@@ -90,31 +90,61 @@ def test_file_shuffle_equals_reference(
     assert not (tmp_path / "staging").exists()
 
 
-def test_both_shuffles_publish_the_same_tables(spark, dumps, tmp_path) -> None:
-    """Through run.execute: same tables, same counts, and no staged file left behind."""
+@pytest.fixture
+def pyarrow_cannot_read(monkeypatch):
+    """The driver's pyarrow reaches no file under the given folders (a store without a pyarrow
+    file system), so the run's plan declines them (exchange.plan) and Spark reads them."""
+    unreachable: list[str] = []
+    reachable = storage.filesystem
+
+    def filesystem(uri: str, *args, **kwargs):
+        if any(folder in uri for folder in unreachable):
+            raise ValueError(f"no pyarrow file system for {uri}")
+        return reachable(uri, *args, **kwargs)
+
+    monkeypatch.setattr(storage, "filesystem", filesystem)
+    return unreachable
+
+
+def test_a_dump_spark_reads_publishes_the_tables_of_its_files(
+    spark, dumps, tmp_path, pyarrow_cannot_read
+) -> None:
+    """Through run.execute: read by pyarrow, or by Spark (and mapped in its tasks) with either
+    writer, the same tables, the same counts, and no staged file left behind."""
     results = {}
-    for shuffle in ("files", "spark"):
-        output = str(tmp_path / shuffle)
+    for reader, writer in (("pyarrow", "delta-rs"), ("Spark", "delta-rs"), ("Spark", "spark")):
+        if reader == "Spark":
+            pyarrow_cannot_read.append(dumps["generated"])
+        output = str(tmp_path / f"{reader}-{writer}")
         options = run.RunOptions(
-            output=output, run_id="r", inputs=(dumps["generated"],), shuffle=shuffle
+            output=output, run_id="r", inputs=(dumps["generated"],), delta_writer=writer
         )
         lines: list[str] = []
+        steps: list[str] = []
         report = run.execute(
-            spark, read_parquet_dump(spark, [dumps["generated"]]), options, echo=lines.append
+            spark,
+            read_parquet_dump(spark, [dumps["generated"]]),
+            options,
+            echo=lines.append,
+            step=steps.append,
         )
         assert report.status == "succeeded"
         assert list((Path(output) / "_staging").iterdir()) == []
-        # on either shuffle the audit tasks write every table but metrics (and runs)
-        assert ", 8 tables written by the audit tasks" in lines[0], lines[0]
-        results[shuffle] = (report, output)
-    (files_report, files_out), (spark_report, spark_out) = results["files"], results["spark"]
-    assert files_report.records_read == spark_report.records_read == 8_000
-    assert files_report.records_rejected == spark_report.records_rejected > 0
-    assert files_report.groups_by_type_state == spark_report.groups_by_type_state
-    for name in (*pipeline.DECIDED_TABLES, "lag"):
-        left = sink.read_table(files_out, name).to_pylist()
-        right = sink.read_table(spark_out, name).to_pylist()
-        assert sorted(left, key=repr) == sorted(right, key=repr), name
+        assert any(step.endswith(f"tasks (read by {reader})") for step in steps), steps
+        if writer == "delta-rs":  # the audit tasks write every table but metrics (and runs)
+            assert ", 8 tables written by the audit tasks" in lines[0], lines[0]
+        else:
+            assert "tables written by the audit tasks" not in lines[0], lines[0]
+        results[reader, writer] = (report, output)
+    files_report, files_out = results["pyarrow", "delta-rs"]
+    for key, (report, output) in results.items():
+        assert report.records_read == files_report.records_read == 8_000, key
+        assert report.records_rejected == files_report.records_rejected > 0, key
+        assert report.groups_by_type_state == files_report.groups_by_type_state, key
+        for name in (*pipeline.DECIDED_TABLES, "lag"):
+            left = sink.read_table(files_out, name).to_pylist()
+            right = sink.read_table(output, name).to_pylist()
+            assert sorted(left, key=repr) == sorted(right, key=repr), (key, name)
     for report, output in results.values():
         assert _summary(report) == _summary_of_tables(output, report.as_of_ms)
 
@@ -153,15 +183,19 @@ def _summary_of_tables(output: str, as_of_ms: int) -> dict[str, object]:
     }
 
 
-@pytest.mark.parametrize("shuffle", ["files", "spark"])
-def test_an_empty_dump_publishes_empty_tables_and_zero_counts(spark, dumps, tmp_path, shuffle):
+@pytest.mark.parametrize("reader", ["pyarrow", "Spark"])
+def test_an_empty_dump_publishes_empty_tables_and_zero_counts(
+    spark, dumps, tmp_path, pyarrow_cannot_read, reader
+):
     """No staged file of any kind: the counts Spark cannot observe are counted directly."""
     empty = tmp_path / "empty"
     empty.mkdir()
     schema = pq.read_schema(glob.glob(f"{dumps['generated']}/*.parquet")[0])
     pq.write_table(schema.empty_table(), empty / "part-0.parquet")
+    if reader == "Spark":
+        pyarrow_cannot_read.append(str(empty))
     output = str(tmp_path / "out")
-    options = run.RunOptions(output=output, run_id="r", inputs=(str(empty),), shuffle=shuffle)
+    options = run.RunOptions(output=output, run_id="r", inputs=(str(empty),))
     report = run.execute(spark, read_parquet_dump(spark, [str(empty)]), options)
     assert report.status == "succeeded"
     assert report.records_read == 0
@@ -217,16 +251,12 @@ def test_arrow_uri_names_hadoop_schemes_as_pyarrow_does() -> None:
     assert piece_files.arrow_uri("/data/a.parquet") == "/data/a.parquet"
 
 
-def test_shuffle_files_without_a_dump_is_a_usage_error(spark, tmp_path) -> None:
-    options = run.RunOptions(
-        output=str(tmp_path / "out"), run_id="r", inputs=("not-files",), shuffle="files"
-    )
-    staging = Staging(str(tmp_path / "staging"))
+def test_records_without_files_are_read_by_spark(spark) -> None:
+    """A frame pyarrow has no file of (here built in memory) reaches the map as Spark reads it."""
     not_files = spark.range(3).toDF("offset")
-    with pytest.raises(UsageError, match="--shuffle files needs input that pyarrow can read"):
-        audit_plan.plan_inputs(spark, not_files, options, None, staging)
-    auto = run.RunOptions(output=str(tmp_path / "out"), run_id="r", inputs=("not-files",))
-    assert audit_plan.plan_inputs(spark, not_files, auto, None, staging).units is None
+    inputs = audit_plan.plan_inputs(spark, not_files, None)
+    assert (inputs.units, inputs.stored, inputs.records) == ([], [], not_files)
+    assert inputs.tasks == audit_plan.audit_tasks(spark, 3)
 
 
 def _prime_above(n: int) -> int:

@@ -1,6 +1,6 @@
 """One offsets partition holding one dominant group and many small ones (skew).
 
-The fast path's unit of work is a group, not an offsets partition: the small groups of a busy
+The audit's unit of work is a group, not an offsets partition: the small groups of a busy
 partition spread over the tasks while the dominant group stays whole in one, and the tables
 equal the reference audit's.
 """
@@ -13,8 +13,8 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
-from offsets_lib.engine import pipeline
-from offsets_lib.engine.decode import decode_records, positioned
+from offsets_lib.engine import exchange, pipeline
+from offsets_lib.engine.decode import decode_records
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.tools.generate import generate_dump
@@ -40,8 +40,9 @@ def test_small_groups_of_a_busy_partition_spread_and_tables_match(spark, skewed,
     as_of_ms = skewed.agg(F.max(F.unix_millis("timestamp"))).first()[0]
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=as_of_ms)
     staging = Staging(str(tmp_path / "staging"))
-    result = pipeline.audit_raw(
-        positioned(skewed), coordinator=Coordinator.NEW, params=params, tasks=4, emit=staging
+    pieces = exchange.map_records(skewed, staging_uri=staging.uri, tasks=4)
+    result = exchange.audit_pieces(
+        spark, pieces, coordinator=Coordinator.NEW, params=params, tasks=4, emit=staging
     )
     manifest = result.collect()
     group_files = [row for row in manifest if row["kind"] == "group"]  # one per task with groups

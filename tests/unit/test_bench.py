@@ -66,13 +66,14 @@ def test_targets_are_judged_on_their_figures() -> None:
 
 def test_a_variant_is_named_in_its_target_and_not_compared_with_the_defaults() -> None:
     results = [
-        _result(1_000_000, 8.0, 4.0, shuffle="spark"),
-        _result(1_000_000, 8.0, 2.0, delta_writer="spark", shuffle="files"),
-        _result(1_000_000, 8.0, 4.0, delta_writer="delta-rs", shuffle="auto"),
+        _result(1_000_000, 8.0, 2.0, delta_writer="spark"),
+        _result(1_000_000, 8.0, 4.0, delta_writer="delta-rs"),
+        _result(100_000_000, 1000.0, 1000.0),
     ]
-    assert bench.target_lines(results, []) == [
-        "target 1M records (--shuffle spark): 2.00x the baseline's time -> met",
-        "target 1M records (--delta-writer spark --shuffle files): 4.00x the baseline's time"
-        " -> MISSED",
+    # an earlier sitting's 10M run on Spark's shuffle (removed) is no reference for 100M
+    earlier = [_result(10_000_000, 100.0, 100.0, shuffle="spark")]
+    assert bench.target_lines(results, earlier) == [
+        "target 1M records (--delta-writer spark): 4.00x the baseline's time -> MISSED",
         "target 1M records: 2.00x the baseline's time -> met",
+        "target 100M records: driver 500 MB, worker 1500 MB -> met",
     ]

@@ -52,7 +52,6 @@ def test_database_tables_are_written_by_delta_rs_unless_asked(
         "run_id": "r1",
         "retention": "7d",
         "coordinator": "new",
-        "shuffle": "auto",
         "split_commits": "auto",
         "topic": "__consumer_offsets",
     }
@@ -176,11 +175,11 @@ def test_a_quick_start_jvm_compiles_with_c1_only() -> None:
     assert not local_tuning.is_quick_start(local_tuning.QUICK_START_MAX_RECORDS + 1)
 
 
-def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
+def test_only_kafka_runs_of_few_new_records_with_delta_rs_start_quick(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The records the connector reads since the stored checkpoint decide (--full: all), and
-    only while the file shuffle and delta-rs keep the rest of the records out of the JVM
+    only while delta-rs (and the file shuffle) keep the rest of the records out of the JVM
     (a relative --output too: pyarrow checks its staging folder as the run does)."""
     from dataclasses import replace
 
@@ -212,7 +211,6 @@ def test_only_kafka_runs_of_few_new_records_with_the_file_shuffle_start_quick(
     assert cli_run._jvm_moves_few_records(replace(kafka, output="tables"), ends)
     assert not cli_run._jvm_moves_few_records(kafka, {0: 1000, 1: 1051})
     assert not cli_run._jvm_moves_few_records(replace(kafka, full=True), ends)  # 2050 records
-    assert not cli_run._jvm_moves_few_records(replace(kafka, shuffle="spark"), ends)
     spark_writer = replace(kafka, delta_writer="spark")
     assert not cli_run._jvm_moves_few_records(spark_writer, ends)
     database_only = replace(kafka, output_given=False, database="audit")

@@ -62,7 +62,6 @@ def test_shipped_local_profile_holds_every_run_option() -> None:
         "run_id": "local",
         "max_reject_ratio": 0.01,
         "delta_writer": "delta-rs",
-        "shuffle": "auto",
     }
     assert profile.kafka == {}
 
@@ -79,14 +78,15 @@ def test_shipped_prod_profile_resolves_secret_and_hourly_run_id() -> None:
     # every option of `offsets run` except the per-invocation --input/--kafka-option/--end-offsets
     # and --warehouse (local sessions only; spark-submit uses the cluster's catalog)
     per_invocation = {"conf", "inputs", "kafka_options", "end_offsets", "warehouse"}
-    run_params = {p.name for p in main.commands["run"].params} - per_invocation
+    shown = {p.name for p in main.commands["run"].params if not p.hidden}  # not removed ones
+    run_params = shown - per_invocation
     assert run_params <= set(profile.options)
     assert SECRET not in (ROOT / "conf" / "prod-example.toml").read_text()
 
 
 def test_every_option_of_run_has_a_profile_key() -> None:
     keyed = {param for param, _, _ in config.RUN_KEYS.values()} | {config.KAFKA_PARAM}
-    assert {p.name for p in main.commands["run"].params} - {"conf"} == keyed
+    assert {p.name for p in main.commands["run"].params if not p.hidden} - {"conf"} == keyed
 
 
 def test_kafka_keys_accept_dots_underscores_and_nested_tables() -> None:
@@ -287,6 +287,7 @@ def test_conf_option_on_any_command(tmp_path: Path) -> None:
         ("source = [unclosed\n", "is not valid TOML"),
         ('surce = "kafka"\n', "unknown key 'surce'"),
         ('coordinator = "classic-9"\n', "coordinator: 'classic-9' is not one of"),
+        ('shuffle = "spark"\n', "shuffle: --shuffle was removed: every run takes the file shuffle"),
         ('output = "o"\n[kafka]\nsasl_password_env = "AUDIT_TEST_UNSET_VAR"\n', "AUDIT_TEST_UNSET"),
     ],
 )

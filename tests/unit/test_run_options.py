@@ -16,6 +16,7 @@ from offsets_lib.job import audit_plan, run
 from offsets_lib.job.config import KAFKA_PARAM, RUN_KEYS
 from offsets_lib.job.options import (
     FLAGS,
+    REMOVED_FLAGS,
     DeltaWriter,
     RunOptions,
     UsageError,
@@ -93,7 +94,7 @@ def test_tables_the_audit_tasks_write_and_the_frames_left_to_build() -> None:
 
 
 @pytest.mark.parametrize(
-    ("sizes", "is_skewed"),
+    ("sizes", "is_oversized"),
     [
         ([600_000, 100_000, 100_000, 100_000], True),  # one task over twice the average
         ([600_000, 500_000, 500_000, 500_000], False),  # large, but even
@@ -101,10 +102,10 @@ def test_tables_the_audit_tasks_write_and_the_frames_left_to_build() -> None:
         ([], False),
     ],
 )
-def test_the_split_audit_starts_by_itself_when_one_task_dominates(sizes, is_skewed) -> None:
+def test_the_split_audit_starts_by_itself_when_one_task_dominates(sizes, is_oversized) -> None:
     import numpy as np
 
-    assert audit_plan.is_skewed(np.array(sizes, dtype=np.int64)) is is_skewed
+    assert bool(audit_plan.oversized_tasks(np.array(sizes, dtype=np.int64))) is is_oversized
 
 
 def test_the_oversized_tasks_are_those_over_twice_the_average_and_the_task_size() -> None:
@@ -144,7 +145,6 @@ def test_the_object_refuses_what_the_command_line_refuses_with_its_line(
     ("fields", "message"),
     [
         ({"source": "dump"}, "--source 'dump': expected one of parquet, kafka"),
-        ({"shuffle": "file"}, "--shuffle 'file': expected one of auto, files, spark"),
         ({"delta_writer": "parquet"}, "--delta-writer 'parquet': expected one of"),
         ({"coordinator": "classic-9"}, "--coordinator 'classic-9': expected one of new, "),
         ({"as_of": "yesterday"}, "--as-of 'yesterday': expected now, latest, ISO-8601 or"),
@@ -193,7 +193,9 @@ def test_the_command_line_defaults_are_the_objects() -> None:
 
 
 def test_every_flag_is_an_option_of_run_and_every_option_a_flag() -> None:
-    params = {p.name: p for p in main.commands["run"].params if p.name != "conf"}
+    removed = {p.opts[0] for p in main.commands["run"].params if p.hidden}
+    assert removed == set(REMOVED_FLAGS)  # refused in one line, below
+    params = {p.name: p for p in main.commands["run"].params if p.name != "conf" and not p.hidden}
     assert [f.param for f in FLAGS] == list(params)
     for flag in FLAGS:
         assert params[flag.param].opts == [flag.name]
@@ -227,3 +229,14 @@ def test_a_kafka_option_without_key_or_value_is_refused(item: str) -> None:
         parse_kafka_options(["acks=all", item])
     key = item.partition("=")[0]
     assert str(refused.value) == f"--kafka-option {key!r}: expected key=value"
+
+
+def test_a_removed_option_on_the_command_line_is_refused_in_one_line() -> None:
+    args = ["run", "--output", "o", "--input", "x", "--shuffle", "spark"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert result.output == (
+        "offsets: --shuffle was removed: every run takes the file shuffle (Spark's shuffle was"
+        " slower in every measurement, locally and on a cluster: docs/design.md, 'Which shuffle:"
+        " measured')\n"
+    )
