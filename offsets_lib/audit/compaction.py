@@ -120,7 +120,7 @@ class _Sorted:
         return last_pending > self.last_tombstone()
 
 
-# `uncertainty_rule` of the rows a read without transaction markers cannot decide (docs/rules.md)
+# the `rule` of the unread_marker_offsets table's rows (docs/rules.md)
 TXN_MARKER_UNREAD = "TXN-MARKER-UNREAD"
 # An expiry's tombstone may carry a log time a little before the value's commitTimestamp plus
 # the retention: 3 ms before on a Kafka 2.3.1 broker (the broker's clock read at other moments).
@@ -163,35 +163,18 @@ def is_behind_unread_marker(
     return deleted & soon & ~expired
 
 
-def latest_per_key(
-    table: pa.Table,
-    *,
-    coordinator: Coordinator,
-    unread_markers_within_ms: int | None = None,
-    retention_ms: int | None = None,
-) -> pa.Table:
+def latest_per_key(table: pa.Table, *, coordinator: Coordinator) -> pa.Table:
     """One row per key: key columns, the surviving record's columns, and key facts.
 
     The surviving record is the committed value (`_Sorted.newest_value`) or, when there is none,
     the newest counting record (a tombstone) if any. Facts: has_committed_offset,
     has_pending_transaction (a pending transactional value no tombstone wiped, TXN-4),
-    last_value_offset (newest value of any status, G-S1), is_behind_unread_marker. `table` holds
-    offset commits with `txn_status` and `marker_offset` (the resolving marker's log offset, null
-    without one). `unread_markers_within_ms`: the read has no transaction markers and the
-    coordinator is a Scala one; a key `is_behind_unread_marker` keeps its newest value, the
-    offset a COMMIT marker after its tombstone would re-create, flagged.
+    last_value_offset (newest value of any status, G-S1). `table` holds offset commits with
+    `txn_status` and `marker_offset` (the resolving marker's log offset, null without one).
     """
     rows = _Sorted(table)
     order = rows.order
     value = rows.newest_value(coordinator)
-    if unread_markers_within_ms is None:
-        behind = np.zeros(len(rows.starts), dtype=bool)
-    else:
-        behind = is_behind_unread_marker(
-            rows, table, within_ms=unread_markers_within_ms, retention_ms=retention_ms
-        )
-        newest_value = rows.per_key_max(np.where(~rows.tombstone, rows.position, -1))
-        value = np.where(behind, newest_value, value)
     newest_counting = rows.per_key_max(np.where(rows.counting, rows.position, -1))
     newest = np.where(value >= 0, value, newest_counting)
     last_value = rows.per_key_max(np.where(~rows.tombstone, rows.offsets, -1))
@@ -205,7 +188,28 @@ def latest_per_key(
     columns["has_committed_offset"] = pa.array(value >= 0)
     columns["has_pending_transaction"] = pa.array(rows.has_pending(coordinator))
     columns["last_value_offset"] = pa.array(last_value, mask=last_value < 0)
-    columns["is_behind_unread_marker"] = pa.array(behind)
+    return pa.table(columns)
+
+
+UNREAD_MARKER_VALUE = ("committed_offset", "commit_timestamp_ms", "expire_timestamp_ms")
+
+
+def unread_marker_offsets(table: pa.Table, *, within_ms: int, retention_ms: int | None) -> pa.Table:
+    """One row per key `is_behind_unread_marker`: key columns, its newest value's
+    UNREAD_MARKER_VALUE columns (what a COMMIT marker after the tombstone would re-create), and
+    the tombstone's `log_offset` and `log_timestamp_ms`. `latest_per_key` still lets the
+    tombstone win (the records as they read); this table says which keys it may be wrong for."""
+    rows = _Sorted(table)
+    behind = is_behind_unread_marker(rows, table, within_ms=within_ms, retention_ms=retention_ms)
+    value = rows.per_key_max(np.where(~rows.tombstone, rows.position, -1))[behind]
+    tombstone = rows.per_key_max(np.where(rows.tombstone, rows.position, -1))[behind]
+    columns = {
+        c: table.column(c).take(pa.array(rows.order[rows.starts[behind]])) for c in OFFSET_KEY
+    }
+    for c in UNREAD_MARKER_VALUE:
+        columns[c] = table.column(c).take(pa.array(rows.order[value]))
+    for c in ("log_offset", "log_timestamp_ms"):
+        columns[c] = table.column(c).take(pa.array(rows.order[tombstone]))
     return pa.table(columns)
 
 

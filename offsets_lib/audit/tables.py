@@ -142,16 +142,6 @@ def _subscribed_topics(scope: str) -> StructField:
     )
 
 
-def _uncertainty_rule(what: str) -> StructField:
-    return _col(
-        "uncertainty_rule",
-        StringType(),
-        f"Null: {what} is certain. TXN-MARKER-UNREAD: {what} depends on a transaction marker "
-        "a read without batch metadata cannot see (docs/rules.md); the row assumes a COMMIT "
-        "marker after the delete.",
-    )
-
-
 ASSIGNED_PARTITION = StructType(
     [
         _col("topic", StringType(), "Assigned topic name; null when only the topic id is known."),
@@ -211,7 +201,6 @@ OFFSETS = TableSpec(
                 "True when a transactional offset for this partition is still pending (TXN-1); "
                 "false otherwise.",
             ),
-            _uncertainty_rule("the offset"),
             _run_id(),
             _as_of(),
         ]
@@ -281,7 +270,6 @@ GROUPS = TableSpec(
                 "Inconsistencies met while replaying the group's records (e.g. a type change "
                 "G-U1/G-U2 without the usual tombstones); null when none.",
             ),
-            _uncertainty_rule("the group's state"),
             _run_id(),
             _as_of(),
         ]
@@ -400,7 +388,6 @@ OFFSET_DECISIONS = TableSpec(
                 "docs/rules.md).",
             ),
             _offsets_partition("the commit"),
-            _uncertainty_rule("the offset"),
             _run_id(),
             _as_of(),
         ]
@@ -434,7 +421,6 @@ GROUP_DECISIONS = TableSpec(
                 "transaction); null when deleted is true.",
             ),
             _offsets_partition("the group's records"),
-            _uncertainty_rule("the deletion"),
             _run_id(),
             _as_of(),
         ]
@@ -473,6 +459,60 @@ LOAD_FAILURES = TableSpec(
                 StringType(),
                 "What the group still held, e.g. 'members a, b remain' or 'member epoch 3'.",
             ),
+            _run_id(),
+            _as_of(),
+        ]
+    ),
+)
+
+UNREAD_MARKER_OFFSETS = TableSpec(
+    name="unread_marker_offsets",
+    comment="One row per offset a read without transaction markers cannot decide under a Scala "
+    "coordinator (TXN-MARKER-UNREAD), per run: offsets has it deleted, as the records read; a "
+    "COMMIT marker after its tombstone would re-create it.",
+    schema=StructType(
+        [
+            _offsets_partition("the commit and its tombstone"),
+            _group_id(),
+            _col(
+                "is_group_in_doubt",
+                BooleanType(),
+                "True when the run decides the group does not exist at as_of (Dead, or deleted "
+                "by a cleanup at as_of) and this offset, re-created, would keep it as an Empty "
+                "group: its existence depends on the unread marker. Same for every row of a group.",
+            ),
+            _topic(),
+            _partition(),
+            _col(
+                "committed_offset",
+                LongType(),
+                "The newest value's offset: what the Scala loader shows if a transaction wrote it "
+                "and its COMMIT marker came after the tombstone.",
+            ),
+            _col(
+                "commit_timestamp",
+                TimestampType(),
+                "commitTimestamp of that value.",
+            ),
+            _col(
+                "expire_timestamp",
+                TimestampType(),
+                "Explicit expiry time of that value (OffsetCommitValue v1); null otherwise.",
+            ),
+            _col(
+                "log_offset",
+                LongType(),
+                "Offset in __consumer_offsets of the tombstone that deleted it (OffsetDelete, "
+                "DeleteGroups or a deleted topic).",
+            ),
+            _col(
+                "log_timestamp",
+                TimestampType(),
+                "Log timestamp of that tombstone: at most 15 min after the value's, and before "
+                "the value's own expiry.",
+            ),
+            _col("rule", StringType(), "TXN-MARKER-UNREAD (docs/rules.md)."),
+            _col("reason", StringType(), "Why the offset is undecided, in one sentence."),
             _run_id(),
             _as_of(),
         ]
@@ -621,6 +661,7 @@ TABLES: dict[str, TableSpec] = {
         OFFSET_DECISIONS,
         GROUP_DECISIONS,
         LOAD_FAILURES,
+        UNREAD_MARKER_OFFSETS,
         REJECTS,
         RUNS,
         LAG,

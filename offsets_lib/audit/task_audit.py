@@ -61,6 +61,22 @@ _GROUP_KEY = [("log_partition", pa.int32()), ("group_id", pa.string())]
 _REJECT_COLUMNS = (
     "log_partition", "log_offset", "key", "value", "error", "log_timestamp_ms", "record_type",
 )  # fmt: skip
+# an offset whose tombstone may lose to a COMMIT marker this read cannot see (TXN-MARKER-UNREAD):
+# its newest value and the tombstone (compaction.unread_marker_offsets), one per element of
+# a group's `unread_marker_offsets`
+UNREAD_MARKER_OFFSET = pa.struct(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("committed_offset", pa.int64()),
+        ("commit_timestamp_ms", pa.int64()),
+        ("expire_timestamp_ms", pa.int64()),
+        ("log_offset", pa.int64()),
+        ("log_timestamp_ms", pa.int64()),
+        ("rule", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
 KIND_ARROW: dict[str, pa.Schema] = {
     # the surviving record of each live offset key and the facts of its group
     OFFSET: pa.schema(
@@ -77,7 +93,6 @@ KIND_ARROW: dict[str, pa.Schema] = {
             ("expire_timestamp_ms", pa.int64()),
             ("topic_id", pa.string()),
             ("has_pending_transaction", pa.bool_()),
-            ("uncertainty_rule", pa.string()),  # compaction.TXN_MARKER_UNREAD or null
             *_GROUP_FACTS,
             ("has_known_subscriptions", pa.bool_()),
             ("is_topic_subscribed", pa.bool_()),
@@ -96,12 +111,12 @@ KIND_ARROW: dict[str, pa.Schema] = {
             *replay.GROUP_STATE_ARROW,
             ("offset_count", pa.int32()),
             ("has_pending_transactions", pa.bool_()),
-            ("uncertainty_rule", pa.string()),  # _group_uncertainty
+            ("unread_marker_offsets", pa.list_(UNREAD_MARKER_OFFSET)),
             ("deleted", pa.bool_()),
             ("deletes_at_ms", pa.int64()),
             ("deletion_rule", pa.string()),
             ("blocked_by", pa.string()),
-            ("deletion_uncertainty_rule", pa.string()),  # _deletion_uncertainty
+            ("is_group_in_doubt", pa.bool_()),  # _is_group_in_doubt
         ]
     ),
     # the undecodable records, as they came (decoded columns)
@@ -127,8 +142,7 @@ KIND_ARROW: dict[str, pa.Schema] = {
             # [[offsets partition, group id, check], ...] (for the run's summary lines)
             ("load_failures", pa.int64()),
             ("load_failures_shown", pa.string()),
-            # offsets reported uncertain (TXN-MARKER-UNREAD: a read without transaction markers,
-            # a Scala coordinator; compaction.is_behind_unread_marker), for the summary lines
+            # rows of unread_marker_offsets (TXN-MARKER-UNREAD; for the run's summary lines)
             ("unplaced_marker_deletes", pa.int64()),
             # the decisions' counts (for the run's summary line)
             ("offsets_total", pa.int64()),
@@ -171,14 +185,18 @@ def audit_records(
         REJECT: _rejects(decoded, ~ok & ~is_history),
         METRIC: kip496_meters(records, ok & ~is_control & (record_type >= 0) & ~is_history),
     }
-    keys = compaction.latest_per_key(
-        resolved.commits,
-        coordinator=coordinator,
-        unread_markers_within_ms=_unread_marker_window_ms(decoded, coordinator),
-        retention_ms=retention_ms,
-    )
+    keys = compaction.latest_per_key(resolved.commits, coordinator=coordinator)
     summary = _group_summary(keys)
     groups = _replay(decoded, values, ok, is_control, record_type, summary, coordinator)
+    window_ms = _unread_marker_window_ms(decoded, coordinator)
+    unread = (
+        compaction.unread_marker_offsets(
+            resolved.commits, within_ms=window_ms, retention_ms=retention_ms
+        )
+        if window_ms is not None
+        else None
+    )
+    groups = groups.append_column("unread_marker_offsets", _unread_marker_lists(groups, unread))
     out[GROUP] = groups
     out[OFFSET], orphaned = _live_offsets(keys, groups)
     timestamps = decoded.column("log_timestamp_ms")
@@ -191,7 +209,7 @@ def audit_records(
             "group_counts": pa.array([_group_counts(groups)], pa.string()),
             **_load_failures(groups),
             "unplaced_marker_deletes": pa.array(
-                [pc.sum(keys.column("is_behind_unread_marker")).as_py() or 0], pa.int64()
+                [0 if unread is None else unread.num_rows], pa.int64()
             ),
         }
     )
@@ -207,11 +225,67 @@ def _unread_marker_window_ms(decoded: pa.Table, coordinator: Coordinator) -> int
     """How long after a value a tombstone leaves the key's offset undecided
     (`compaction.is_behind_unread_marker`), or None when the read decides every key: the new
     coordinator's tombstone wipes pending offsets wherever the marker is (TXN-4), and batch
-    metadata (producer ids, control records) places every marker."""
+    metadata (producer ids, control records) places every marker. Spark's Kafka source reads
+    read_committed: no control records, no producer ids."""
     has_batch_metadata = decoded.column("is_transactional").null_count < decoded.num_rows
     if not coordinator.is_scala or has_batch_metadata:
         return None
     return TRANSACTION_MAX_TIMEOUT_MS
+
+
+UNREAD_MARKER_REASON = (
+    "deleted within 15 min of this commit, before it expired; read without transaction"
+    " markers: if a transaction wrote it and its COMMIT marker came after the delete, the Scala"
+    " loader re-creates it"
+)
+
+
+def _unread_marker_lists(groups: pa.Table, unread: pa.Table | None) -> pa.Array:
+    """Per group row: its offsets `compaction.unread_marker_offsets` found (UNREAD_MARKER_OFFSET
+    elements, by topic and partition); every such key's group has a row (_group_summary)."""
+    list_type = pa.list_(UNREAD_MARKER_OFFSET)
+    if unread is None or unread.num_rows == 0:
+        return pa.array([[]] * groups.num_rows, list_type)
+    at = pc.index_in(
+        key_strings(unread.column("log_partition"), unread.column("group_id")),
+        value_set=key_strings(groups.column("log_partition"), groups.column("group_id")),
+    )
+    owner = as_ints(at, -1)
+    unread = unread.filter(pa.array(owner >= 0)).append_column(
+        "_group_row", pa.array(owner[owner >= 0])
+    )
+    unread = unread.sort_by(
+        [("_group_row", "ascending"), ("topic", "ascending"), ("partition", "ascending")]
+    )
+    n = unread.num_rows
+    elements = pa.StructArray.from_arrays(
+        [
+            *[
+                unread.column(f.name).combine_chunks().cast(f.type)
+                for f in UNREAD_MARKER_OFFSET
+                if f.name not in ("rule", "reason")
+            ],
+            pa.repeat(pa.scalar(compaction.TXN_MARKER_UNREAD), n),
+            pa.repeat(pa.scalar(UNREAD_MARKER_REASON), n),
+        ],
+        fields=list(UNREAD_MARKER_OFFSET),
+    )
+    counts = np.bincount(as_ints(unread.column("_group_row"), 0), minlength=groups.num_rows)
+    offsets = pa.array(np.r_[0, np.cumsum(counts)], pa.int32())
+    return pa.ListArray.from_arrays(offsets, elements, type=list_type)
+
+
+def _is_group_in_doubt(groups: pa.Table) -> pa.Array:
+    """`unread_marker_offsets.is_group_in_doubt`: the run decides the group does not exist at
+    as_of (Dead, or deleted by a cleanup at as_of) and one of its offsets is one a COMMIT
+    marker after its tombstone would re-create, which the Scala loader then shows in the group
+    (an Empty group of that offset). A group that exists either way is not in doubt."""
+    has_unread = pc.greater(pc.list_value_length(groups.column("unread_marker_offsets")), 0)
+    gone = pc.or_(
+        pc.fill_null(pc.equal(groups.column("state"), "Dead"), False),
+        pc.fill_null(groups.column("deleted"), False),
+    )
+    return pc.fill_null(pc.and_(has_unread, gone), False)
 
 
 LOAD_FAILURES_SHOWN = 10  # per task; every one is in the load_failures table
@@ -295,16 +369,10 @@ def _group_summary(keys: pa.Table) -> pa.Table:
             "last_value_offset": keys.column("last_value_offset"),
             "committed": pc.cast(keys.column("has_committed_offset"), pa.int32()),
             "pending": pc.cast(keys.column("has_pending_transaction"), pa.int32()),
-            "uncertain": pc.cast(keys.column("is_behind_unread_marker"), pa.int32()),
         }
     )
     summary = facts.group_by(["log_partition", "group_id"], use_threads=False).aggregate(
-        [
-            ("last_value_offset", "max"),
-            ("committed", "sum"),
-            ("pending", "max"),
-            ("uncertain", "sum"),
-        ]
+        [("last_value_offset", "max"), ("committed", "sum"), ("pending", "max")]
     )
     return pa.table(
         {
@@ -313,7 +381,6 @@ def _group_summary(keys: pa.Table) -> pa.Table:
             "last_value_offset": summary.column("last_value_offset_max"),
             "offset_count": pc.cast(summary.column("committed_sum"), pa.int32()),
             "has_pending_transactions": pc.greater(summary.column("pending_max"), 0),
-            "uncertain_count": pc.cast(summary.column("uncertain_sum"), pa.int32()),
         }
     )
 
@@ -414,66 +481,12 @@ def _replay(
         key_strings(groups_table.column("log_partition"), groups_table.column("group_id")),
         value_set=key_strings(summary.column("log_partition"), summary.column("group_id")),
     )
-    groups_table = groups_table.append_column(
+    return groups_table.append_column(
         "offset_count", pc.fill_null(summary.column("offset_count").take(at), 0)
     ).append_column(
         "has_pending_transactions",
         pc.fill_null(summary.column("has_pending_transactions").take(at), False),
     )
-    uncertain = pc.fill_null(summary.column("uncertain_count").take(at), 0)
-    return groups_table.append_column(
-        "uncertainty_rule", _group_uncertainty(groups_table, uncertain)
-    )
-
-
-def _uncertain_if(flagged: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    return pc.if_else(flagged, compaction.TXN_MARKER_UNREAD, pa.scalar(None, pa.string()))
-
-
-def _is_empty(groups: pa.Table) -> pa.Array | pa.ChunkedArray:
-    return pc.fill_null(pc.equal(groups.column("state"), "Empty"), False)
-
-
-def _group_uncertainty(groups: pa.Table, uncertain_count: pa.Array) -> pa.Array:
-    """A group's `uncertainty_rule`: TXN-MARKER-UNREAD for an Empty group whose every live
-    offset is one the read cannot decide (compaction.is_behind_unread_marker): without them a
-    group of offsets only does not exist, and an Empty one with a protocol is deleted at the
-    next cleanup (DEL-CLASSIC). A group with a certain offset, or in another state, exists
-    either way. Null otherwise."""
-    only_uncertain = pc.and_(
-        pc.greater(uncertain_count, 0), pc.equal(uncertain_count, groups.column("offset_count"))
-    )
-    return _uncertain_if(pc.and_(_is_empty(groups), only_uncertain))
-
-
-_NEVER_MS = np.iinfo(np.int64).max
-
-
-def _deletion_uncertainty(groups: pa.Table, offsets: pa.Table) -> pa.Array:
-    """`group_decisions.uncertainty_rule`: TXN-MARKER-UNREAD for an Empty group whose deletion
-    an uncertain offset decides (DEL-CLASSIC deletes it once its last offset expired): an
-    uncertain offset expires later (or never) than every certain one. Null otherwise."""
-    uncertain = pc.is_valid(offsets.column("uncertainty_rule"))
-    expires = pc.fill_null(offsets.column("expires_at_ms"), _NEVER_MS)
-    latest = (
-        pa.table(
-            {
-                "log_partition": offsets.column("log_partition"),
-                "group_id": offsets.column("group_id"),
-                "certain": pc.if_else(uncertain, -1, expires),
-                "uncertain": pc.if_else(uncertain, expires, -1),
-            }
-        )
-        .group_by(["log_partition", "group_id"], use_threads=False)
-        .aggregate([("certain", "max"), ("uncertain", "max")])
-    )
-    at = pc.index_in(
-        key_strings(groups.column("log_partition"), groups.column("group_id")),
-        value_set=key_strings(latest.column("log_partition"), latest.column("group_id")),
-    )
-    certain = pc.fill_null(latest.column("certain_max").take(at), -1)
-    extends = pc.greater(pc.fill_null(latest.column("uncertain_max").take(at), -1), certain)
-    return _uncertain_if(pc.and_(_is_empty(groups), extends))
 
 
 def _group_spans(
@@ -491,22 +504,8 @@ def _group_spans(
 
 def _live_offsets(keys: pa.Table, groups: pa.Table) -> tuple[pa.Table, int]:
     """Live offsets joined with their existing group (G-S3: the rest are orphaned)."""
-    live = keys.filter(keys.column("has_committed_offset"))
-    live = live.append_column(
-        "uncertainty_rule",
-        pc.if_else(
-            live.column("is_behind_unread_marker"),
-            compaction.TXN_MARKER_UNREAD,
-            pa.scalar(None, pa.string()),
-        ),
-    ).drop_columns(
-        [
-            "has_committed_offset",
-            "last_value_offset",
-            "log_timestamp_ms",
-            "is_tombstone",
-            "is_behind_unread_marker",
-        ]
+    live = keys.filter(keys.column("has_committed_offset")).drop_columns(
+        ["has_committed_offset", "last_value_offset", "log_timestamp_ms", "is_tombstone"]
     )
     existing = groups.filter(pc.not_equal(groups.column("state"), "Dead"))
     facts = existing.select(["log_partition", "group_id", *[n for n, _ in _GROUP_FACTS]])
@@ -620,9 +619,7 @@ def decided(
     groups = with_group_deletion(
         tables[GROUP], offsets, coordinator=coordinator, as_of_ms=params.as_of_ms
     )
-    groups = groups.append_column(
-        "deletion_uncertainty_rule", _deletion_uncertainty(groups, offsets)
-    )
+    groups = groups.append_column("is_group_in_doubt", _is_group_in_doubt(groups))
     expired = as_bools(offsets.column("expired"))
     horizon = params.as_of_ms + DAY_MS
     expiring = ~expired & as_bools(pc.less_equal(offsets.column("expires_at_ms"), horizon))

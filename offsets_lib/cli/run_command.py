@@ -395,11 +395,11 @@ def held_back_line(held_back: dict[int, int]) -> str:
 
 def unplaced_marker_line(offsets: int) -> str:
     """What a read without transaction markers leaves open under a Scala coordinator: offsets
-    deleted within a transaction timeout of their last commit, which the tables flag
-    (`uncertainty_rule` TXN-MARKER-UNREAD, `compaction.is_behind_unread_marker`).
+    deleted within a transaction timeout of their last commit, before it expired, which the
+    unread_marker_offsets table lists (TXN-MARKER-UNREAD, `compaction.is_behind_unread_marker`).
 
     Args:
-        offsets: how many offsets the run flagged.
+        offsets: how many offsets the run listed.
 
     Returns:
         The summary's line.
@@ -407,12 +407,11 @@ def unplaced_marker_line(offsets: int) -> str:
     return (
         f"transaction markers not read: {offsets} offsets deleted within"
         f" {TRANSACTION_MAX_TIMEOUT_MS // 60_000} min of their last commit, before it expired,"
-        " are uncertain"
-        " (uncertainty_rule TXN-MARKER-UNREAD in offsets, offset_decisions and the groups and"
-        " group_decisions that depend on them); this read has no control records"
-        " (read_committed): if a transaction wrote that commit and its COMMIT marker came after"
-        " the delete, the Scala coordinator's loader re-creates the offset, which the rows show;"
-        " otherwise it is deleted (semantics.md 1.3); a Parquet dump with batch metadata decides"
+        " are reported deleted and listed in unread_marker_offsets (TXN-MARKER-UNREAD, with"
+        " is_group_in_doubt for the groups whose existence depends on them); this read has no"
+        " control records (read_committed): if a transaction wrote that commit and its COMMIT"
+        " marker came after the delete, the Scala coordinator's loader re-creates the offset"
+        " (semantics.md 1.3); a Parquet dump with batch metadata decides"
     )
 
 

@@ -6,7 +6,7 @@ and the versions whose broker did not run with why, to ``$BROKER_CHECKS_JSON`` (
 line per broker version (``broker X.Y.Z (REGIME): N situations, C values compared, A agree,
 U reported unknown by the job``, or ``... not run: why``) and ends with the line
 ``broker checks: N situations, C values compared, A agree, U reported unknown by the job``.
-A value the job's tables flag as uncertain (``uncertainty_rule``, e.g. what a read without
+A value the job reports undecided (its ``unread_marker_offsets`` table: what a read without
 transaction markers cannot decide) is counted as reported unknown, not compared.
 """
 

@@ -18,9 +18,11 @@ KNOWN: dict[tuple[str, str], str] = {
 # `--source kafka` reads read_committed, which never returns control records nor producer ids:
 # under a Scala coordinator, an offset deleted within the transaction timeout of its last commit
 # may be a transaction's whose COMMIT marker came after the delete, which the loader re-creates
-# (semantics.md 1.3). The job flags those rows (`uncertainty_rule`); the oracle counts their
-# values as reported unknown, and each situation declares which groups must be reported so
-# (`Situation.unread_marker_groups`): no other value may be flagged, and none of those guessed.
+# (semantics.md 1.3). The job reports the tombstone's outcome and lists those offsets in its
+# `unread_marker_offsets` table (`is_group_in_doubt` where the group's existence depends on
+# one); the oracle counts their values as reported unknown, and each situation declares which
+# groups must be reported so (`Situation.unread_marker_groups`): no other value may be listed,
+# and none of those guessed.
 
 
 def _cases():

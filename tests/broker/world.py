@@ -75,9 +75,8 @@ class GroupView:
     epochs: tuple | None = None  # consumer groups: (group epoch, target assignment epoch)
     member_epochs: dict[str, int] | None = None
     modern_only: bool = False  # a streams or share group: members compared by id only
-    # the job's: the group's existence and state (its groups or group_decisions row flagged
-    # `uncertainty_rule`: whether it exists, or is deleted at as_of), and these offsets, flagged
-    # uncertain: reported unknown, not compared
+    # the job's unread_marker_offsets (TXN-MARKER-UNREAD): the group's existence (a row with
+    # is_group_in_doubt) and these offsets, listed: reported unknown, not compared
     uncertain: bool = False
     uncertain_offsets: set[tuple[str, int]] = field(default_factory=set)
 
@@ -194,6 +193,8 @@ class JobRun:
     offsets: list[dict]
     offset_decisions: list[dict]
     group_decisions: dict[str, dict]
+    # what a read without transaction markers cannot decide (TXN-MARKER-UNREAD)
+    unread_marker_offsets: list[dict]
 
 
 def run_job(
@@ -213,6 +214,7 @@ def run_job(
         _rows(tables, "offsets", run_id),
         _rows(tables, "offset_decisions", run_id),
         {r["group_id"]: r for r in _rows(tables, "group_decisions", run_id)},
+        _rows(tables, "unread_marker_offsets", run_id),
     )
 
 
@@ -242,6 +244,7 @@ def run_kafka_job(
         _rows(tables, "offsets", run_id),
         _rows(tables, "offset_decisions", run_id),
         {r["group_id"]: r for r in _rows(tables, "group_decisions", run_id)},
+        _rows(tables, "unread_marker_offsets", run_id),
     ), held
 
 
@@ -313,14 +316,9 @@ def job_view(
         row = run.groups.get(group)
         view = GroupView()
         decision = run.group_decisions.get(group) or {}
-        view.uncertain = bool(
-            (row or {}).get("uncertainty_rule") or decision.get("uncertainty_rule")
-        )
-        view.uncertain_offsets = {
-            (o["topic"], o["partition"])
-            for o in run.offsets
-            if o["group_id"] == group and o["uncertainty_rule"]
-        }
+        unread = [u for u in run.unread_marker_offsets if u["group_id"] == group]
+        view.uncertain = any(u["is_group_in_doubt"] for u in unread)
+        view.uncertain_offsets = {(u["topic"], u["partition"]) for u in unread}
         if decision.get("deleted"):  # what the broker shows once its cleanup passed as_of
             row = None
         if row is not None:

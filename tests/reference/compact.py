@@ -198,6 +198,7 @@ def latest_per_key_batches(
     collected = list(batches)
     if not collected:
         return
-    result = compaction.latest_per_key(pa.Table.from_batches(collected), coordinator=coordinator)
-    result = result.select(schema.names).cast(schema)  # a dump with batch metadata: no flags
+    result = compaction.latest_per_key(
+        pa.Table.from_batches(collected), coordinator=coordinator
+    ).cast(schema)
     yield from result.to_batches(max_chunksize=65_536)

@@ -108,16 +108,10 @@ def audit(
             summary.select(*GROUP_KEY, "offset_count", "has_pending_transactions"),
             GROUP_KEY,
             "left",
-        )
-        .fillna({"offset_count": 0, "has_pending_transactions": False})
-        # the reference leaves out what a read without transaction markers cannot decide
-        # (compaction.is_behind_unread_marker): it holds nothing uncertain
-        .withColumn("uncertainty_rule", F.lit(None).cast("string"))
+        ).fillna({"offset_count": 0, "has_pending_transactions": False})
     )
 
-    live = keys.filter(F.col("has_committed_offset")).withColumn(
-        "uncertainty_rule", F.lit(None).cast("string")
-    )
+    live = keys.filter(F.col("has_committed_offset"))
     existing = groups.filter(F.col("state") != "Dead")
     joined = live.join(
         existing.select(
@@ -142,9 +136,7 @@ def audit(
             with_expiration(joined, coordinator=coordinator, params=params), coordinator=coordinator
         )
     )
-    deletion = group_deletion(
-        groups, decided, coordinator=coordinator, as_of_ms=params.as_of_ms
-    ).withColumn("deletion_uncertainty_rule", F.lit(None).cast("string"))
+    deletion = group_deletion(groups, decided, coordinator=coordinator, as_of_ms=params.as_of_ms)
     results = {
         "offset": decided,
         "group": groups,

@@ -50,8 +50,8 @@ def test_version_lines_say_which_broker_did_not_run() -> None:
 
 
 def test_values_the_job_flagged_are_counted_unknown_not_compared() -> None:
-    """An uncertain value (the job's `uncertainty_rule`) neither agrees nor disagrees, whatever
-    the two sides hold; an old report without the field has none."""
+    """A value the job reports undecided (its unread_marker_offsets table) neither agrees nor
+    disagrees, whatever the two sides hold; an old report without the field has none."""
     rows = [
         {"version": "3.9.1", "situation": "a", "agrees": True},
         {"version": "3.9.1", "situation": "a", "agrees": False, "job_unknown": True},

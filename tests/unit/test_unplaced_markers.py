@@ -1,8 +1,9 @@
 """A read without batch metadata (Spark's Kafka source, read_committed) has no transaction
 markers: under a Scala coordinator, an offset deleted soon after its last commit may be one the
 loader re-creates (a transactional commit whose COMMIT marker followed the tombstone,
-semantics.md 1.3). The run cannot tell: it keeps that last value and flags the rows that depend
-on it with TXN-MARKER-UNREAD (`compaction.is_behind_unread_marker`), and counts them."""
+semantics.md 1.3). The run cannot tell: the tombstone wins in its tables, as the records read,
+and the table unread_marker_offsets lists those offsets with their last value
+(TXN-MARKER-UNREAD, `compaction.is_behind_unread_marker`); the summary counts them."""
 
 from __future__ import annotations
 
@@ -77,8 +78,8 @@ def test_a_read_with_batch_metadata_places_the_marker() -> None:
     raw = batch(TXN_DELETED_BEFORE_MARKER)
     tables = task_audit.audit_records([raw], coordinator=Coordinator.CLASSIC_2_4)
     assert tables[task_audit.STATS].column("unplaced_marker_deletes").to_pylist() == [0]
-    offsets = tables[task_audit.OFFSET].select(["committed_offset", "uncertainty_rule"])
-    assert offsets.to_pylist() == [{"committed_offset": 50, "uncertainty_rule": None}]
+    assert tables[task_audit.OFFSET].column("committed_offset").to_pylist() == [50]
+    assert tables[task_audit.GROUP].column("unread_marker_offsets").to_pylist() == [[]]
 
 
 # ---- the rows a run writes -------------------------------------------------------------------
@@ -156,76 +157,75 @@ def decided_rows(coordinator: Coordinator) -> dict[str, list[dict]]:
     records = [r for _, r in LOG]
     raw = read_committed(records, [m for m, r in LOG if not r.get("is_control")])
     tables = task_audit.task_tables(iter([raw]), coordinator=coordinator, params=PARAMS)
-    return {kind: tables[kind].to_pylist() for kind in (task_audit.OFFSET, task_audit.GROUP)}
+    kinds = (task_audit.OFFSET, task_audit.GROUP, task_audit.STATS)
+    return {kind: tables[kind].to_pylist() for kind in kinds}
 
 
-def test_the_flagged_rows_under_a_scala_coordinator() -> None:
-    tables = decided_rows(Coordinator.CLASSIC_2_4)
-    offsets = sorted(
+def unread_rows(tables: dict[str, list[dict]]) -> list[tuple]:
+    """The unread_marker_offsets rows (table_rows explodes the groups' lists the same way)."""
+    return sorted(
         (
-            r["group_id"],
-            r["committed_offset"],
-            r["uncertainty_rule"],
-            r["rule"],
-            r["expires_at_ms"],
-            r["expired"],
-            r["delete_error"],
+            g["group_id"],
+            g["is_group_in_doubt"],
+            u["topic"],
+            u["partition"],
+            u["committed_offset"],
+            u["commit_timestamp_ms"],
+            u["expire_timestamp_ms"],
+            u["log_offset"],
+            u["log_timestamp_ms"],
+            u["rule"],
         )
-        for r in tables[task_audit.OFFSET]
+        for g in tables[task_audit.GROUP]
+        for u in g["unread_marker_offsets"]
     )
-    assert offsets == [
-        ("again", 61, None, "EXP-SIMPLE-COMMIT-TS", 26 * MINUTE_MS, False, None),
-        ("empty", 80, UNREAD, "EXP-EMPTY-STATE-TS", 22 * MINUTE_MS, False, None),
-        ("later", 100, None, "EXP-SIMPLE-COMMIT-TS", 22 * MINUTE_MS, False, None),
-        ("later", 101, UNREAD, "EXP-SIMPLE-COMMIT-TS", 24 * MINUTE_MS, False, None),
-        ("mixed", 90, None, "EXP-SIMPLE-COMMIT-TS", 24 * MINUTE_MS, False, None),
-        ("mixed", 91, UNREAD, "EXP-SIMPLE-COMMIT-TS", 24 * MINUTE_MS, False, None),
-        ("stable", 70, UNREAD, "EXP-NO-CONDITION", None, False, "NON_EMPTY_GROUP"),
-        ("txn", 30, UNREAD, "EXP-SIMPLE-COMMIT-TS", 24 * MINUTE_MS, False, None),
+
+
+def test_the_listed_offsets_under_a_scala_coordinator() -> None:
+    """The tombstone wins in offsets and groups; the offsets it may be wrong for are listed, and
+    a group is in doubt where the run has it gone (Dead, or deleted at as_of)."""
+    tables = decided_rows(Coordinator.CLASSIC_2_4)
+    m = MINUTE_MS
+    assert unread_rows(tables) == [
+        ("empty", True, "orders", 0, 80, 14 * m, None, 16, 15 * m, UNREAD),
+        ("later", False, "orders", 0, 101, 14 * m, None, 22, 15 * m, UNREAD),
+        ("mixed", False, "orders", 0, 91, 14 * m, None, 19, 15 * m, UNREAD),
+        ("stable", False, "orders", 0, 70, 14 * m, None, 13, 15 * m, UNREAD),
+        ("txn", True, "orders", 0, 30, 14 * m, None, 2, 15 * m, UNREAD),
     ]
+    offsets = sorted((r["group_id"], r["committed_offset"]) for r in tables[task_audit.OFFSET])
+    assert offsets == [("again", 61), ("later", 100), ("mixed", 90)]
     groups = sorted(
-        (
-            r["group_id"],
-            r["state"],
-            r["offset_count"],
-            r["uncertainty_rule"],
-            r["deleted"],
-            r["deletes_at_ms"],
-            r["deletion_uncertainty_rule"],  # group_decisions.uncertainty_rule
-        )
+        (r["group_id"], r["state"], r["offset_count"], r["deleted"])
         for r in tables[task_audit.GROUP]
     )
     assert groups == [
-        ("again", "Empty", 1, None, False, 26 * MINUTE_MS, None),
-        ("empty", "Empty", 1, UNREAD, False, 22 * MINUTE_MS, UNREAD),
-        ("expired", "Dead", 0, None, False, None, None),
-        ("late", "Dead", 0, None, False, None, None),
-        ("later", "Empty", 2, None, False, 24 * MINUTE_MS, UNREAD),
-        ("mixed", "Empty", 2, None, False, 24 * MINUTE_MS, None),
-        ("stable", "Stable", 1, None, False, None, None),
-        ("txn", "Empty", 1, UNREAD, False, 24 * MINUTE_MS, UNREAD),
+        ("again", "Empty", 1, False),
+        ("empty", "Empty", 0, True),
+        ("expired", "Dead", 0, False),
+        ("late", "Dead", 0, False),
+        ("later", "Empty", 1, False),
+        ("mixed", "Empty", 1, False),
+        ("stable", "Stable", 0, False),
+        ("txn", "Dead", 0, False),
     ]
+    assert [r["unplaced_marker_deletes"] for r in tables[task_audit.STATS]] == [5]
 
 
-def test_the_new_coordinator_flags_nothing() -> None:
+def test_the_new_coordinator_lists_nothing() -> None:
     tables = decided_rows(Coordinator.NEW)
-    assert {r["uncertainty_rule"] for r in tables[task_audit.OFFSET]} == {None}
-    assert {r["uncertainty_rule"] for r in tables[task_audit.GROUP]} == {None}
-    assert {r["deletion_uncertainty_rule"] for r in tables[task_audit.GROUP]} == {None}
-    assert sorted(r["group_id"] for r in tables[task_audit.OFFSET]) == [
-        "again",
-        "later",
-        "mixed",
-    ]
+    assert unread_rows(tables) == []
+    assert {r["is_group_in_doubt"] for r in tables[task_audit.GROUP]} == {False}
+    offsets = sorted((r["group_id"], r["committed_offset"]) for r in tables[task_audit.OFFSET])
+    assert offsets == [("again", 61), ("later", 100), ("mixed", 90)]
 
 
 def test_the_summary_line() -> None:
     assert unplaced_marker_line(2) == (
         "transaction markers not read: 2 offsets deleted within 15 min of their last commit,"
-        " before it expired, are uncertain (uncertainty_rule TXN-MARKER-UNREAD in offsets,"
-        " offset_decisions and the groups and group_decisions that depend on them); this read"
-        " has no control records (read_committed): if a transaction wrote that commit and its"
-        " COMMIT marker came after the delete, the Scala coordinator's loader re-creates the"
-        " offset, which the rows show; otherwise it is deleted (semantics.md 1.3); a Parquet"
-        " dump with batch metadata decides"
+        " before it expired, are reported deleted and listed in unread_marker_offsets"
+        " (TXN-MARKER-UNREAD, with is_group_in_doubt for the groups whose existence depends on"
+        " them); this read has no control records (read_committed): if a transaction wrote that"
+        " commit and its COMMIT marker came after the delete, the Scala coordinator's loader"
+        " re-creates the offset (semantics.md 1.3); a Parquet dump with batch metadata decides"
     )
