@@ -15,7 +15,7 @@ from offsets_lib.audit import task_audit
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.cli.run_command import unplaced_marker_line
-from tests.log_builder import Record, batch, commit, marker, tombstone
+from tests.log_builder import Record, batch, classic_group_value, commit, marker, tombstone
 
 MINUTE_MS = 60_000
 SCALA = [Coordinator.CLASSIC_2_4, Coordinator.CLASSIC_2_1, Coordinator.PRE_2_1]
@@ -89,17 +89,11 @@ PARAMS = Params(retention_ms=RETENTION_MS, as_of_ms=21 * MINUTE_MS)
 
 
 def group_metadata(group: str, members: int) -> Record:
-    """A classic `connect` group's GroupMetadataValue v3: Stable with members, Empty without."""
-    member = {
-        "memberId": "m", "groupInstanceId": None, "clientId": "c", "clientHost": "h",
-        "rebalanceTimeout": 1, "sessionTimeout": 1, "subscription": b"", "assignment": b"",
-    }  # fmt: skip
-    value = {
-        "protocolType": "connect", "generation": 2, "protocol": "p", "leader": "m",
-        "currentStateTimestamp": 12 * MINUTE_MS, "members": [member] * members,
-    }  # fmt: skip
-    key = wire.encode_key(2, {"group": group})
-    return {"key": key, "value": wire.encode_value(2, 3, value), "producer_id": -1}
+    """A classic `connect` group's metadata: Stable with members, Empty without."""
+    value = classic_group_value(
+        members, protocol_type="connect", protocol="p", generation=2, state_ms=12 * MINUTE_MS
+    )
+    return {"key": wire.encode_key(2, {"group": group}), "value": value, "producer_id": -1}
 
 
 def committed(
