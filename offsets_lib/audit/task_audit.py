@@ -234,9 +234,9 @@ def _unread_marker_window_ms(decoded: pa.Table, coordinator: Coordinator) -> int
 
 
 UNREAD_MARKER_REASON = (
-    "deleted within 15 min of this commit, before it expired; read without transaction"
-    " markers: if a transaction wrote it and its COMMIT marker came after the delete, the Scala"
-    " loader re-creates it"
+    f"deleted within {TRANSACTION_MAX_TIMEOUT_MS // 60_000} min of this commit, before it"
+    " expired; read without transaction markers: if a transaction wrote it and its COMMIT"
+    " marker came after the delete, the Scala loader re-creates it"
 )
 
 
@@ -245,7 +245,8 @@ def _unread_marker_lists(groups: pa.Table, unread: pa.Table | None) -> pa.Array:
     elements, by topic and partition); every such key's group has a row (_group_summary)."""
     list_type = pa.list_(UNREAD_MARKER_OFFSET)
     if unread is None or unread.num_rows == 0:
-        return pa.array([[]] * groups.num_rows, list_type)
+        empty = np.zeros(groups.num_rows + 1, dtype=np.int32)
+        return pa.ListArray.from_arrays(empty, pa.array([], UNREAD_MARKER_OFFSET), type=list_type)
     at = pc.index_in(
         key_strings(unread.column("log_partition"), unread.column("group_id")),
         value_set=key_strings(groups.column("log_partition"), groups.column("group_id")),
