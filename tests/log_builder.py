@@ -45,6 +45,22 @@ def group_record(record_type: int, group: str, value: dict | None, **key: str) -
     return {"key": key_bytes, "value": value_bytes, "producer_id": -1}
 
 
+def classic_group_value(
+    members: int, *, protocol_type: str, protocol: str, generation: int, state_ms: int
+) -> bytes:
+    """A classic group's GroupMetadataValue v3 with `members` copies of one member: Stable with
+    members, Empty without."""
+    member = {
+        "memberId": "m", "groupInstanceId": None, "clientId": "c", "clientHost": "h",
+        "rebalanceTimeout": 1, "sessionTimeout": 1, "subscription": b"", "assignment": b"",
+    }  # fmt: skip
+    value = {
+        "protocolType": protocol_type, "generation": generation, "protocol": protocol,
+        "leader": "m", "currentStateTimestamp": state_ms, "members": [member] * members,
+    }  # fmt: skip
+    return wire.encode_value(2, 3, value)
+
+
 def batch(records: list[Record]) -> pa.RecordBatch:
     """The records at log offsets 0, 1, 2... of offsets-topic partition 0."""
     rows = []

@@ -120,6 +120,49 @@ class _Sorted:
         return last_pending > self.last_tombstone()
 
 
+# the `rule` of the unread_marker_offsets table's rows (docs/rules.md)
+TXN_MARKER_UNREAD = "TXN-MARKER-UNREAD"
+# An expiry's tombstone may carry a log time a little before the value's commitTimestamp plus
+# the retention: 3 ms before on a Kafka 2.3.1 broker (the broker's clock read at other moments).
+EXPIRY_CLOCK_SLACK_MS = 1_000
+
+
+def is_behind_unread_marker(
+    rows: _Sorted, table: pa.Table, *, within_ms: int, retention_ms: int | None
+) -> np.ndarray:
+    """Per key: the offset depends on a transaction marker this read cannot see (TXN-MARKER-UNREAD).
+
+    For a read without batch metadata under a Scala coordinator (the caller decides that): the
+    key's newest record is a tombstone written at most `within_ms` (transaction.max.timeout.ms)
+    after the key's newest value. That value may be a transactional commit whose COMMIT marker
+    came after the tombstone, and the Scala loader then re-creates it (semantics.md 1.3); read
+    without control records and producer ids, a transactional commit looks like a plain one.
+    A tombstone at or after that value's own deadline (its explicit expireTimestamp, else its
+    commitTimestamp + `retention_ms`; less EXPIRY_CLOCK_SLACK_MS) is read as the cleanup's
+    expiry of it: that reading is wrong only if a transaction stayed open longer than the
+    retention (a retention under 15 min).
+    """
+    stamps = np.asarray(pc.fill_null(table.column("log_timestamp_ms"), 0), dtype=np.int64)
+    stamps = stamps[rows.order]
+    tombstone = rows.per_key_max(np.where(rows.tombstone, rows.position, -1))
+    value = rows.per_key_max(np.where(~rows.tombstone, rows.position, -1))
+    deleted = (value >= 0) & (tombstone > value)  # sorted by log offset within each key
+    deleted_at = stamps[np.maximum(tombstone, 0)]
+    soon = deleted_at - stamps[np.maximum(value, 0)] <= within_ms
+    if retention_ms is None:
+        return deleted & soon
+    at = rows.order[np.maximum(value, 0)]
+    explicit = table.column("expire_timestamp_ms").take(pa.array(at))
+    commit = table.column("commit_timestamp_ms").take(pa.array(at))
+    deadline = pc.subtract(
+        pc.coalesce(explicit, pc.add(commit, retention_ms)), EXPIRY_CLOCK_SLACK_MS
+    )
+    expired = np.asarray(
+        pc.fill_null(pc.greater_equal(pa.array(deleted_at), deadline), False), dtype=bool
+    )
+    return deleted & soon & ~expired
+
+
 def latest_per_key(table: pa.Table, *, coordinator: Coordinator) -> pa.Table:
     """One row per key: key columns, the surviving record's columns, and key facts.
 
@@ -148,24 +191,26 @@ def latest_per_key(table: pa.Table, *, coordinator: Coordinator) -> pa.Table:
     return pa.table(columns)
 
 
-def deletes_soon_after_a_value(table: pa.Table, *, within_ms: int) -> int:
-    """Offset keys whose newest record is a tombstone written at most `within_ms` (log
-    timestamps) after the key's newest value.
+UNREAD_MARKER_VALUE = ("committed_offset", "commit_timestamp_ms", "expire_timestamp_ms")
 
-    Read without batch metadata, such a value may be a transactional commit whose COMMIT marker
-    came after the tombstone, which the Scala loader re-creates (semantics.md 1.3): a run
-    cannot tell, and counts them (`offsets_lib.audit.task_audit`, `unplaced_marker_deletes`).
-    """
-    if table.num_rows == 0:
-        return 0
+
+def unread_marker_offsets(table: pa.Table, *, within_ms: int, retention_ms: int | None) -> pa.Table:
+    """One row per key `is_behind_unread_marker`: key columns, its newest value's
+    UNREAD_MARKER_VALUE columns (what a COMMIT marker after the tombstone would re-create), and
+    the tombstone's `log_offset` and `log_timestamp_ms`. `latest_per_key` still lets the
+    tombstone win (the records as they read); this table says which keys it may be wrong for."""
     rows = _Sorted(table)
-    stamps = np.asarray(pc.fill_null(table.column("log_timestamp_ms"), 0), dtype=np.int64)
-    stamps = stamps[rows.order]
-    tombstone = rows.per_key_max(np.where(rows.tombstone, rows.position, -1))
-    value = rows.per_key_max(np.where(~rows.tombstone, rows.position, -1))
-    deleted = (value >= 0) & (tombstone > value)  # sorted by log offset within each key
-    gap = stamps[np.maximum(tombstone, 0)] - stamps[np.maximum(value, 0)]
-    return int((deleted & (gap <= within_ms)).sum())
+    behind = is_behind_unread_marker(rows, table, within_ms=within_ms, retention_ms=retention_ms)
+    value = rows.per_key_max(np.where(~rows.tombstone, rows.position, -1))[behind]
+    tombstone = rows.per_key_max(np.where(rows.tombstone, rows.position, -1))[behind]
+    columns = {
+        c: table.column(c).take(pa.array(rows.order[rows.starts[behind]])) for c in OFFSET_KEY
+    }
+    for c in UNREAD_MARKER_VALUE:
+        columns[c] = table.column(c).take(pa.array(rows.order[value]))
+    for c in ("log_offset", "log_timestamp_ms"):
+        columns[c] = table.column(c).take(pa.array(rows.order[tombstone]))
+    return pa.table(columns)
 
 
 def kept_rows(table: pa.Table) -> np.ndarray:

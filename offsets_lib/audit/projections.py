@@ -1,9 +1,9 @@
 """Which column of the audit tasks' results each table column is (pure; no Spark).
 
 The tables `offsets`, `offset_decisions`, `groups`, `members`, `group_decisions`,
-`load_failures` and `rejects` are plain projections of the tasks' result tables
-(task_audit.KIND_ARROW, decisions included): renamed columns, epoch milliseconds shown as UTC
-timestamps, members and load failures unnested. The projections
+`load_failures`, `unread_marker_offsets` and `rejects` are plain projections of the tasks'
+result tables (task_audit.KIND_ARROW, decisions included): renamed columns, epoch milliseconds
+shown as UTC timestamps, members, load failures and unread-marker offsets unnested. The projections
 are defined here once: `pipeline` applies them to Spark frames (Delta's Spark writer),
 `table_rows` to Arrow tables, so that an audit task writes those tables' files itself.
 """
@@ -93,7 +93,24 @@ PROJECTIONS: dict[str, tuple[str, tuple[ProjectedColumn, ...]]] = {
     "members": (GROUP, (ProjectedColumn("group_id", "group_id"), _OFFSETS_PARTITION)),
     # one row per element of the group's `load_failures` list (LOG-6), the same way
     "load_failures": (GROUP, (_OFFSETS_PARTITION, ProjectedColumn("group_id", "group_id"))),
+    # one row per element of the group's `unread_marker_offsets` list (TXN-MARKER-UNREAD)
+    "unread_marker_offsets": (
+        GROUP,
+        (_OFFSETS_PARTITION, *_same("group_id", "is_group_in_doubt")),
+    ),
 }
 MEMBERS_LIST = "members"
 # tables of one row per element of a list column of their kind: table -> list column
-EXPLODED: dict[str, str] = {"members": MEMBERS_LIST, "load_failures": "load_failures"}
+EXPLODED: dict[str, str] = {
+    "members": MEMBERS_LIST,
+    "load_failures": "load_failures",
+    "unread_marker_offsets": "unread_marker_offsets",
+}
+# the elements' fields shown as UTC timestamps (the other fields keep their names)
+EXPLODED_EPOCH_MS: dict[str, tuple[ProjectedColumn, ...]] = {
+    "unread_marker_offsets": (
+        ProjectedColumn("commit_timestamp", "commit_timestamp_ms", is_epoch_ms=True),
+        ProjectedColumn("expire_timestamp", "expire_timestamp_ms", is_epoch_ms=True),
+        ProjectedColumn("log_timestamp", "log_timestamp_ms", is_epoch_ms=True),
+    ),
+}

@@ -18,6 +18,7 @@ from offsets_lib.audit.lag import lag_rows, with_end_offsets
 from offsets_lib.audit.metrics import METRIC_COUNTS
 from offsets_lib.audit.projections import (
     EXPLODED,
+    EXPLODED_EPOCH_MS,
     MAX_TIMESTAMP_MS,
     PROJECTIONS,
     ProjectedColumn,
@@ -25,7 +26,7 @@ from offsets_lib.audit.projections import (
 
 DIRECT_TABLES = (
     "offsets", "offset_decisions", "groups", "members", "group_decisions", "load_failures",
-    "rejects", "lag",
+    "unread_marker_offsets", "rejects", "lag",
 )  # fmt: skip
 # the result kind each table is built from (the projections', and lag's: the offsets); a kind
 # whose tables a task writes all of itself needs no staging (engine.staging.TableFiles)
@@ -73,6 +74,8 @@ def _exploded(groups: pa.Table, name: str) -> pa.Table:
     columns = {name: keys.column(name).take(parents) for name in keys.column_names}
     for i, field in enumerate(flat.type):
         columns[field.name] = flat.field(i)
+    for column in EXPLODED_EPOCH_MS.get(name, ()):
+        columns[column.name] = timestamps(columns.pop(column.source))
     return pa.table(columns)
 
 

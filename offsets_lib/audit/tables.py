@@ -465,6 +465,60 @@ LOAD_FAILURES = TableSpec(
     ),
 )
 
+UNREAD_MARKER_OFFSETS = TableSpec(
+    name="unread_marker_offsets",
+    comment="One row per offset a read without transaction markers cannot decide under a Scala "
+    "coordinator (TXN-MARKER-UNREAD), per run: offsets has it deleted, as the records read; a "
+    "COMMIT marker after its tombstone would re-create it.",
+    schema=StructType(
+        [
+            _offsets_partition("the commit and its tombstone"),
+            _group_id(),
+            _col(
+                "is_group_in_doubt",
+                BooleanType(),
+                "True when the run decides the group does not exist at as_of (Dead, or deleted "
+                "by a cleanup at as_of) and this offset, re-created, would keep it as an Empty "
+                "group: its existence depends on the unread marker. Same for every row of a group.",
+            ),
+            _topic(),
+            _partition(),
+            _col(
+                "committed_offset",
+                LongType(),
+                "The newest value's offset: what the Scala loader shows if a transaction wrote it "
+                "and its COMMIT marker came after the tombstone.",
+            ),
+            _col(
+                "commit_timestamp",
+                TimestampType(),
+                "commitTimestamp of that value.",
+            ),
+            _col(
+                "expire_timestamp",
+                TimestampType(),
+                "Explicit expiry time of that value (OffsetCommitValue v1); null otherwise.",
+            ),
+            _col(
+                "log_offset",
+                LongType(),
+                "Offset in __consumer_offsets of the tombstone that deleted it (OffsetDelete, "
+                "DeleteGroups or a deleted topic).",
+            ),
+            _col(
+                "log_timestamp",
+                TimestampType(),
+                "Log timestamp of that tombstone: at most 15 min after the value's, and before "
+                "the value's own expiry.",
+            ),
+            _col("rule", StringType(), "TXN-MARKER-UNREAD (docs/rules.md)."),
+            _col("reason", StringType(), "Why the offset is undecided, in one sentence."),
+            _run_id(),
+            _as_of(),
+        ]
+    ),
+)
+
 REJECTS = TableSpec(
     name="rejects",
     comment="One row per input record that could not be decoded, per run.",
@@ -607,6 +661,7 @@ TABLES: dict[str, TableSpec] = {
         OFFSET_DECISIONS,
         GROUP_DECISIONS,
         LOAD_FAILURES,
+        UNREAD_MARKER_OFFSETS,
         REJECTS,
         RUNS,
         LAG,

@@ -61,6 +61,22 @@ _GROUP_KEY = [("log_partition", pa.int32()), ("group_id", pa.string())]
 _REJECT_COLUMNS = (
     "log_partition", "log_offset", "key", "value", "error", "log_timestamp_ms", "record_type",
 )  # fmt: skip
+# an offset whose tombstone may lose to a COMMIT marker this read cannot see (TXN-MARKER-UNREAD):
+# its newest value and the tombstone (compaction.unread_marker_offsets), one per element of
+# a group's `unread_marker_offsets`
+UNREAD_MARKER_OFFSET = pa.struct(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("committed_offset", pa.int64()),
+        ("commit_timestamp_ms", pa.int64()),
+        ("expire_timestamp_ms", pa.int64()),
+        ("log_offset", pa.int64()),
+        ("log_timestamp_ms", pa.int64()),
+        ("rule", pa.string()),
+        ("reason", pa.string()),
+    ]
+)
 KIND_ARROW: dict[str, pa.Schema] = {
     # the surviving record of each live offset key and the facts of its group
     OFFSET: pa.schema(
@@ -95,10 +111,12 @@ KIND_ARROW: dict[str, pa.Schema] = {
             *replay.GROUP_STATE_ARROW,
             ("offset_count", pa.int32()),
             ("has_pending_transactions", pa.bool_()),
+            ("unread_marker_offsets", pa.list_(UNREAD_MARKER_OFFSET)),
             ("deleted", pa.bool_()),
             ("deletes_at_ms", pa.int64()),
             ("deletion_rule", pa.string()),
             ("blocked_by", pa.string()),
+            ("is_group_in_doubt", pa.bool_()),  # _is_group_in_doubt
         ]
     ),
     # the undecodable records, as they came (decoded columns)
@@ -124,8 +142,7 @@ KIND_ARROW: dict[str, pa.Schema] = {
             # [[offsets partition, group id, check], ...] (for the run's summary lines)
             ("load_failures", pa.int64()),
             ("load_failures_shown", pa.string()),
-            # offsets deleted soon after a value in a read without transaction markers, under a
-            # Scala coordinator (_unplaced_marker_deletes; for the run's summary lines)
+            # rows of unread_marker_offsets (TXN-MARKER-UNREAD; for the run's summary lines)
             ("unplaced_marker_deletes", pa.int64()),
             # the decisions' counts (for the run's summary line)
             ("offsets_total", pa.int64()),
@@ -142,12 +159,15 @@ def audit_records(
     *,
     coordinator: Coordinator = Coordinator.NEW,
     resolved: ResolvedCommits | None = None,
+    retention_ms: int | None = None,
 ) -> dict[str, pa.Table]:
     """Everything the decisions need from one task's records (see the module docstring).
 
     Returns tables by kind: offset (live keys with their group's facts), group, reject, metric
     and stats (one row). Records of a group and the markers of its partition must all be here.
     `resolved`: the same records already decoded for the audit (`audit_decoded`).
+    `retention_ms`: the cluster's offset retention, which tells an expiry's tombstone from an
+    OffsetDelete's in a read without transaction markers (`compaction.is_behind_unread_marker`).
     """
     if not batches:
         return {}
@@ -168,6 +188,15 @@ def audit_records(
     keys = compaction.latest_per_key(resolved.commits, coordinator=coordinator)
     summary = _group_summary(keys)
     groups = _replay(decoded, values, ok, is_control, record_type, summary, coordinator)
+    window_ms = _unread_marker_window_ms(decoded, coordinator)
+    unread = (
+        compaction.unread_marker_offsets(
+            resolved.commits, within_ms=window_ms, retention_ms=retention_ms
+        )
+        if window_ms is not None
+        else None
+    )
+    groups = groups.append_column("unread_marker_offsets", _unread_marker_lists(groups, unread))
     out[GROUP] = groups
     out[OFFSET], orphaned = _live_offsets(keys, groups)
     timestamps = decoded.column("log_timestamp_ms")
@@ -180,7 +209,7 @@ def audit_records(
             "group_counts": pa.array([_group_counts(groups)], pa.string()),
             **_load_failures(groups),
             "unplaced_marker_deletes": pa.array(
-                [_unplaced_marker_deletes(decoded, resolved.commits, coordinator)], pa.int64()
+                [0 if unread is None else unread.num_rows], pa.int64()
             ),
         }
     )
@@ -192,16 +221,72 @@ def audit_records(
 TRANSACTION_MAX_TIMEOUT_MS = 900_000
 
 
-def _unplaced_marker_deletes(decoded: pa.Table, commits: pa.Table, coordinator: Coordinator) -> int:
-    """Offsets a read without batch metadata (Spark's Kafka source: read_committed returns no
-    control records) cannot place against transaction markers, under a Scala coordinator: those
-    deleted soon after their last value (`compaction.deletes_soon_after_a_value`). If that value
-    was transactional and its COMMIT marker followed the tombstone, the Scala loader re-creates
-    the offset (semantics.md 1.3); the run reports it deleted."""
+def _unread_marker_window_ms(decoded: pa.Table, coordinator: Coordinator) -> int | None:
+    """How long after a value a tombstone leaves the key's offset undecided
+    (`compaction.is_behind_unread_marker`), or None when the read decides every key: the new
+    coordinator's tombstone wipes pending offsets wherever the marker is (TXN-4), and batch
+    metadata (producer ids, control records) places every marker. Spark's Kafka source reads
+    read_committed: no control records, no producer ids."""
     has_batch_metadata = decoded.column("is_transactional").null_count < decoded.num_rows
     if not coordinator.is_scala or has_batch_metadata:
-        return 0
-    return compaction.deletes_soon_after_a_value(commits, within_ms=TRANSACTION_MAX_TIMEOUT_MS)
+        return None
+    return TRANSACTION_MAX_TIMEOUT_MS
+
+
+UNREAD_MARKER_REASON = (
+    f"deleted within {TRANSACTION_MAX_TIMEOUT_MS // 60_000} min of this commit, before it"
+    " expired; read without transaction markers: if a transaction wrote it and its COMMIT"
+    " marker came after the delete, the Scala loader re-creates it"
+)
+
+
+def _unread_marker_lists(groups: pa.Table, unread: pa.Table | None) -> pa.Array:
+    """Per group row: its offsets `compaction.unread_marker_offsets` found (UNREAD_MARKER_OFFSET
+    elements, by topic and partition); every such key's group has a row (_group_summary)."""
+    list_type = pa.list_(UNREAD_MARKER_OFFSET)
+    if unread is None or unread.num_rows == 0:
+        empty = np.zeros(groups.num_rows + 1, dtype=np.int32)
+        return pa.ListArray.from_arrays(empty, pa.array([], UNREAD_MARKER_OFFSET), type=list_type)
+    at = pc.index_in(
+        key_strings(unread.column("log_partition"), unread.column("group_id")),
+        value_set=key_strings(groups.column("log_partition"), groups.column("group_id")),
+    )
+    owner = as_ints(at, -1)
+    unread = unread.filter(pa.array(owner >= 0)).append_column(
+        "_group_row", pa.array(owner[owner >= 0])
+    )
+    unread = unread.sort_by(
+        [("_group_row", "ascending"), ("topic", "ascending"), ("partition", "ascending")]
+    )
+    n = unread.num_rows
+    elements = pa.StructArray.from_arrays(
+        [
+            *[
+                unread.column(f.name).combine_chunks().cast(f.type)
+                for f in UNREAD_MARKER_OFFSET
+                if f.name not in ("rule", "reason")
+            ],
+            pa.repeat(pa.scalar(compaction.TXN_MARKER_UNREAD), n),
+            pa.repeat(pa.scalar(UNREAD_MARKER_REASON), n),
+        ],
+        fields=list(UNREAD_MARKER_OFFSET),
+    )
+    counts = np.bincount(as_ints(unread.column("_group_row"), 0), minlength=groups.num_rows)
+    offsets = pa.array(np.r_[0, np.cumsum(counts)], pa.int32())
+    return pa.ListArray.from_arrays(offsets, elements, type=list_type)
+
+
+def _is_group_in_doubt(groups: pa.Table) -> pa.Array:
+    """`unread_marker_offsets.is_group_in_doubt`: the run decides the group does not exist at
+    as_of (Dead, or deleted by a cleanup at as_of) and one of its offsets is one a COMMIT
+    marker after its tombstone would re-create, which the Scala loader then shows in the group
+    (an Empty group of that offset). A group that exists either way is not in doubt."""
+    has_unread = pc.greater(pc.list_value_length(groups.column("unread_marker_offsets")), 0)
+    gone = pc.or_(
+        pc.fill_null(pc.equal(groups.column("state"), "Dead"), False),
+        pc.fill_null(groups.column("deleted"), False),
+    )
+    return pc.fill_null(pc.and_(has_unread, gone), False)
 
 
 LOAD_FAILURES_SHOWN = 10  # per task; every one is in the load_failures table
@@ -535,6 +620,7 @@ def decided(
     groups = with_group_deletion(
         tables[GROUP], offsets, coordinator=coordinator, as_of_ms=params.as_of_ms
     )
+    groups = groups.append_column("is_group_in_doubt", _is_group_in_doubt(groups))
     expired = as_bools(offsets.column("expired"))
     horizon = params.as_of_ms + DAY_MS
     expiring = ~expired & as_bools(pc.less_equal(offsets.column("expires_at_ms"), horizon))
@@ -576,7 +662,12 @@ def task_tables(
         # ~1.1 s of an incremental run's audit task
         resolved = audit_decoded(collected) if collected else None
         tables = decided(
-            audit_records(collected, coordinator=coordinator, resolved=resolved),
+            audit_records(
+                collected,
+                coordinator=coordinator,
+                resolved=resolved,
+                retention_ms=params.retention_ms,
+            ),
             coordinator=coordinator,
             params=params,
         )

@@ -383,23 +383,25 @@ def held_back_line(held_back: dict[int, int]) -> str:
     )
 
 
-def unplaced_marker_line(deletes: int) -> str:
+def unplaced_marker_line(offsets: int) -> str:
     """What a read without transaction markers leaves open under a Scala coordinator: offsets
-    deleted within a transaction timeout of their last commit (`task_audit` counts them).
+    deleted within a transaction timeout of their last commit, before it expired, which the
+    unread_marker_offsets table lists (TXN-MARKER-UNREAD, `compaction.is_behind_unread_marker`).
 
     Args:
-        deletes: how many offsets.
+        offsets: how many offsets the run listed.
 
     Returns:
         The summary's line.
     """
     return (
-        f"transaction markers not read: {deletes} offsets deleted within"
-        f" {TRANSACTION_MAX_TIMEOUT_MS // 60_000} min of their last commit; this read has no"
-        " control records (read_committed), so if a transaction wrote that commit and its"
-        " COMMIT marker came after the delete, the Scala coordinator's loader re-creates the"
-        " offset this run reports deleted (semantics.md 1.3); a Parquet dump with batch"
-        " metadata decides"
+        f"transaction markers not read: {offsets} offsets deleted within"
+        f" {TRANSACTION_MAX_TIMEOUT_MS // 60_000} min of their last commit, before it expired,"
+        " are reported deleted and listed in unread_marker_offsets (TXN-MARKER-UNREAD, with"
+        " is_group_in_doubt for the groups whose existence depends on them); this read has no"
+        " control records (read_committed): if a transaction wrote that commit and its COMMIT"
+        " marker came after the delete, the Scala coordinator's loader re-creates the offset"
+        " (semantics.md 1.3); a Parquet dump with batch metadata decides"
     )
 
 

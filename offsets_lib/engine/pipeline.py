@@ -20,7 +20,12 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit import table_rows
 from offsets_lib.audit.metrics import hourly_sums
-from offsets_lib.audit.projections import EXPLODED, MAX_TIMESTAMP_MS, PROJECTIONS
+from offsets_lib.audit.projections import (
+    EXPLODED,
+    EXPLODED_EPOCH_MS,
+    MAX_TIMESTAMP_MS,
+    PROJECTIONS,
+)
 from offsets_lib.audit.tables import TABLES
 
 GROUP_KEY = ["log_partition", "group_id"]
@@ -56,8 +61,14 @@ def _projected(frame: DataFrame, table: str) -> DataFrame:
 def _exploded_frame(groups: DataFrame, table: str) -> DataFrame:
     """One row per element of the table's list column (projections.EXPLODED)."""
     keys = [F.col(c.source).alias(c.name) for c in PROJECTIONS[table][1]]
-    return groups.select(*keys, F.explode(EXPLODED[table]).alias("m")).select(
+    exploded = groups.select(*keys, F.explode(EXPLODED[table]).alias("m")).select(
         *[c.name for c in PROJECTIONS[table][1]], "m.*"
+    )
+    epoch_ms = EXPLODED_EPOCH_MS.get(table, ())
+    if not epoch_ms:
+        return exploded
+    return exploded.withColumns({c.name: _ts(c.source) for c in epoch_ms}).drop(
+        *[c.source for c in epoch_ms]
     )
 
 
@@ -141,7 +152,7 @@ def _summed_counts(tasks: Iterable[str | None]) -> dict[str, int]:
 
 DECIDED_TABLES = (
     "offsets", "offset_decisions", "groups", "members", "group_decisions", "load_failures",
-    "rejects", "metrics",
+    "unread_marker_offsets", "rejects", "metrics",
 )  # fmt: skip
 
 

@@ -3,9 +3,11 @@
 Tests add one `Check` per compared value; at the end of the session the conftest writes them,
 and the versions whose broker did not run with why, to ``$BROKER_CHECKS_JSON`` (default
 ``build/broker-checks.json``). ``python tests/broker/recorder.py FILE`` prints the table, one
-line per broker version (``broker X.Y.Z (REGIME): N situations, C values compared, A agree``,
-or ``... not run: why``) and ends with the line
-``broker checks: N situations, C values compared, A agree``.
+line per broker version (``broker X.Y.Z (REGIME): N situations, C values compared, A agree,
+U reported unknown by the job``, or ``... not run: why``) and ends with the line
+``broker checks: N situations, C values compared, A agree, U reported unknown by the job``.
+A value the job reports undecided (its ``unread_marker_offsets`` table: what a read without
+transaction markers cannot decide) is counted as reported unknown, not compared.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class Check:
     what: str  # e.g. "offsets g t/0 committed_offset"
     broker: Any
     job: Any
+    job_unknown: bool = False  # the job flagged this value uncertain: counted, not compared
 
     @property
     def agrees(self) -> bool:
@@ -48,8 +51,18 @@ class Recorder:
         self.checks: list[Check] = []
         self.not_run: dict[str, str] = {}  # version -> why its broker did not run
 
-    def compare(self, version: str, situation: str, phase: str, what: str, broker, job) -> bool:
-        check = Check(version, situation, phase, what, _plain(broker), _plain(job))
+    def compare(
+        self,
+        version: str,
+        situation: str,
+        phase: str,
+        what: str,
+        broker,
+        job,
+        *,
+        job_unknown: bool = False,
+    ) -> bool:
+        check = Check(version, situation, phase, what, _plain(broker), _plain(job), job_unknown)
         self.checks.append(check)
         return check.agrees
 
@@ -57,7 +70,18 @@ class Recorder:
         return [
             c
             for c in self.checks
-            if c.version == version and c.situation == situation and not c.agrees
+            if c.version == version
+            and c.situation == situation
+            and not c.job_unknown
+            and not c.agrees
+        ]
+
+    def unknowns(self, version: str, situation: str) -> list[Check]:
+        """The values the job reported unknown (not compared)."""
+        return [
+            c
+            for c in self.checks
+            if c.version == version and c.situation == situation and c.job_unknown
         ]
 
     def rows(self) -> list[dict]:
@@ -93,32 +117,52 @@ def version_lines(rows: list[dict], not_run: dict[str, str] | None = None) -> li
             lines.append(f"{head} not run: {why}")
             continue
         situations = len({row["situation"] for row in mine})
-        agree = sum(bool(row["agrees"]) for row in mine)
-        lines.append(f"{head} {situations} situations, {len(mine)} values compared, {agree} agree")
+        compared, agree, unknown = _counts(mine)
+        lines.append(
+            f"{head} {situations} situations, {compared} values compared, {agree} agree,"
+            f" {unknown} reported unknown by the job"
+        )
     return lines
 
 
+def _is_unknown(row: dict) -> bool:
+    return bool(row.get("job_unknown"))  # reports written before unknowns have none
+
+
+def _counts(rows: list[dict]) -> tuple[int, int, int]:
+    """(values compared, agreeing, reported unknown by the job): an unknown is not compared."""
+    unknown = sum(_is_unknown(row) for row in rows)
+    agree = sum(bool(row["agrees"]) and not _is_unknown(row) for row in rows)
+    return len(rows) - unknown, agree, unknown
+
+
 def summary(rows: list[dict], not_run: dict[str, str] | None = None) -> str:
-    table: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    table: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
-        cell = table[(row["version"], row["situation"])]
-        cell[0] += 1
-        cell[1] += bool(row["agrees"])
-    lines = [f"{'version':<8} {'situation':<36} {'compared':>8} {'agree':>6}"]
-    for (version, situation), (compared, agree) in sorted(table.items()):
+        table[(row["version"], row["situation"])].append(row)
+    lines = [f"{'version':<8} {'situation':<36} {'compared':>8} {'agree':>6} {'unknown':>7}"]
+    for (version, situation), cell in sorted(table.items()):
+        compared, agree, unknown = _counts(cell)
         flag = "" if compared == agree else "  <- disagrees"
-        lines.append(f"{version:<8} {situation:<36} {compared:>8} {agree:>6}{flag}")
+        lines.append(f"{version:<8} {situation:<36} {compared:>8} {agree:>6} {unknown:>7}{flag}")
     for row in rows:
-        if not row["agrees"]:
+        if not row["agrees"] and not _is_unknown(row):
             lines.append(
                 f"  {row['version']} {row['situation']} [{row['phase']}] {row['what']}: "
                 f"broker={row['broker']!r} job={row['job']!r}"
             )
-    compared = sum(c for c, _ in table.values())
-    agree = sum(a for _, a in table.values())
+    for row in rows:
+        if _is_unknown(row):
+            lines.append(
+                f"  {row['version']} {row['situation']} [{row['phase']}] {row['what']}: "
+                f"reported unknown by the job (its uncertain value {row['job']!r};"
+                f" broker={row['broker']!r})"
+            )
+    compared, agree, unknown = _counts(rows)
     lines.extend(version_lines(rows, not_run))
     lines.append(
-        f"broker checks: {len(table)} situations, {compared} values compared, {agree} agree"
+        f"broker checks: {len(table)} situations, {compared} values compared, {agree} agree,"
+        f" {unknown} reported unknown by the job"
     )
     return "\n".join(lines)
 

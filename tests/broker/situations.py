@@ -31,7 +31,7 @@ from confluent_kafka import (
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.broker import kafka_dist
-from tests.broker.eras import Version, version_tuple
+from tests.broker.eras import Version, coordinator_for, version_tuple
 
 JOIN_TIMEOUT_S = 30.0
 HERE = Path(__file__).parent
@@ -102,11 +102,23 @@ class Situation:
     # `min_major`: what ZooKeeper-era (2.x) brokers run. `before`: the first line that does not.
     since: Version | None = None
     before: Version | None = None
+    # Groups (name suffixes) with an offset deleted within the transaction timeout of its last
+    # commit, before it expired, from release line `unread_marker_since` on: read with `--source
+    # kafka` (no transaction markers) under a Scala coordinator, the job must report their
+    # values unknown (TXN-MARKER-UNREAD), and no other values.
+    unread_marker_groups: tuple[str, ...] = ()
+    unread_marker_since: Version = (0, 0)
 
     def runs_on(self, version: str) -> bool:
         line = version_tuple(version)
         oldest = self.since or (self.min_major, 0)
         return oldest <= line and (self.before is None or line < self.before)
+
+    def unknown_on_kafka_read(self, version: str) -> set[str]:
+        """The groups whose values a `--source kafka` run on this broker reports unknown."""
+        if coordinator_for(version) == "new" or version_tuple(version) < self.unread_marker_since:
+            return set()
+        return {f"{self.name}-{suffix}" for suffix in self.unread_marker_groups}
 
 
 SITUATIONS: list[Situation] = []
@@ -121,11 +133,22 @@ def situation(
     documented_live: dict | None = None,
     since: Version | None = None,
     before: Version | None = None,
+    unread_marker_groups: tuple[str, ...] = (),
+    unread_marker_since: Version = (0, 0),
 ):
     def register(fn: Callable[[Driver, str], Outcome]) -> Callable[[Driver, str], Outcome]:
         SITUATIONS.append(
             Situation(
-                name, fn, min_major, keeps_members, late, documented_live or {}, since, before
+                name,
+                fn,
+                min_major,
+                keeps_members,
+                late,
+                documented_live or {},
+                since,
+                before,
+                unread_marker_groups,
+                unread_marker_since,
             )
         )
         return fn
@@ -405,7 +428,12 @@ def classic_rejoined(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("offset-delete", since=(2, 0))  # before 2.4: UNSUPPORTED_VERSION
+@situation(  # before 2.4: UNSUPPORTED_VERSION
+    "offset-delete",
+    since=(2, 0),
+    unread_marker_groups=("empty", "stable"),
+    unread_marker_since=(2, 4),
+)
 def offset_delete(d: Driver, name: str) -> Outcome:
     """OffsetDelete on an Empty group, on a group subscribed to the topic, on a missing group."""
     topic, other = d.topic(f"{name}-t", 2), d.topic(f"{name}-o", 1)
@@ -426,7 +454,7 @@ def offset_delete(d: Driver, name: str) -> Outcome:
     return Outcome([empty, stable], offset_deletes=deletes)
 
 
-@situation("delete-groups", since=(2, 0))
+@situation("delete-groups", since=(2, 0), unread_marker_groups=("gone",))
 def delete_groups(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 1)
     gone, kept = f"{name}-gone", f"{name}-kept"
@@ -454,7 +482,7 @@ def offset_reset(d: Driver, name: str) -> Outcome:
     return Outcome([group])
 
 
-@situation("topic-deleted", since=(2, 0))
+@situation("topic-deleted", since=(2, 0), unread_marker_groups=("g",))
 def topic_deleted(d: Driver, name: str) -> Outcome:
     topic, kept = d.topic(f"{name}-t", 2), d.topic(f"{name}-k", 1)
     group = f"{name}-g"
@@ -717,6 +745,7 @@ _TXN4_SCALA = (
     late=True,
     documented_live={3: _TXN4_SCALA, 2: _TXN4_SCALA},
     since=(2, 4),  # OffsetDelete
+    unread_marker_groups=("g",),
 )
 def txn_tombstone_between(d: Driver, name: str) -> Outcome:
     """An OffsetDelete tombstone lands between a transaction's offsets and its COMMIT marker.

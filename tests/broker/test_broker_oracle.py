@@ -11,21 +11,18 @@ from tests.broker.situations import SITUATIONS
 # when that fix is merged. strict: a mark that no longer applies fails.
 KNOWN: dict[tuple[str, str], str] = {
     # (3, "txn-offset-delete-before-marker") was here until main's TXN-4 fix (0fb294e): the
-    # reloaded 3.9 broker shows the transaction's offset, and the job now does too.
+    # reloaded 3.9 broker shows the transaction's offset, and the job now does too. Its
+    # `--source kafka` reads on 3.9.1 and 2.8.2 were here until the job reported what a read
+    # without transaction markers cannot decide as unknown (TXN-MARKER-UNREAD, below).
 }
-# `--source kafka` reads read_committed, which never returns control records: the COMMIT marker
-# that lands after the OffsetDelete tombstone is not seen, the transaction's offset is applied
-# at its own position, before the tombstone, and the group reads as Dead where the reloaded
-# Scala coordinator shows the offset (TXN-4; under the new coordinator the tombstone wipes the
-# pending offset wherever the marker is). Nothing Spark's connector returns can place the
-# marker: no producer id or transactional flag (a transactional commit looks like a plain one),
-# no control records, no headers on these records, and an offset gap may be a marker, an aborted
-# record or a record the log cleaner removed (__consumer_offsets is compacted). The run says so:
-# its summary's `transaction markers not read:` line counts the offsets deleted within 15 min
-# of their last commit (task_audit._unplaced_marker_deletes); the decision stays "deleted".
-_TXN4_KAFKA = "--source kafka loses the COMMIT marker's position (read_committed): TXN-4"
-KNOWN[("3.9.1", "txn-offset-delete-before-marker")] = _TXN4_KAFKA
-KNOWN[("2.8.2", "txn-offset-delete-before-marker")] = _TXN4_KAFKA
+# `--source kafka` reads read_committed, which never returns control records nor producer ids:
+# under a Scala coordinator, an offset deleted within the transaction timeout of its last commit
+# may be a transaction's whose COMMIT marker came after the delete, which the loader re-creates
+# (semantics.md 1.3). The job reports the tombstone's outcome and lists those offsets in its
+# `unread_marker_offsets` table (`is_group_in_doubt` where the group's existence depends on
+# one); the oracle counts their values as reported unknown, and each situation declares which
+# groups must be reported so (`Situation.unread_marker_groups`): no other value may be listed,
+# and none of those guessed.
 
 
 def _cases():
@@ -56,3 +53,7 @@ def test_job_agrees_with_broker(broker_world, version: str, situation: str) -> N
     assert not disagreements, "\n".join(
         f"[{c.phase}] {c.what}: broker={c.broker!r} job={c.job!r}" for c in disagreements
     )
+    unknown = world.recorder.unknowns(world.version, situation)
+    assert {c.phase for c in unknown} <= {"live (kafka)", "reload (kafka)"}, unknown
+    declared = next(s for s in SITUATIONS if s.name == situation)
+    assert {c.what.split(" ")[0] for c in unknown} == declared.unknown_on_kafka_read(version)

@@ -75,6 +75,10 @@ class GroupView:
     epochs: tuple | None = None  # consumer groups: (group epoch, target assignment epoch)
     member_epochs: dict[str, int] | None = None
     modern_only: bool = False  # a streams or share group: members compared by id only
+    # the job's unread_marker_offsets (TXN-MARKER-UNREAD): the group's existence (a row with
+    # is_group_in_doubt) and these offsets, listed: reported unknown, not compared
+    uncertain: bool = False
+    uncertain_offsets: set[tuple[str, int]] = field(default_factory=set)
 
 
 _STATES = {
@@ -189,6 +193,8 @@ class JobRun:
     offsets: list[dict]
     offset_decisions: list[dict]
     group_decisions: dict[str, dict]
+    # what a read without transaction markers cannot decide (TXN-MARKER-UNREAD)
+    unread_marker_offsets: list[dict]
 
 
 def run_job(
@@ -208,6 +214,7 @@ def run_job(
         _rows(tables, "offsets", run_id),
         _rows(tables, "offset_decisions", run_id),
         {r["group_id"]: r for r in _rows(tables, "group_decisions", run_id)},
+        _rows(tables, "unread_marker_offsets", run_id),
     )
 
 
@@ -237,6 +244,7 @@ def run_kafka_job(
         _rows(tables, "offsets", run_id),
         _rows(tables, "offset_decisions", run_id),
         {r["group_id"]: r for r in _rows(tables, "group_decisions", run_id)},
+        _rows(tables, "unread_marker_offsets", run_id),
     ), held
 
 
@@ -308,6 +316,9 @@ def job_view(
         row = run.groups.get(group)
         view = GroupView()
         decision = run.group_decisions.get(group) or {}
+        unread = [u for u in run.unread_marker_offsets if u["group_id"] == group]
+        view.uncertain = any(u["is_group_in_doubt"] for u in unread)
+        view.uncertain_offsets = {(u["topic"], u["partition"]) for u in unread}
         if decision.get("deleted"):  # what the broker shows once its cleanup passed as_of
             row = None
         if row is not None:
@@ -369,19 +380,29 @@ def compare_views(
     for group, seen in broker.items():
         mine = job[group]
 
-        def check(what: str, b, j, group=group) -> None:
-            recorder.compare(version, situation, phase, f"{group} {what}", b, j)
+        def check(what: str, b, j, group=group, unknown: bool = False) -> None:
+            recorder.compare(
+                version, situation, phase, f"{group} {what}", b, j, job_unknown=unknown
+            )
 
-        check("listed", seen.listed, mine.listed)
-        check("state (librdkafka)", seen.state, _librdkafka_state(mine.state))
-        check("state", seen.exact_state, mine.exact_state)
+        # the values the job flagged uncertain: whether the group exists (listed, state, type)
+        # and the flagged offsets
+        existence_unknown = mine.uncertain
+        check("listed", seen.listed, mine.listed, unknown=existence_unknown)
+        check(
+            "state (librdkafka)",
+            seen.state,
+            _librdkafka_state(mine.state),
+            unknown=existence_unknown,
+        )
+        check("state", seen.exact_state, mine.exact_state, unknown=existence_unknown)
         if seen.epochs is not None or mine.epochs is not None:
             check("group epoch, target assignment epoch", seen.epochs, mine.epochs)
             check("member epochs", seen.member_epochs, mine.member_epochs)
         if seen.listed:
             # a broker before 3.8 lists no type (librdkafka: unknown): all its groups are classic
             seen_type = seen.group_type if lists_group_types(version) else "classic"
-            check("type", seen_type, mine.group_type)
+            check("type", seen_type, mine.group_type, unknown=existence_unknown)
             if seen_type == "classic":
                 check("protocol_type is null", seen.simple, mine.simple)
                 if not seen.simple:
@@ -392,8 +413,15 @@ def compare_views(
             check("members", seen.members, members)
         if has_require_stable(version):
             check("unstable (require_stable)", seen.unstable, mine.unstable)
-        for key in sorted(set(seen.offsets) | set(mine.offsets)):
-            check(f"offset {key[0]}/{key[1]}", seen.offsets.get(key), mine.offsets.get(key))
+        # an offset the job lists as undecided is reported unknown even where neither side
+        # shows it (the tombstone's outcome, which the broker confirmed)
+        for key in sorted(set(seen.offsets) | set(mine.offsets) | mine.uncertain_offsets):
+            check(
+                f"offset {key[0]}/{key[1]}",
+                seen.offsets.get(key),
+                mine.offsets.get(key),
+                unknown=key in mine.uncertain_offsets,
+            )
 
 
 # ---- Kafka's Java clients: TxnOffsetCommit v6 and OffsetFetch by topic id ---------------------

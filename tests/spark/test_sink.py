@@ -88,7 +88,7 @@ def _all_fields(dtype: T.DataType) -> list[T.StructField]:
 
 
 def test_tables_hold_contract_columns_with_comments() -> None:
-    assert set(TABLES) == {*CONTRACT, "lag", "metrics", "load_failures"}
+    assert set(TABLES) == {*CONTRACT, "lag", "metrics", "load_failures", "unread_marker_offsets"}
     for name, required in CONTRACT.items():
         missing = set(required.split()) - set(TABLES[name].columns)
         assert not missing, (name, missing)

@@ -57,7 +57,15 @@ def _results() -> dict[str, pa.Table]:
          "deleted": True, "deletes_at_ms": -1_234, "deletion_rule": "DEL-NEW"},
         {"log_partition": 3, "group_id": "k", "group_type": "classic", "state": "Dead",
          "members": None, "offset_count": 0, "deleted": False, "deletion_rule": "DEL-NEW",
-         "blocked_by": "DEAD"},
+         "blocked_by": "DEAD", "is_group_in_doubt": True, "unread_marker_offsets": [
+             {"topic": "a", "partition": 0, "committed_offset": 7,
+              "commit_timestamp_ms": 1_699_999_000_000, "expire_timestamp_ms": None,
+              "log_offset": 12, "log_timestamp_ms": 1_699_999_060_000,
+              "rule": "TXN-MARKER-UNREAD", "reason": "r"},
+             {"topic": "b", "partition": 1, "committed_offset": 8,
+              "commit_timestamp_ms": -5, "expire_timestamp_ms": MAX_TIMESTAMP_MS + 1,
+              "log_offset": 13, "log_timestamp_ms": None,
+              "rule": "TXN-MARKER-UNREAD", "reason": "r"}]},
         {"log_partition": 3, "group_id": "u", "group_type": "consumer", "state": "Dead",
          "members": [], "offset_count": 0, "deleted": False, "deletion_rule": "DEL-NEW",
          "blocked_by": "DEAD", "load_failures": [

@@ -8,7 +8,7 @@ import struct
 import pyarrow as pa
 
 from tests.broker.eras import VERSIONS, coordinator_for, describes_instance_ids
-from tests.broker.recorder import version_lines
+from tests.broker.recorder import summary, version_lines
 from tests.broker.situations import SITUATIONS
 from tests.broker.world import groups_after_open_transactions
 
@@ -42,10 +42,54 @@ def test_version_lines_say_which_broker_did_not_run() -> None:
     assert lines == [
         "broker 4.4.0 (new): not run: no test of it ran in this session",
         "broker 3.9.1 (classic-2.4): not run: no test of it ran in this session",
-        "broker 2.8.2 (classic-2.4): 2 situations, 3 values compared, 2 agree",
+        "broker 2.8.2 (classic-2.4): 2 situations, 3 values compared, 2 agree,"
+        " 0 reported unknown by the job",
         "broker 2.3.1 (classic-2.1): not run: no test of it ran in this session",
         "broker 2.0.1 (pre-2.1): not run: RuntimeError: Kafka 2.0.1 did not start",
     ]
+
+
+def test_values_the_job_flagged_are_counted_unknown_not_compared() -> None:
+    """A value the job reports undecided (its unread_marker_offsets table) neither agrees nor
+    disagrees, whatever the two sides hold; an old report without the field has none."""
+    rows = [
+        {"version": "3.9.1", "situation": "a", "agrees": True},
+        {"version": "3.9.1", "situation": "a", "agrees": False, "job_unknown": True},
+        {"version": "3.9.1", "situation": "a", "agrees": True, "job_unknown": True},
+        {"version": "3.9.1", "situation": "b", "agrees": True, "job_unknown": False},
+    ]
+    for row in rows:
+        row.update(phase="reload (kafka)", what="g listed", broker=True, job=row["agrees"])
+    lines = summary(rows).splitlines()
+    assert lines[1:3] == [
+        "3.9.1    a                                           1      1       2",
+        "3.9.1    b                                           1      1       0",
+    ]
+    assert lines[-5] == (
+        "broker 3.9.1 (classic-2.4): 2 situations, 2 values compared, 2 agree,"
+        " 2 reported unknown by the job"
+    )
+    assert lines[-1] == (
+        "broker checks: 2 situations, 2 values compared, 2 agree, 2 reported unknown by the job"
+    )
+
+
+def test_the_groups_a_kafka_read_reports_unknown() -> None:
+    """Deletes within the transaction timeout of a commit, under a Scala coordinator only, and
+    OffsetDelete from 2.4."""
+    by_name = {s.name: s for s in SITUATIONS}
+    unknown = {
+        v: {n: by_name[n].unknown_on_kafka_read(v) for n in ("offset-delete", "delete-groups")}
+        for v in ("4.4.0", "3.9.1", "2.3.1")
+    }
+    assert unknown == {
+        "4.4.0": {"offset-delete": set(), "delete-groups": set()},
+        "3.9.1": {
+            "offset-delete": {"offset-delete-empty", "offset-delete-stable"},
+            "delete-groups": {"delete-groups-gone"},
+        },
+        "2.3.1": {"offset-delete": set(), "delete-groups": {"delete-groups-gone"}},
+    }
 
 
 def _offset_key(group: str) -> bytes:

@@ -28,6 +28,7 @@ from offsets_lib.tools.generate import generate_dump
 from offsets_lib.wire import batch_decode, layout_scan
 from offsets_lib.wire.batch_decode import decode_record_row
 from offsets_lib.wire.codec import DecodeError, Reader, Writer
+from tests.log_builder import classic_group_value
 from tests.unit.strategies import message_values, struct_values, value_cases
 from tests.unit.test_wire_compiled import SYNTHETIC
 from tests.unit.test_wire_fuzz import _mutations
@@ -268,15 +269,9 @@ def test_metrics_count_group_metadata_writes_without_their_values(monkeypatch) -
     key = wire.encode_key(2, {"group": "g"})
 
     def metadata(members: int) -> bytes:
-        member = {
-            "memberId": "m", "groupInstanceId": None, "clientId": "c", "clientHost": "h",
-            "rebalanceTimeout": 1, "sessionTimeout": 1, "subscription": b"", "assignment": b"",
-        }  # fmt: skip
-        value = {
-            "protocolType": "consumer", "generation": 1, "protocol": "range", "leader": "m",
-            "currentStateTimestamp": 5, "members": [member] * members,
-        }  # fmt: skip
-        return wire.encode_value(2, 3, value)
+        return classic_group_value(
+            members, protocol_type="consumer", protocol="range", generation=1, state_ms=5
+        )
 
     batch = _raw_batch([(0, key, metadata(2)), (1, key, metadata(0)), (2, key, metadata(1))])
     _assert_same_audit(monkeypatch, [batch])
