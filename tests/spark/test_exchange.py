@@ -132,7 +132,7 @@ def test_a_dump_spark_reads_publishes_the_tables_of_its_files(
         assert list((Path(output) / "_staging").iterdir()) == []
         assert any(step.endswith(f"tasks (read by {reader})") for step in steps), steps
         if writer == "delta-rs":  # the audit tasks write every table but metrics (and runs)
-            assert ", 8 tables written by the audit tasks" in lines[0], lines[0]
+            assert ", 9 tables written by the audit tasks" in lines[0], lines[0]
         else:
             assert "tables written by the audit tasks" not in lines[0], lines[0]
         results[reader, writer] = (report, output)
