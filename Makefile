@@ -52,7 +52,7 @@ run: setup ## generate a sample dump, audit it, print the summary
 		--end-offsets $(SAMPLE)/dump/_end_offsets.csv
 
 test: setup ## run the whole test suite (two workers, tests/conftest.py `work_unit`)
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q -n 2 --durations=25
 
 # The edit-test loop: everything not marked slow (the end-to-end runs, the hypothesis fuzzers),
 # kafka (Tansu) or broker (real Kafka brokers). `make test`, CI's command, runs all of them.
