@@ -55,12 +55,12 @@ def test_targets_are_judged_on_their_figures() -> None:
         _result(10_000_000, 90.0, 100.0, dominant_group_share=0.3, largest_over_mean_task=1.9),
     ]
     assert bench.target_lines(results, earlier) == [
-        "target 1M records: 2.00x the baseline's time -> met",
-        "target 10M records: 1.25x the baseline's throughput -> met",
+        "target 1M records: 2.000x the baseline's time -> met",
+        "target 10M records: 1.250x the baseline's throughput -> met",
         "target 100M records: 12.5x the 10M time, driver 500 MB, worker 3500 MB -> MISSED",
         "target 10,000,000 records, one group 30% of the commits: largest task 1.90x the"
         " average, driver 500 MB, worker 1500 MB -> met",
-        "target 10,000,000 skewed against unskewed: 1.12x the time -> met",
+        "target 10,000,000 skewed against unskewed: 1.125x the time -> met",
     ]
 
 
@@ -73,7 +73,7 @@ def test_a_variant_is_named_in_its_target_and_not_compared_with_the_defaults() -
     # an earlier sitting's 10M run on Spark's shuffle (removed) is no reference for 100M
     earlier = [_result(10_000_000, 100.0, 100.0, shuffle="spark")]
     assert bench.target_lines(results, earlier) == [
-        "target 1M records (--delta-writer spark): 4.00x the baseline's time -> MISSED",
-        "target 1M records: 2.00x the baseline's time -> met",
+        "target 1M records (--delta-writer spark): 4.000x the baseline's time -> MISSED",
+        "target 1M records: 2.000x the baseline's time -> met",
         "target 100M records: driver 500 MB, worker 1500 MB -> met",
     ]
