@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES
-from offsets_lib.audit.task_audit import RAW_ARROW
+from offsets_lib.audit.task_input import RAW_ARROW
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 
 MARKERS = -1
