@@ -26,6 +26,7 @@ from offsets_lib.audit.arrays import (
     take_rows,
 )
 from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.group_rows import GROUP_STATE_ARROW
 
 END_OF_LOG = 2**63 - 1
 # the facts of its group each live offset carries (task_audit.KIND_ARROW's offset rows)
@@ -181,7 +182,7 @@ def replay_groups(
                 coordinator=coordinator,
             )
         )
-    groups_table = pa.Table.from_pylist(out, schema=replay.GROUP_STATE_ARROW)
+    groups_table = pa.Table.from_pylist(out, schema=GROUP_STATE_ARROW)
     # offset facts of each group (Arrow joins take no nested payload such as `members`)
     at = pc.index_in(
         key_strings(groups_table.column("log_partition"), groups_table.column("group_id")),

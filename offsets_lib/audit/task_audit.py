@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.audit import compaction, replay
+from offsets_lib.audit import compaction
 from offsets_lib.audit.arrays import as_bools
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.group_deletion import with_group_deletion
@@ -35,6 +35,7 @@ from offsets_lib.audit.group_results import (
     load_failure_columns,
     replay_groups,
 )
+from offsets_lib.audit.group_rows import GROUP_STATE_ARROW
 from offsets_lib.audit.kept_records import kept_records, stored_markers_once
 from offsets_lib.audit.metrics import METRIC_COUNTS, kip496_meters
 from offsets_lib.audit.rules import DAY_MS, Params, with_expiration, with_offset_delete
@@ -81,11 +82,11 @@ KIND_ARROW: dict[str, pa.Schema] = {
             ("delete_rule", pa.string()),
         ]
     ),
-    # the replayed state of every group (replay.GROUP_STATE_ARROW), its offset counts and
+    # the replayed state of every group (group_rows.GROUP_STATE_ARROW), its offset counts and
     # the deletion decision (group_deletion.with_group_deletion)
     GROUP: pa.schema(
         [
-            *replay.GROUP_STATE_ARROW,
+            *GROUP_STATE_ARROW,
             ("offset_count", pa.int32()),
             ("has_pending_transactions", pa.bool_()),
             ("unread_marker_offsets", pa.list_(UNREAD_MARKER_OFFSET)),
