@@ -62,15 +62,15 @@ class TableSpec:
         return self.schema.fieldNames()
 
 
-def _col(name: str, dtype: DataType, comment: str, *, nullable: bool = True) -> StructField:
+def column(name: str, dtype: DataType, comment: str, *, nullable: bool = True) -> StructField:
     return StructField(name, dtype, nullable, metadata={"comment": comment})
 
 
 # ---- columns shared by several tables -------------------------------------------------------
 
 
-def _run_id() -> StructField:
-    return _col(
+def run_id_column() -> StructField:
+    return column(
         RUN_ID,
         StringType(),
         "Id of the run that wrote this row (--run-id); partition column. A rerun with the same "
@@ -79,8 +79,8 @@ def _run_id() -> StructField:
     )
 
 
-def _as_of() -> StructField:
-    return _col(
+def as_of_column() -> StructField:
+    return column(
         "as_of",
         TimestampType(),
         "UTC instant the run evaluated the coordinator's state at (--as-of); the same for every "
@@ -89,20 +89,20 @@ def _as_of() -> StructField:
     )
 
 
-def _group_id() -> StructField:
-    return _col("group_id", StringType(), "Consumer group id (may be the empty string).")
+def group_id_column() -> StructField:
+    return column("group_id", StringType(), "Consumer group id (may be the empty string).")
 
 
-def _topic() -> StructField:
-    return _col("topic", StringType(), "Topic name of the committed offset.")
+def topic_column() -> StructField:
+    return column("topic", StringType(), "Topic name of the committed offset.")
 
 
-def _partition() -> StructField:
-    return _col("partition", IntegerType(), "Partition of `topic` (not of __consumer_offsets).")
+def partition_column() -> StructField:
+    return column("partition", IntegerType(), "Partition of `topic` (not of __consumer_offsets).")
 
 
-def _offsets_partition(what: str) -> StructField:
-    return _col(
+def offsets_partition_column(what: str) -> StructField:
+    return column(
         "offsets_partition",
         IntegerType(),
         f"Partition of __consumer_offsets that holds {what} (the group's coordinator "
@@ -110,16 +110,16 @@ def _offsets_partition(what: str) -> StructField:
     )
 
 
-def _committed_offset() -> StructField:
-    return _col(
+def committed_offset_column() -> StructField:
+    return column(
         "committed_offset",
         LongType(),
         "Offset the group committed: the next record the group will consume (CLI: CURRENT-OFFSET).",
     )
 
 
-def _subscribed_topics(scope: str) -> StructField:
-    return _col(
+def subscribed_topics_column(scope: str) -> StructField:
+    return column(
         "subscribed_topics",
         ArrayType(StringType()),
         f"Topics {scope} is subscribed to, sorted. Null = unknown (e.g. a classic group whose "
@@ -130,10 +130,10 @@ def _subscribed_topics(scope: str) -> StructField:
 
 ASSIGNED_PARTITION = StructType(
     [
-        _col("topic", StringType(), "Assigned topic name; null when only the topic id is known."),
-        _col("topic_id", StringType(), "Assigned topic id (UUID); null for classic members."),
-        _col("partition", IntegerType(), "Assigned partition of the topic."),
-        _col(
+        column("topic", StringType(), "Assigned topic name; null when only the topic id is known."),
+        column("topic_id", StringType(), "Assigned topic id (UUID); null for classic members."),
+        column("partition", IntegerType(), "Assigned partition of the topic."),
+        column(
             "assignment_epoch",
             IntegerType(),
             "Epoch at which the partition was assigned (KIP-848); null for classic members.",

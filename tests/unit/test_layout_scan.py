@@ -235,7 +235,7 @@ def _raw_batch(rows: list[tuple[int, bytes, bytes | None]]) -> pa.RecordBatch:
              "key": key, "value": value, "is_history": False}
             for offset, key, value in rows
         ],
-        schema=task_audit.RAW_ARROW,
+        schema=task_input.RAW_ARROW,
     )  # fmt: skip
 
 
