@@ -28,7 +28,7 @@ from offsets_lib.audit.arrays import (
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.group_rows import GROUP_STATE_ARROW
 
-END_OF_LOG = 2**63 - 1
+END_OF_LOG = 2**63 - 1  # G-S2: the position "at the end of the load", after every record
 # the facts of its group each live offset carries (task_audit.KIND_ARROW's offset rows)
 GROUP_FACTS = [
     ("group_type", pa.string()),
