@@ -1,5 +1,5 @@
 """Small `__consumer_offsets` logs for tests: real record bytes with batch metadata (producer
-ids, control markers), as one raw batch an audit task takes (`task_audit.RAW_ARROW`)."""
+ids, control markers), as one raw batch an audit task takes (`task_input.RAW_ARROW`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pyarrow as pa
 
 from offsets_lib import wire
-from offsets_lib.audit import task_audit
+from offsets_lib.audit import task_input
 
 Record = dict[str, Any]
 
@@ -75,4 +75,4 @@ def batch(records: list[Record]) -> pa.RecordBatch:
                 "is_control": record.get("is_control", False), "is_history": False,
             }
         )  # fmt: skip
-    return pa.RecordBatch.from_pylist(rows, schema=task_audit.RAW_ARROW)
+    return pa.RecordBatch.from_pylist(rows, schema=task_input.RAW_ARROW)

@@ -1,4 +1,5 @@
-"""Numpy views of Arrow columns, and group keys, shared by the audit's per-task steps."""
+"""Numpy views of Arrow columns, group keys, row takes and group spans, shared by the audit's
+per-task steps."""
 
 from __future__ import annotations
 
@@ -38,3 +39,22 @@ def key_strings(partition: pa.Array | pa.ChunkedArray, group: pa.Array | pa.Chun
     return pc.binary_join_element_wise(
         pc.cast(partition, pa.string()), pc.fill_null(group, "\x01<null>"), "\x00"
     )
+
+
+def take_rows(rows_of: pa.Table | pa.Array, rows: np.ndarray) -> pa.Table | pa.Array:
+    """`rows_of.take(rows)`, as a zero-copy slice when the rows are one ascending run (the
+    decoded table starts with the fast path's offset commits, so they usually are)."""
+    if len(rows) and rows[-1] - rows[0] == len(rows) - 1:
+        return rows_of.slice(int(rows[0]), len(rows))
+    return rows_of.take(pa.array(rows))
+
+
+def group_spans(codes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """Rows in log order within each group (`order`), and each group's (start, end) in it: how
+    the replay and the choice of a modern group's kept records walk the group-level records."""
+    order = np.lexsort((offsets, codes))
+    if not len(order):
+        return order, []
+    ordered = codes[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]).tolist()
+    return order, list(zip(starts, [*starts[1:], len(order)], strict=True))

@@ -28,15 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib.audit.arrays import as_bools, as_ints, group_codes
-from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES
-from offsets_lib.audit.task_audit import (
-    KIND_ARROW,
-    METRIC,
-    RAW_ARROW,
-    STATS,
-    kip496_meters,
-    resolved_commits,
-)
+from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, kip496_meters
+from offsets_lib.audit.task_audit import KIND_ARROW, METRIC, STATS
+from offsets_lib.audit.task_input import RAW_ARROW, resolved_commits
 
 # a task's records in the first step: is_copy marks the copies of a marker or group tombstone
 # that other tasks also received (they resolve and delimit here; only one copy is forwarded)

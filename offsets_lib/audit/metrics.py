@@ -1,6 +1,6 @@
 """KIP-496 coordinator meters rebuilt from the log: the `metrics` table.
 
-`offsets run` counts them per task (`task_audit.kip496_meters`) and sums the partial counts
+`offsets run` counts them per task (`kip496_meters`) and sums the partial counts
 (`hourly_sums`, on the driver: a few rows per hour and partition per task);
 `tests/reference/spark_audit.py` counts the same in Spark frames.
 
@@ -27,7 +27,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from offsets_lib.audit.arrays import as_bools, as_ints, group_codes, take_rows
+from offsets_lib.wire.batch_decode import TaskRecords
+from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 
 HOUR_MS = 3_600_000
 GROUP_TOMBSTONE_TYPES = (2, 3, 11, 17)  # GroupMetadata and the modern groups' metadata records
@@ -42,7 +48,7 @@ METRIC_COLUMNS = ("hour", "offsets_partition", *METRIC_COUNTS)
 
 
 def hourly_sums(partials: Iterable[pa.Table]) -> pa.Table:
-    """The `metrics` counts: the tasks' partial counts (task_audit.kip496_meters: hour_ms,
+    """The `metrics` counts: the tasks' partial counts (kip496_meters: hour_ms,
     log_partition and METRIC_COUNTS) summed per hour and partition, in that order. Folded table by
     table, so memory holds the result and one partial table, however many tasks there were."""
     keys = ["hour_ms", "log_partition"]
@@ -65,3 +71,67 @@ def hourly_sums(partials: Iterable[pa.Table]) -> pa.Table:
             }
         )
     return total.sort_by([(key, "ascending") for key in keys])
+
+
+def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
+    """Partial KIP-496 meters per (UTC hour, offsets partition): see the module docstring."""
+    # long: the meters' vectorised flags over one sort of the task's records, then one sum
+    rows = np.flatnonzero(counted)
+    records = task.table.select(
+        [
+            "log_partition",
+            "group_id",
+            "log_offset",
+            "log_timestamp_ms",
+            "record_type",
+            "is_tombstone",
+        ]
+    )
+    records = take_rows(records, rows)
+    n = len(rows)
+    record_type = as_ints(records.column("record_type"), -1)
+    tombstone = as_bools(records.column("is_tombstone"))
+    has_group = as_bools(pc.is_valid(records.column("group_id")))
+    offsets = as_ints(records.column("log_offset"), -(2**63))
+    codes = group_codes(records.column("log_partition"), records.column("group_id"))
+    order = np.lexsort((offsets, codes))
+    sorted_codes = codes[order]
+    is_start = np.r_[True, sorted_codes[1:] != sorted_codes[:-1]] if n else np.zeros(0, bool)
+    group_start = np.maximum.accumulate(np.where(is_start, np.arange(n), 0)) if n else is_start
+    position = np.arange(n)
+
+    def last_before(flag: np.ndarray) -> np.ndarray:
+        """Sorted position of the newest earlier row of the same group with `flag`, or -1."""
+        upto = np.maximum.accumulate(np.where(flag, position, -1)) if n else position
+        before = np.r_[-1, upto[:-1]] if n else upto
+        return np.where(before >= group_start, before, -1)
+
+    group_tombstone = tombstone & np.isin(record_type, GROUP_TOMBSTONE_TYPES)
+    last_value = last_before(~tombstone[order])
+    last_deletion = last_before(group_tombstone[order])
+    created_sorted = (
+        has_group[order] & ~tombstone[order] & ((last_value < 0) | (last_deletion > last_value))
+    )
+    created = np.empty(n, dtype=bool)
+    created[order] = created_sorted
+    has_members = np.zeros(n, dtype=bool)
+    written = np.flatnonzero((record_type == 2) & ~tombstone)
+    has_members[written] = task.list_is_nonempty("members", rows[written])
+    is_commit = np.isin(record_type, OFFSET_COMMIT_TYPES)
+    timestamps = records.column("log_timestamp_ms")
+    hour = pc.multiply(pc.floor(pc.divide(pc.cast(timestamps, pa.float64()), HOUR_MS)), HOUR_MS)
+    flags = pa.table(
+        {
+            "hour_ms": pc.cast(hour, pa.int64()),
+            "log_partition": records.column("log_partition"),
+            "offset_commits": pa.array((is_commit & ~tombstone).astype(np.int64)),
+            "offset_tombstones": pa.array((is_commit & tombstone).astype(np.int64)),
+            "group_metadata_writes": pa.array(has_members.astype(np.int64)),
+            "groups_created": pa.array(created.astype(np.int64)),
+            "groups_deleted": pa.array(group_tombstone.astype(np.int64)),
+        }
+    )
+    summed = flags.group_by(["hour_ms", "log_partition"], use_threads=False).aggregate(
+        [(c, "sum") for c in METRIC_COUNTS]
+    )
+    return summed.rename_columns([c.removesuffix("_sum") for c in summed.column_names])

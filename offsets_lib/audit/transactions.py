@@ -17,6 +17,10 @@ from offsets_lib.audit.coordinator import Coordinator
 NOT_TRANSACTIONAL, COMMITTED, ABORTED, PENDING = "none", "committed", "aborted", "pending"
 _STATUS_NAMES = pa.array([NOT_TRANSACTIONAL, COMMITTED, ABORTED, PENDING], pa.string())
 
+# Kafka's default transaction.max.timeout.ms: the transaction coordinator aborts a transaction
+# open longer, so a COMMIT marker follows its offsets by about this much at most.
+TRANSACTION_MAX_TIMEOUT_MS = 900_000
+
 
 def transaction_status(
     log_partition: np.ndarray,

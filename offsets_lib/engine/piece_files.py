@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from offsets_lib.audit import task_audit
+from offsets_lib.audit.task_input import RAW_ARROW
 from offsets_lib.engine import routing
 from offsets_lib.io import storage
 from offsets_lib.wire.decoded import POSITIONED_ARROW
@@ -177,7 +177,7 @@ def write_piece_file(
     out: dict[str, list] = {name: [] for name in MAP_ARROW.names}
     with (
         fs.open_output_stream(f"{root}/{name}") as stream,
-        pa.ipc.new_file(stream, task_audit.RAW_ARROW, options=piece_options(fs)) as writer,
+        pa.ipc.new_file(stream, RAW_ARROW, options=piece_options(fs)) as writer,
     ):
         for piece in pieces:
             out["path"].append(f"{pieces_uri}/{name}")
@@ -261,7 +261,7 @@ STORED_FILE = -1  # the `batch` of a piece that is a whole Parquet file of kept 
 def _stored_batch(uri: str) -> pa.RecordBatch:
     """A file of kept records as one RAW_ARROW batch of history records."""
     tables = read_unit(uri, None, is_positioned=True, is_history=True, rows=MAX_BATCH_ROWS)
-    table = pa.concat_tables([task_audit.RAW_ARROW.empty_table(), *tables]).combine_chunks()
+    table = pa.concat_tables([RAW_ARROW.empty_table(), *tables]).combine_chunks()
     batches = table.to_batches()
     return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
 
@@ -296,4 +296,4 @@ def raw_records(positioned: pa.Table, *, is_history: bool) -> pa.Table:
     """Records with the positioned columns as RAW_ARROW rows, history or not."""
     history = pa.array(np.full(positioned.num_rows, is_history))
     columns = positioned.select(POSITIONED_ARROW.names).cast(POSITIONED_ARROW)
-    return columns.append_column("is_history", history).cast(task_audit.RAW_ARROW)
+    return columns.append_column("is_history", history).cast(RAW_ARROW)

@@ -9,7 +9,8 @@ their offset key instead, so a dominant group's commits spread over every task, 
 tombstones are sent to every task as well (they delimit the groups_created meter's segments
 there). `positioned_table` is the one renaming of raw records to log positions:
 the map stage applies it to the dump files pyarrow reads and to the records Spark reads
-(exchange.map_records), and the reference decoder (decode.decode_records) to its batches.
+(exchange.map_records), and the tests' reference decoder (tests/reference/decode.py) to its
+batches.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES
-from offsets_lib.audit.task_audit import RAW_ARROW
+from offsets_lib.audit.task_input import RAW_ARROW
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 
 MARKERS = -1

@@ -5,7 +5,7 @@ subset of earlier decoded records) and audits the union. They are chosen so that
 ``kept ∪ new records`` gives exactly the tables a full re-read of the log gives, for ANY
 records that may follow (full and incremental runs agree; tests/kafka/test_incremental.py).
 
-What the audit needs from history (chosen in each audit task by ``audit.task_audit.kept_records``
+What the audit needs from history (chosen in each audit task by ``audit.kept_records.kept_records``
 with the audit's own transaction and compaction functions; ``engine.pipeline.kept_records``):
 
 * offset commits, per (log_partition, group, topic, partition):
@@ -260,7 +260,7 @@ def store(kept: list[AddAction], increment: Increment, *, output: str, run_id: s
     """Commit the new kept records, then advance the checkpoint; returns the new kept id.
 
     `kept` are the files of the records of the run (earlier kept records included) that a later
-    audit needs, which the audit tasks chose (`audit.task_audit.kept_records`) and wrote into
+    audit needs, which the audit tasks chose (`audit.kept_records.kept_records`) and wrote into
     the partition `next_kept_id` (`engine.staging.KeptFiles`) as raw records, which the next
     run audits like new ones. Call only after every table of the run has committed.
     """

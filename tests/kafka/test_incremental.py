@@ -147,8 +147,8 @@ def test_compacted_state_plus_rest_audits_like_the_whole_log(spark, tmp_path):
     from offsets_lib.audit.coordinator import Coordinator
     from offsets_lib.audit.rules import Params
     from offsets_lib.audit.schemas import spark_schema
-    from offsets_lib.engine.decode import decode_positioned, decode_records
     from offsets_lib.engine.staging import KeptFiles, Staging
+    from tests.reference.decode import decode_positioned, decode_records
 
     raw = spark.createDataFrame(_transactional_rows()).cache()
     positioned_schema = spark_schema(incremental.POSITIONED_ARROW)
@@ -205,8 +205,8 @@ def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_p
     from offsets_lib.audit.coordinator import Coordinator
     from offsets_lib.audit.rules import Params
     from offsets_lib.engine import pipeline
-    from offsets_lib.engine.decode import decode_records
     from offsets_lib.engine.staging import KeptFiles, Staging
+    from tests.reference.decode import decode_records
 
     raw = spark.createDataFrame(_transactional_rows()).cache()
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=int(AS_OF))

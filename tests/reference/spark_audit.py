@@ -17,11 +17,12 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit import replay
 from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.group_results import END_OF_LOG
+from offsets_lib.audit.group_rows import GROUP_STATE_ARROW
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COLUMNS
-from offsets_lib.audit.replay import GROUP_STATE_ARROW, OFFSET_SUMMARY, Event
+from offsets_lib.audit.replay import OFFSET_SUMMARY, Event
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
-from offsets_lib.audit.task_audit import END_OF_LOG
 from offsets_lib.engine.pipeline import GROUP_KEY, AuditFrames, projected_frame
 from offsets_lib.wire.decoded import GROUP_METADATA_TYPE, OFFSET_COMMIT_TYPES
 from tests.reference import compact
@@ -244,12 +245,12 @@ def replay_batches(
                 current, events = key, []
             events.append(_event(record))
             if len(rows) >= 4096:
-                yield pa.RecordBatch.from_pylist(rows, schema=replay.GROUP_STATE_ARROW)
+                yield pa.RecordBatch.from_pylist(rows, schema=GROUP_STATE_ARROW)
                 rows = []
     if current is not None:
         rows.append(replay.replay_group(*current, events, coordinator=coordinator))
     if rows:
-        yield pa.RecordBatch.from_pylist(rows, schema=replay.GROUP_STATE_ARROW)
+        yield pa.RecordBatch.from_pylist(rows, schema=GROUP_STATE_ARROW)
 
 
 def _event(record: dict[str, Any]) -> Event:

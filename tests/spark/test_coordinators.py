@@ -9,7 +9,7 @@ import pytest
 from offsets_lib import wire
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
-from offsets_lib.engine.decode import decode_records
+from tests.reference.decode import decode_records
 from tests.reference.spark_audit import audit
 
 pytestmark = pytest.mark.spark

@@ -6,10 +6,10 @@ import pytest
 from chispa import assert_df_equality
 
 from offsets_lib.audit.coordinator import Coordinator
-from offsets_lib.engine.decode import decode_records
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import compact
+from tests.reference.decode import decode_records
 
 pytestmark = pytest.mark.spark
 

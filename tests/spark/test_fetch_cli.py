@@ -42,7 +42,7 @@ OLD_ORDERS_ID = "5d2a8f10-0c4e-4b7a-9f3d-2e6b8c1a7d44"  # "orders" before it was
 BEGIN, END = "<!-- BEGIN GENERATED COLUMNS -->", "<!-- END GENERATED COLUMNS -->"
 
 
-# ---- TABLES.md column reference (generated from offsets_lib/audit/tables.py) ----------------
+# ---- TABLES.md column reference (generated from offsets_lib/audit/tables.TABLES) -------------
 
 
 def render_columns() -> str:

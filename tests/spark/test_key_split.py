@@ -10,13 +10,13 @@ from pyspark.sql import functions as F
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.engine import exchange, key_split, pipeline
-from offsets_lib.engine.decode import decode_records
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.job import audit_plan, run
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit
+from tests.reference.decode import decode_records
 from tests.staged_audit import assert_staged_equals_reference
 
 pytestmark = pytest.mark.spark

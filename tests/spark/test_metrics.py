@@ -9,9 +9,9 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit.tables import TABLES
 from offsets_lib.engine import pipeline
-from offsets_lib.engine.decode import decode_records
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from tests.reference import scenario
+from tests.reference.decode import decode_records
 from tests.reference.spark_audit import metrics_frame
 
 pytestmark = pytest.mark.spark

@@ -9,7 +9,7 @@ import itertools
 import pyarrow as pa
 import pytest
 
-from offsets_lib.audit import rules
+from offsets_lib.audit import group_deletion, rules
 from offsets_lib.audit.coordinator import Coordinator
 from tests.reference import spark_rules
 
@@ -137,7 +137,7 @@ def test_group_deletion_equals_the_reference(spark, coordinator) -> None:
             ]
         ),
     )
-    decided = rules.with_group_deletion(
+    decided = group_deletion.with_group_deletion(
         group_table, offset_table, coordinator=coordinator, as_of_ms=PARAMS.as_of_ms
     )
     expected = spark_rules.group_deletion(

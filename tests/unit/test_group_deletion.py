@@ -1,12 +1,12 @@
 """DEL-STREAMS-PLUGIN against DEL-NEW / DEL-CLASSIC on a few groups, exact values
-(`rules.with_group_deletion`; the full grid against the Spark reference is in
+(`group_deletion.with_group_deletion`; the full grid against the Spark reference is in
 tests/spark/test_rules.py)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from offsets_lib.audit import rules
+from offsets_lib.audit import group_deletion, rules
 from offsets_lib.audit.coordinator import Coordinator
 
 AS_OF_MS = 20 * rules.DAY_MS
@@ -39,7 +39,7 @@ def decide(groups: list[tuple], offsets: list[tuple], coordinator: Coordinator) 
     offset_table = pa.Table.from_pylist(
         [dict(zip(OFFSETS.names, (0, *o), strict=True)) for o in offsets], schema=OFFSETS
     )
-    decided = rules.with_group_deletion(
+    decided = group_deletion.with_group_deletion(
         table, offset_table, coordinator=coordinator, as_of_ms=AS_OF_MS
     )
     columns = ["group_id", "deleted", "deletes_at_ms", "deletion_rule", "blocked_by"]
@@ -64,7 +64,7 @@ STREAMS_OFFSETS = [
 
 
 def test_a_stored_topology_description_keeps_the_group_at_t() -> None:
-    plugin, new = rules.DEL_STREAMS_PLUGIN, rules.DEL_NEW
+    plugin, new = group_deletion.DEL_STREAMS_PLUGIN, group_deletion.DEL_NEW
     assert decide(STREAMS_GROUPS, STREAMS_OFFSETS, Coordinator.NEW) == [
         ("plugin", False, None, plugin, "TOPOLOGY_DESCRIPTION_STORED"),
         ("uncertain", False, None, plugin, "TOPOLOGY_DESCRIPTION_STORED"),
@@ -77,4 +77,4 @@ def test_a_stored_topology_description_keeps_the_group_at_t() -> None:
 
 def test_scala_coordinators_ignore_the_stored_epoch() -> None:
     decided = decide(STREAMS_GROUPS[:1], STREAMS_OFFSETS[:1], Coordinator.CLASSIC_2_4)
-    assert decided == [("plugin", True, 3 * rules.DAY_MS, rules.DEL_CLASSIC, None)]
+    assert decided == [("plugin", True, 3 * rules.DAY_MS, group_deletion.DEL_CLASSIC, None)]

@@ -1,4 +1,4 @@
-"""An incremental run's kept records (task_audit.kept_records) over a realistic dump.
+"""An incremental run's kept records (kept_records.kept_records) over a realistic dump.
 
 Every group type (classic, KIP-848 consumer with regexes, streams, share), transactions and
 undecodable records, from `offsets generate`: a chain of runs, each auditing the records kept by
@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from offsets_lib.audit import task_audit
+from offsets_lib.audit import task_audit, task_input
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.engine.routing import positioned_table
@@ -32,7 +32,7 @@ def _log(tmp_path) -> pa.Table:
 
 def _audited(records: pa.Table, params: Params, *, keep: bool) -> dict[str, pa.Table]:
     return task_audit.task_tables(
-        iter(records.cast(task_audit.RAW_ARROW).to_batches()),
+        iter(records.cast(task_input.RAW_ARROW).to_batches()),
         coordinator=Coordinator.NEW,
         params=params,
         keep=keep,
@@ -51,9 +51,9 @@ def _rows(table: pa.Table) -> list[str]:
 
 
 def _with_history(records: pa.Table, is_history: bool) -> pa.Table:
-    columns = records.select(task_audit.RAW_ARROW.names[:-1])
+    columns = records.select(task_input.RAW_ARROW.names[:-1])
     flags = pa.array(np.full(records.num_rows, is_history))
-    return columns.append_column("is_history", flags).cast(task_audit.RAW_ARROW)
+    return columns.append_column("is_history", flags).cast(task_input.RAW_ARROW)
 
 
 def test_a_chain_of_kept_states_audits_like_the_whole_log(tmp_path):

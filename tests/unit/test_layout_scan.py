@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offsets_lib import wire
-from offsets_lib.audit import replay, task_audit
+from offsets_lib.audit import replay, task_audit, task_input
 from offsets_lib.engine.routing import positioned_table
 from offsets_lib.tools.generate import generate_dump
 
@@ -194,7 +194,7 @@ def _audit(monkeypatch, batches: list[pa.RecordBatch], every_value_of) -> dict[s
     real = batch_decode.decode_task_records
     with monkeypatch.context() as patch:
         patch.setattr(
-            task_audit,
+            task_input,
             "decode_task_records",
             lambda b, **kw: real(b, **{**kw, "every_value_of": every_value_of}),
         )
@@ -235,7 +235,7 @@ def _raw_batch(rows: list[tuple[int, bytes, bytes | None]]) -> pa.RecordBatch:
              "key": key, "value": value, "is_history": False}
             for offset, key, value in rows
         ],
-        schema=task_audit.RAW_ARROW,
+        schema=task_input.RAW_ARROW,
     )  # fmt: skip
 
 

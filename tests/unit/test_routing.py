@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from offsets_lib.audit.task_audit import RAW_ARROW
+from offsets_lib.audit.task_input import RAW_ARROW
 
 # private piece_files._large_tasks: which tasks `cut` splits (restating its rule would copy it)
 from offsets_lib.engine import exchange, key_split, piece_files

@@ -15,7 +15,8 @@ REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "rules.md"
 # the files whose string constants are the rule values (the decision tables' row ids)
 DECIDERS = (
-    "audit/rules.py", "audit/compaction.py", "tools/fetch_rules.py", "tools/fence.py",
+    "audit/rules.py", "audit/group_deletion.py", "audit/compaction.py", "tools/fetch_rules.py",
+    "tools/fence.py",
 )  # fmt: skip
 RULE_ID = re.compile(r"(?:EXP|ODEL|DEL|FETCH|FEN|TXN)-[A-Z0-9]+(?:-[A-Z0-9]+)*")
 # replay notes that start with a LOG row id (e.g. "LOG-6: the broker fails to load ...")

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from offsets_lib import wire
 from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.group_rows import GROUP_STATE_ARROW
 from offsets_lib.audit.replay import (
-    GROUP_STATE_ARROW,
     OFFSET_SUMMARY,
     Event,
     needed_records,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pyspark.sql.types import StringType, StructField, StructType
 
-from offsets_lib.audit.tables import HIVE_COLUMN_COMMENT_CHARS, TABLES, TableSpec
+from offsets_lib.audit.table_columns import HIVE_COLUMN_COMMENT_CHARS
+from offsets_lib.audit.tables import TABLES, TableSpec
 from offsets_lib.io.incremental import CHECKPOINT_SPEC, KEPT_SPEC
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from offsets_lib.audit import compaction, task_audit
 from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.kept_records import kept_records
 from offsets_lib.audit.rules import Params
 from tests.log_builder import batch, commit, marker, tombstone
 
@@ -125,7 +126,7 @@ def test_kept_records_keep_the_offset_the_scala_loader_recreates() -> None:
     """After the cut, the Scala winner (the transactional record) must still be in the kept
     state, with its marker, even though a newer tombstone exists."""
     records = [commit(50, P), commit(60), tombstone(), marker(P)]
-    kept = task_audit.kept_records(iter([batch(records)]))
+    kept = kept_records(iter([batch(records)]))
     assert sorted(kept.column("log_offset").to_pylist()) == [0, 1, 2, 3]
     again = kept.append_column("is_history", pa.array([True] * kept.num_rows)).combine_chunks()
     tables = task_audit.audit_records(again.to_batches(), coordinator=Coordinator.CLASSIC_2_4)
@@ -136,7 +137,7 @@ def test_a_stored_marker_kept_by_several_tasks_is_audited_once() -> None:
     """Every task that keeps a marker stores it; the next run's task gets each stored copy and
     audits (and keeps) the marker once: the same tables as with one copy."""
     first = [commit(50, P), commit(60, Q, partition=1), marker(P)]  # Q's stays pending
-    kept = task_audit.kept_records(iter([batch(first)]))
+    kept = kept_records(iter([batch(first)]))
     stored = kept.append_column("is_history", pa.array([True] * kept.num_rows))
     marker_row = stored.filter(pa.array(stored.column("is_control").to_pylist()))
     assert marker_row.num_rows == 1

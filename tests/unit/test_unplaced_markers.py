@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from offsets_lib import wire
-from offsets_lib.audit import task_audit
+from offsets_lib.audit import task_audit, task_input
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.cli.run_command import unplaced_marker_line
@@ -31,7 +31,7 @@ def read_committed(records: list[dict], minutes: list[int]) -> pa.RecordBatch:
     for row, offset, minute in zip(raw, offsets, minutes, strict=True):
         row.update(log_offset=offset, log_timestamp_ms=minute * MINUTE_MS)
         row.update(producer_id=None, producer_epoch=None, is_transactional=None, is_control=None)
-    return pa.RecordBatch.from_pylist(raw, schema=task_audit.RAW_ARROW)
+    return pa.RecordBatch.from_pylist(raw, schema=task_input.RAW_ARROW)
 
 
 def unplaced(raw: pa.RecordBatch, coordinator: Coordinator) -> int:

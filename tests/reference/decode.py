@@ -1,10 +1,10 @@
-"""Spark adapter: raw __consumer_offsets records -> decoded records (schemas.DECODED).
+"""Reference decoder in Spark: raw __consumer_offsets records -> decoded records (schemas.DECODED).
 
 Decoding runs in the executors over whole Arrow batches (mapInArrow); every row keeps its
 position (offsets-topic partition, log offset, timestamp: routing.positioned_table, the one
 renaming the map stage uses too) and every row comes out again, decoded or with the reason it
-could not be decoded. The run decodes in its audit tasks (task_audit); this frame is what the
-reference audit (tests/reference) and the tests read.
+could not be decoded. The run decodes in its audit tasks (offsets_lib.audit.task_audit); this
+frame is what the reference audit (spark_audit.py) and the tests read.
 """
 
 from __future__ import annotations

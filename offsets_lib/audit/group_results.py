@@ -1,0 +1,235 @@
+"""An audit task's groups: replayed, counted, and joined with their live offsets.
+
+Per task, after the newest record per offset key is known (compaction.latest_per_key):
+`group_summary` (each group's offset counts and newest offset value), `replay_groups` (every
+group's records replayed in log order, replay.replay_group), `live_offsets` (the live offsets
+joined with their existing group: G-S3) and the stats row's group columns (`group_counts`,
+`load_failure_columns`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from offsets_lib.audit import replay
+from offsets_lib.audit.arrays import (
+    as_bools,
+    as_ints,
+    group_codes,
+    group_spans,
+    key_strings,
+    take_rows,
+)
+from offsets_lib.audit.coordinator import Coordinator
+from offsets_lib.audit.group_rows import GROUP_STATE_ARROW
+
+END_OF_LOG = 2**63 - 1  # G-S2: the position "at the end of the load", after every record
+# the facts of its group each live offset carries (task_audit.KIND_ARROW's offset rows)
+GROUP_FACTS = [
+    ("group_type", pa.string()),
+    ("protocol_type", pa.string()),
+    ("state", pa.string()),
+    ("generation", pa.int32()),
+    ("current_state_timestamp_ms", pa.int64()),
+    ("metadata_value_version", pa.int16()),
+]
+
+LOAD_FAILURES_SHOWN = 10  # per task; every one is in the load_failures table
+
+
+def load_failure_columns(groups: pa.Table) -> dict[str, pa.Array]:
+    """The stats row's LOG-6 columns: how many checks the task's groups fail, and the first
+    few as (offsets partition, group id, check)."""
+    counts = pc.fill_null(pc.list_value_length(groups.column("load_failures")), 0)
+    failing = groups.filter(pc.greater(counts, 0))
+    shown: list[list[Any]] = []
+    for row in failing.select(["log_partition", "group_id", "load_failures"]).to_pylist():
+        for failure in row["load_failures"]:
+            shown.append([row["log_partition"], row["group_id"], failure["failed_check"]])
+    return {
+        "load_failures": pa.array([len(shown)], pa.int64()),
+        "load_failures_shown": pa.array([json.dumps(shown[:LOAD_FAILURES_SHOWN])], pa.string()),
+    }
+
+
+def group_counts(groups: pa.Table) -> str:
+    """{"group_type/state": count} of the task's groups, as JSON."""
+    names = pc.binary_join_element_wise(
+        pc.fill_null(groups.column("group_type"), ""), pc.fill_null(groups.column("state"), ""), "/"
+    )
+    counts = pc.value_counts(names)
+    pairs = zip(counts.field(0).to_pylist(), counts.field(1).to_pylist(), strict=True)
+    return json.dumps(dict(sorted(pairs)))
+
+
+def group_summary(keys: pa.Table) -> pa.Table:
+    """Per group: newest offset-value position (G-S1) and offset / pending counts."""
+    facts = pa.table(
+        {
+            "log_partition": keys.column("log_partition"),
+            "group_id": keys.column("group_id"),
+            "last_value_offset": keys.column("last_value_offset"),
+            "committed": pc.cast(keys.column("has_committed_offset"), pa.int32()),
+            "pending": pc.cast(keys.column("has_pending_transaction"), pa.int32()),
+        }
+    )
+    summary = facts.group_by(["log_partition", "group_id"], use_threads=False).aggregate(
+        [("last_value_offset", "max"), ("committed", "sum"), ("pending", "max")]
+    )
+    return pa.table(
+        {
+            "log_partition": summary.column("log_partition"),
+            "group_id": summary.column("group_id"),
+            "last_value_offset": summary.column("last_value_offset_max"),
+            "offset_count": pc.cast(summary.column("committed_sum"), pa.int32()),
+            "has_pending_transactions": pc.greater(summary.column("pending_max"), 0),
+        }
+    )
+
+
+def replay_groups(
+    decoded: pa.Table,
+    values: dict[int, Any],
+    ok: np.ndarray,
+    is_control: np.ndarray,
+    record_type: np.ndarray,
+    summary: pa.Table,
+    coordinator: Coordinator,
+) -> pa.Table:
+    """Replay every group's records in log order (replay.replay_group), offsets as one event."""
+    # long: columns to Python lists once (no per-row Arrow access), then one loop over groups
+    group_ids = decoded.column("group_id")
+    is_event = ok & ~is_control & (record_type >= 2) & as_bools(pc.is_valid(group_ids))
+    rows = np.flatnonzero(is_event)
+    records = decoded.select(
+        [
+            "log_partition",
+            "group_id",
+            "log_offset",
+            "is_tombstone",
+            "member_id",
+            "regular_expression",
+            "value_version",
+        ]
+    )
+    records = take_rows(records, rows)
+    if coordinator.reads_modern_records:
+        position = summary.column("last_value_offset")
+    else:  # G-S2: at the end of the load, only for group ids that still have offsets
+        still = pc.or_(
+            pc.greater(summary.column("offset_count"), 0),
+            summary.column("has_pending_transactions"),
+        )
+        position = pc.if_else(still, END_OF_LOG, pa.scalar(None, pa.int64()))
+    partitions = pa.concat_arrays(
+        [
+            records.column("log_partition").combine_chunks(),
+            summary.column("log_partition").combine_chunks(),
+        ]
+    )
+    groups = pa.concat_arrays(
+        [records.column("group_id").combine_chunks(), summary.column("group_id").combine_chunks()]
+    )
+    offsets = np.concatenate(
+        [as_ints(records.column("log_offset"), -(2**63)), as_ints(position, -(2**63))]
+    )
+    has_offset = np.concatenate(
+        [as_bools(pc.is_valid(records.column("log_offset"))), as_bools(pc.is_valid(position))]
+    )
+    n_records = len(rows)
+    order, spans = group_spans(group_codes(partitions, groups), offsets)
+    types = record_type[rows].tolist()
+    tombstones = as_bools(records.column("is_tombstone")).tolist()
+    members = records.column("member_id").to_pylist()
+    regexes = records.column("regular_expression").to_pylist()
+    value_versions = records.column("value_version").to_pylist()
+    event_values = [values.get(int(i)) for i in rows]
+    offset_list = offsets.tolist()
+    present = has_offset.tolist()
+    partition_list = partitions.to_pylist()
+    group_list = groups.to_pylist()
+    order_list = order.tolist()
+    out: list[dict[str, Any]] = []
+    for start, end in spans:
+        events = []
+        for i in order_list[start:end]:
+            at = offset_list[i] if present[i] else None
+            if i >= n_records:
+                events.append(replay.Event(log_offset=at, record_type=replay.OFFSET_SUMMARY))
+            else:
+                events.append(
+                    replay.Event(
+                        log_offset=at,
+                        record_type=types[i],
+                        is_tombstone=tombstones[i],
+                        member_id=members[i],
+                        regular_expression=regexes[i],
+                        value=event_values[i],
+                        value_version=value_versions[i],
+                    )
+                )
+        first = order_list[start]
+        out.append(
+            replay.replay_group(
+                partition_list[first],
+                group_list[first],
+                events,
+                coordinator=coordinator,
+            )
+        )
+    groups_table = pa.Table.from_pylist(out, schema=GROUP_STATE_ARROW)
+    # offset facts of each group (Arrow joins take no nested payload such as `members`)
+    at = pc.index_in(
+        key_strings(groups_table.column("log_partition"), groups_table.column("group_id")),
+        value_set=key_strings(summary.column("log_partition"), summary.column("group_id")),
+    )
+    return groups_table.append_column(
+        "offset_count", pc.fill_null(summary.column("offset_count").take(at), 0)
+    ).append_column(
+        "has_pending_transactions",
+        pc.fill_null(summary.column("has_pending_transactions").take(at), False),
+    )
+
+
+def live_offsets(keys: pa.Table, groups: pa.Table) -> tuple[pa.Table, int]:
+    """Live offsets joined with their existing group (G-S3: the rest are orphaned)."""
+    live = keys.filter(keys.column("has_committed_offset")).drop_columns(
+        ["has_committed_offset", "last_value_offset", "log_timestamp_ms", "is_tombstone"]
+    )
+    existing = groups.filter(pc.not_equal(groups.column("state"), "Dead"))
+    facts = existing.select(["log_partition", "group_id", *[n for n, _ in GROUP_FACTS]])
+    facts = facts.append_column(
+        "has_known_subscriptions", pc.is_valid(existing.column("subscribed_topics"))
+    )
+    joined = live.join(facts, ["log_partition", "group_id"], join_type="inner", use_threads=False)
+    orphaned = live.num_rows - joined.num_rows
+    # (group, topic) pairs a group is subscribed to, to flag each offset's topic
+    subscribed = existing.select(["log_partition", "group_id", "subscribed_topics"]).filter(
+        pc.is_valid(existing.column("subscribed_topics"))
+    )
+    lengths = pc.list_value_length(subscribed.column("subscribed_topics")).to_numpy(
+        zero_copy_only=False
+    )
+    parents = np.repeat(np.arange(subscribed.num_rows), lengths.astype(np.int64))
+    pairs = pa.table(
+        {
+            "log_partition": subscribed.column("log_partition").take(pa.array(parents)),
+            "group_id": subscribed.column("group_id").take(pa.array(parents)),
+            "topic": pc.list_flatten(subscribed.column("subscribed_topics")),
+            "is_topic_subscribed": pa.array(np.ones(len(parents), dtype=bool)),
+        }
+    )
+    flagged = joined.join(
+        pairs, ["log_partition", "group_id", "topic"], join_type="left outer", use_threads=False
+    )
+    flagged = flagged.set_column(
+        flagged.schema.get_field_index("is_topic_subscribed"),
+        "is_topic_subscribed",
+        pc.fill_null(flagged.column("is_topic_subscribed"), False),
+    )
+    return flagged, orphaned
