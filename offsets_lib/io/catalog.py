@@ -37,10 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from pyspark.sql import types as T
 
 from offsets_lib.audit.run_selection import latest_succeeded_sql
-from offsets_lib.audit.tables import RUN_ID, TABLES, TableSpec
+from offsets_lib.audit.tables import RUN_ID, TABLES
 from offsets_lib.io import storage
 from offsets_lib.io.metastore import (
     CatalogUnreachable,
@@ -59,7 +58,6 @@ __all__ = [
     "check_metastore",
     "check_metastore_ports",
     "create_latest_views",
-    "create_table_sql",
     "ensure_database",
     "identifier",
     "latest_view_sql",
@@ -71,7 +69,6 @@ __all__ = [
     "run_root_and_entries",
     "shown_uris",
     "sql_string",
-    "table_identifier",
     "table_locations",
     "tables_root",
 ]
@@ -354,58 +351,7 @@ def resolve_tables_root(
     return tables_root(database, table_locations(spark, database))
 
 
-# ---- DDL and registration (Spark SQL) --------------------------------------------------------
-
-
-def table_identifier(name: str, *, output: str | None, database: str | None) -> str:
-    """How Spark SQL names the table: ``db.table`` in the catalog, else ``delta.`<uri>```."""
-    if database is not None:
-        return f"{identifier(database)}.{identifier(name)}"
-    if output is None:
-        raise ValueError("a table needs an --output path or a --database")
-    return f"delta.{identifier(storage.table_uri(output, name))}"
-
-
-def create_table_sql(spec: TableSpec, uri: str | None, *, database: str | None = None) -> str:
-    """``CREATE TABLE IF NOT EXISTS`` for the Spark Delta path, with every column comment.
-
-    With ``database`` the table is registered in the catalog as ``database.<table>``: external
-    at ``uri`` when given, else managed (in the database's folder)."""
-
-    def column(f: T.StructField) -> str:
-        not_null = "" if f.nullable else " NOT NULL"
-        comment = sql_string(f.metadata["comment"])
-        return f"{identifier(f.name)} {_ddl_type(f.dataType)}{not_null} COMMENT {comment}"
-
-    columns = ",\n  ".join(column(f) for f in spec.schema.fields)
-    partitions = ", ".join(identifier(c) for c in spec.partition_by)
-    if database is not None:
-        target = f"{identifier(database)}.{identifier(spec.name)}"
-        location = f"\nLOCATION {sql_string(uri)}" if uri is not None else ""
-    else:
-        if uri is None:
-            raise ValueError("a path table needs its location")
-        target, location = f"delta.{identifier(uri)}", ""
-    return (
-        f"CREATE TABLE IF NOT EXISTS {target} (\n  {columns}\n) USING delta\n"
-        f"PARTITIONED BY ({partitions})\nCOMMENT {sql_string(spec.comment)}{location}"
-    )
-
-
-def _ddl_type(dtype: T.DataType) -> str:
-    """A column type in Spark SQL, with the comments of nested struct fields (which
-    ``simpleString`` drops, and delta-rs keeps)."""
-    if isinstance(dtype, T.ArrayType):
-        return f"array<{_ddl_type(dtype.elementType)}>"
-    if isinstance(dtype, T.StructType):
-        fields = []
-        for f in dtype.fields:
-            not_null = "" if f.nullable else " NOT NULL"
-            comment = f.metadata.get("comment")
-            suffix = f" COMMENT {sql_string(comment)}" if comment else ""
-            fields.append(f"{identifier(f.name)}: {_ddl_type(f.dataType)}{not_null}{suffix}")
-        return f"struct<{', '.join(fields)}>"
-    return dtype.simpleString()
+# ---- the database and registration (Spark SQL) ----------------------------------------------
 
 
 DATABASE_FOLDER = "_database"  # under --output: the folder of a database a run creates there
