@@ -140,6 +140,7 @@ def _run(
             catalog.check_metastore_ports(session.metastore_uris_to_start(options.warehouse))
         # a Kafka run's range before the JVM starts: its size decides how the JVM compiles
         ends, held_back = _kafka_range(options)
+        catalog_side = CatalogSide.prepare(options)  # a local catalog read while Spark starts
         progress.step("starting Spark")
         with _quiet_interrupts():
             spark = session.get_or_create(
@@ -150,8 +151,7 @@ def _run(
             )
         session.start_python_workers(spark)
         progress.watch(spark_stages(spark))
-        catalog_side = CatalogSide.prepare(options)  # asked beside the audit where it can
-        if catalog_side is not None:
+        if catalog_side is not None:  # asked beside the audit where it can
             options = catalog_side.start(spark, options)
         given = _end_offsets_source(spark, options, ends_file)
         taken: list[pa.Table] = []
