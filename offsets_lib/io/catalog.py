@@ -22,26 +22,22 @@ select by `audit.run_selection.latest_succeeded_sql`, the readers' own rule, eva
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import logging
 import os
 import posixpath
 import re
-import shutil
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-from pyspark.sql import types as T
 
 from offsets_lib.audit.run_selection import latest_succeeded_sql
-from offsets_lib.audit.tables import RUN_ID, TABLES, TableSpec
+from offsets_lib.audit.tables import RUN_ID, TABLES
 from offsets_lib.io import storage
+from offsets_lib.io.local_catalog import METASTORE_FOLDER, read_local_database
 from offsets_lib.io.metastore import (
     CatalogUnreachable,
     check_metastore,
@@ -52,6 +48,7 @@ from offsets_lib.io.metastore import (
 
 __all__ = [
     "LATEST_VIEW_PREFIX",
+    "METASTORE_FOLDER",
     "CatalogEntries",
     "CatalogUnreachable",
     "NoTablesInDatabase",
@@ -59,10 +56,10 @@ __all__ = [
     "check_metastore",
     "check_metastore_ports",
     "create_latest_views",
-    "create_table_sql",
     "ensure_database",
     "identifier",
     "latest_view_sql",
+    "local_catalog_entries",
     "local_catalog_locations",
     "metastore_failure",
     "register_tables",
@@ -71,7 +68,6 @@ __all__ = [
     "run_root_and_entries",
     "shown_uris",
     "sql_string",
-    "table_identifier",
     "table_locations",
     "tables_root",
 ]
@@ -176,82 +172,24 @@ def _unreachable_line(spark: SparkSession, exc: Exception) -> str:
     return f"the catalog cannot be reached (metastore {where}): {cause}"
 
 
-# Hive's metastore schema (hive-schema-2.3.0.derby.sql, the metastore of Spark's built-in Hive
-# client): every table of every database with its storage. A data source table (Delta's) keeps
-# its folder as the storage property ``path``, its SDS location being a placeholder (Spark's
-# HiveExternalCatalog); a Hive table has only the SDS location.
-_LOCAL_CATALOG_QUERY = (
-    "select d.NAME, t.TBL_NAME, t.TBL_TYPE, s.LOCATION, p.PARAM_VALUE from DBS d"
-    " left join TBLS t on t.DB_ID = d.DB_ID left join SDS s on s.SD_ID = t.SD_ID"
-    " left join SERDE_PARAMS p on p.SERDE_ID = s.SERDE_ID and p.PARAM_KEY = 'path'"
-)
-METASTORE_FOLDER = "metastore_db"  # job/session.py's catalog_conf: <warehouse>/metastore_db
-
-
 def local_catalog_locations(warehouse: str | os.PathLike[str], database: str) -> dict[str, str]:
-    """Location of every table of ``database`` in the local catalog of ``--warehouse`` (the
-    Hive metastore on embedded Derby that job/session.py's catalog_conf opens), read with
-    Derby's own tools in a small JVM instead of a Spark session with its Hive client.
-
-    Why (the `make run` sample, 2 cores, load 14-27, one sitting): a Spark session's lookup
-    took 14-17 s (JVM and session 7-9 s, Hive client 5-6 s, ``SHOW TABLE EXTENDED`` 1.4-2.8 s)
-    and Derby's ~2 s (0.6 s CPU); `lag`/`fence-check`/`fetch --database` went from 2.6-3.6x /
-    5.5-7.5x / 2.1-4.4x their ``--output`` times to 1.2-1.9x / 1.5-1.7x / 0.6-1.1x."""
-    metastore = Path(warehouse).resolve() / METASTORE_FOLDER
-    if not metastore.is_dir():
-        raise NoTablesInDatabase(f"no database {database!r} in the catalog (no {metastore})")
-    with tempfile.TemporaryDirectory(prefix="offsets-catalog-") as scratch:
-        answer = Path(scratch) / "tables.csv"
-        query = _derby_string(_LOCAL_CATALOG_QUERY)[1:-1]
-        script = Path(scratch) / "lookup.sql"
-        script.write_text(
-            f"connect {_derby_string('jdbc:derby:' + str(metastore))};\n"
-            f"call SYSCS_UTIL.SYSCS_EXPORT_QUERY('{query}', {_derby_string(str(answer))},"
-            " null, null, 'UTF-8');\n"
-        )
-        done = subprocess.run(
-            [*_derby_java(warehouse), "org.apache.derby.tools.ij", str(script)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        errors = [n for n in done.stdout.splitlines() if n.startswith("ERROR ")]
-        if done.returncode != 0 or errors or not answer.exists():
-            cause = (errors or done.stderr.strip().splitlines() or ["no answer"])[0]
-            raise CatalogUnreachable(f"the catalog in {metastore} cannot be read: {cause}")
-        with answer.open(newline="", encoding="utf-8") as rows:
-            found = [row for row in csv.reader(rows) if row and row[0] == database.lower()]
-    if not found:
-        raise NoTablesInDatabase(f"no database {database!r} in the catalog")
-    return {
-        name: storage.location(path or location)
-        for _, name, kind, location, path in found
-        if name and kind != "VIRTUAL_VIEW"  # a view has no folder
-    }
+    """Location of every table of ``database`` in the local catalog of ``--warehouse``, read
+    without Spark (`local_catalog.read_local_database`); NoTablesInDatabase when it has no
+    such database."""
+    return local_catalog_entries(warehouse, database)[1].locations
 
 
-def _derby_string(value: str) -> str:
-    """A string literal for Derby's SQL (a quote doubled; no backslash escapes)."""
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _derby_java(warehouse: str | os.PathLike[str]) -> list[str]:
-    """The command line of a JVM with Spark's Derby jars (the version that wrote the
-    metastore), Derby's log in the warehouse as a Spark session leaves it."""
-    import pyspark
-
-    home = os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).parent)
-    jars = sorted(str(j) for j in (Path(home) / "jars").glob("derby*.jar"))
-    java_home = os.environ.get("JAVA_HOME")
-    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java") or "java"
-    return [
-        java,
-        "-XX:TieredStopAtLevel=1",  # a short-lived JVM: C1 only
-        "-XX:+UseSerialGC",
-        f"-Dderby.system.home={Path(warehouse).resolve()}",
-        "-cp",
-        os.pathsep.join(jars),
-    ]
+def local_catalog_entries(
+    warehouse: str | os.PathLike[str], database: str
+) -> tuple[str, CatalogEntries]:
+    """The folder of ``database`` and `catalog_entries` of it, read from the local catalog of
+    ``--warehouse`` without Spark; NoTablesInDatabase when it has no such database."""
+    found = read_local_database(warehouse, database, DEFINITION_PROPERTY)
+    if found is None:
+        metastore = Path(warehouse).resolve() / METASTORE_FOLDER
+        where = "" if metastore.is_dir() else f" (no {metastore})"
+        raise NoTablesInDatabase(f"no database {database!r} in the catalog{where}")
+    return found.location, CatalogEntries(found.tables, found.views)
 
 
 LATEST_VIEW_PREFIX = "latest_"
@@ -354,58 +292,7 @@ def resolve_tables_root(
     return tables_root(database, table_locations(spark, database))
 
 
-# ---- DDL and registration (Spark SQL) --------------------------------------------------------
-
-
-def table_identifier(name: str, *, output: str | None, database: str | None) -> str:
-    """How Spark SQL names the table: ``db.table`` in the catalog, else ``delta.`<uri>```."""
-    if database is not None:
-        return f"{identifier(database)}.{identifier(name)}"
-    if output is None:
-        raise ValueError("a table needs an --output path or a --database")
-    return f"delta.{identifier(storage.table_uri(output, name))}"
-
-
-def create_table_sql(spec: TableSpec, uri: str | None, *, database: str | None = None) -> str:
-    """``CREATE TABLE IF NOT EXISTS`` for the Spark Delta path, with every column comment.
-
-    With ``database`` the table is registered in the catalog as ``database.<table>``: external
-    at ``uri`` when given, else managed (in the database's folder)."""
-
-    def column(f: T.StructField) -> str:
-        not_null = "" if f.nullable else " NOT NULL"
-        comment = sql_string(f.metadata["comment"])
-        return f"{identifier(f.name)} {_ddl_type(f.dataType)}{not_null} COMMENT {comment}"
-
-    columns = ",\n  ".join(column(f) for f in spec.schema.fields)
-    partitions = ", ".join(identifier(c) for c in spec.partition_by)
-    if database is not None:
-        target = f"{identifier(database)}.{identifier(spec.name)}"
-        location = f"\nLOCATION {sql_string(uri)}" if uri is not None else ""
-    else:
-        if uri is None:
-            raise ValueError("a path table needs its location")
-        target, location = f"delta.{identifier(uri)}", ""
-    return (
-        f"CREATE TABLE IF NOT EXISTS {target} (\n  {columns}\n) USING delta\n"
-        f"PARTITIONED BY ({partitions})\nCOMMENT {sql_string(spec.comment)}{location}"
-    )
-
-
-def _ddl_type(dtype: T.DataType) -> str:
-    """A column type in Spark SQL, with the comments of nested struct fields (which
-    ``simpleString`` drops, and delta-rs keeps)."""
-    if isinstance(dtype, T.ArrayType):
-        return f"array<{_ddl_type(dtype.elementType)}>"
-    if isinstance(dtype, T.StructType):
-        fields = []
-        for f in dtype.fields:
-            not_null = "" if f.nullable else " NOT NULL"
-            comment = f.metadata.get("comment")
-            suffix = f" COMMENT {sql_string(comment)}" if comment else ""
-            fields.append(f"{identifier(f.name)}: {_ddl_type(f.dataType)}{not_null}{suffix}")
-        return f"struct<{', '.join(fields)}>"
-    return dtype.simpleString()
+# ---- the database and registration (Spark SQL) ----------------------------------------------
 
 
 DATABASE_FOLDER = "_database"  # under --output: the folder of a database a run creates there
@@ -460,6 +347,12 @@ def run_root_and_entries(
         check_metastore(spark)
     location = ensure_database(spark, database, output)
     entries = catalog_entries(spark, database)
+    return run_root_of(database, output, location, entries), entries
+
+
+def run_root_of(database: str, output: str | None, location: str, entries: CatalogEntries) -> str:
+    """`run_root_and_entries`' root, from the database's folder (``location``) and what the
+    catalog holds; ValueError when ``output`` is given and the catalog has a table elsewhere."""
     registered = {name: uri for name, uri in entries.locations.items() if name in TABLES}
     root = output if output is not None else location
     if registered and output is None:
@@ -475,7 +368,7 @@ def run_root_and_entries(
             f" {dict(sorted(elsewhere.items()))}; give that folder as --output, or another"
             " --database"
         )
-    return root, entries
+    return root
 
 
 def register_tables(

@@ -3,7 +3,9 @@ call (``write_with_spark_delta``), the ``runs`` row last (``publish_run_with_spa
 
 For clusters whose tables only Spark may write. Local sessions of job/session.py load Delta
 Lake; on a cluster ``delta_spark_available(spark)`` tells whether it can run. The rows are
-checked as the delta-rs writer (`sink`) checks them (`delta_schema.RunRows`).
+checked as the delta-rs writer (`sink`) checks them (`delta_schema.RunRows`). The tables' DDL
+(`create_table_sql`) is here because only this writer creates tables in Spark SQL: a delta-rs
+run registers its tables by location, their schema taken from the Delta log (`catalog`).
 """
 
 from __future__ import annotations
@@ -17,13 +19,16 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from offsets_lib.audit.tables import RUN_ID, TableSpec, table_spec
-from offsets_lib.io import catalog, storage
+from offsets_lib.io import storage
+from offsets_lib.io.catalog import identifier, sql_string
 from offsets_lib.io.delta_schema import RunRows, check_frame_schema, check_run_id, check_runs_row
 
 __all__ = [
+    "create_table_sql",
     "delta_spark_available",
     "publish_run_with_spark",
     "replace_where",
+    "table_identifier",
     "write_with_spark_delta",
 ]
 
@@ -39,7 +44,7 @@ def delta_spark_available(spark: SparkSession) -> bool:
 
 def replace_where(run_id: str) -> str:
     """The ``replaceWhere`` predicate selecting one run's partition."""
-    return f"{RUN_ID} = {catalog.sql_string(run_id)}"
+    return f"{RUN_ID} = {sql_string(run_id)}"
 
 
 def write_with_spark_delta(
@@ -70,7 +75,7 @@ def write_with_spark_delta(
             "io.delta.sql.DeltaSparkSessionExtension and the delta-spark jars"
         )
     uri = storage.table_uri(output, name) if output is not None else None
-    spark.sql(catalog.create_table_sql(spec, uri, database=database))
+    spark.sql(create_table_sql(spec, uri, database=database))
     writer = (
         _checked_with_run_id(df, spec, run_id)
         .write.format("delta")
@@ -79,10 +84,64 @@ def write_with_spark_delta(
         .option("userMetadata", run_id)
     )
     if database is not None:
-        writer.saveAsTable(catalog.table_identifier(name, output=output, database=database))
+        writer.saveAsTable(table_identifier(name, output=output, database=database))
     else:
         writer.save(uri)
     log.info("committed %s with Spark's Delta writer: run %s", name, run_id)
+
+
+# ---- the tables' DDL: their columns, comments and partitioning in Spark SQL ------------------
+
+
+def table_identifier(name: str, *, output: str | None, database: str | None) -> str:
+    """How Spark SQL names the table: ``db.table`` in the catalog, else ``delta.`<uri>```."""
+    if database is not None:
+        return f"{identifier(database)}.{identifier(name)}"
+    if output is None:
+        raise ValueError("a table needs an --output path or a --database")
+    return f"delta.{identifier(storage.table_uri(output, name))}"
+
+
+def create_table_sql(spec: TableSpec, uri: str | None, *, database: str | None = None) -> str:
+    """``CREATE TABLE IF NOT EXISTS`` for the Spark Delta path, with every column comment.
+
+    With ``database`` the table is registered in the catalog as ``database.<table>``: external
+    at ``uri`` when given, else managed (in the database's folder)."""
+
+    def column(f: T.StructField) -> str:
+        not_null = "" if f.nullable else " NOT NULL"
+        comment = sql_string(f.metadata["comment"])
+        return f"{identifier(f.name)} {_ddl_type(f.dataType)}{not_null} COMMENT {comment}"
+
+    columns = ",\n  ".join(column(f) for f in spec.schema.fields)
+    partitions = ", ".join(identifier(c) for c in spec.partition_by)
+    if database is not None:
+        target = f"{identifier(database)}.{identifier(spec.name)}"
+        location = f"\nLOCATION {sql_string(uri)}" if uri is not None else ""
+    else:
+        if uri is None:
+            raise ValueError("a path table needs its location")
+        target, location = f"delta.{identifier(uri)}", ""
+    return (
+        f"CREATE TABLE IF NOT EXISTS {target} (\n  {columns}\n) USING delta\n"
+        f"PARTITIONED BY ({partitions})\nCOMMENT {sql_string(spec.comment)}{location}"
+    )
+
+
+def _ddl_type(dtype: T.DataType) -> str:
+    """A column type in Spark SQL, with the comments of nested struct fields (which
+    ``simpleString`` drops, and delta-rs keeps)."""
+    if isinstance(dtype, T.ArrayType):
+        return f"array<{_ddl_type(dtype.elementType)}>"
+    if isinstance(dtype, T.StructType):
+        fields = []
+        for f in dtype.fields:
+            not_null = "" if f.nullable else " NOT NULL"
+            comment = f.metadata.get("comment")
+            suffix = f" COMMENT {sql_string(comment)}" if comment else ""
+            fields.append(f"{identifier(f.name)}: {_ddl_type(f.dataType)}{not_null}{suffix}")
+        return f"struct<{', '.join(fields)}>"
+    return dtype.simpleString()
 
 
 def _checked_with_run_id(df: DataFrame, spec: TableSpec, run_id: str) -> DataFrame:

@@ -149,6 +149,40 @@ def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path, writ
     assert (by_name.returncode, by_name.stderr) == (0, ""), by_name.stderr
     assert by_name.stdout == by_path.stdout and by_name.stdout.strip()
     assert list(work.iterdir()) == []
+    if writer == "delta-rs":
+        _a_registered_catalog_is_read_without_spark(command, warehouse, work, env)
+
+
+def _a_registered_catalog_is_read_without_spark(
+    command: list[str], warehouse: Path, work: Path, env: dict[str, str]
+) -> None:
+    """A later run of a database whose tables and views are registered reads the local catalog
+    with Derby's tools while its session starts (no question to the session's Hive client):
+    it writes where the catalog has the tables and changes nothing there. The same run with
+    another --output is refused before its audit, one line, exit 2, its folder left out."""
+    root = warehouse / "audit.db"
+    registered = catalog.local_catalog_entries(warehouse, "audit")
+    again = [c if c != "r1" else "r2" for c in command]
+    run = subprocess.run(again, env=env, capture_output=True, text=True, timeout=1200, cwd=work)
+    assert run.returncode == 0, run.stderr
+    assert "tables in database audit: " in run.stdout
+    assert "views of the latest succeeded run: latest_" in run.stdout
+    assert catalog.local_catalog_entries(warehouse, "audit") == registered
+    runs = sink.read_table(str(root), "runs").column("run_id").to_pylist()
+    assert sorted(runs) == ["r1", "r2"]
+
+    other = work.parent / "other"
+    status, lines = _reader_fails([*again[1:], "--output", str(other)], work, env)
+    assert (status, [n for n in lines if not n.startswith("Picked up JAVA_TOOL")]) == (
+        2,
+        [
+            f"offsets: database 'audit' has tables of another folder than {other}:"
+            f" {dict(sorted((n, str(root / n)) for n in [*DECIDED_TABLES, 'lag', 'runs']))};"
+            " give that folder as --output, or another --database"
+        ],
+    )
+    assert not other.exists()
+    assert list(work.iterdir()) == []
 
 
 def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> None:

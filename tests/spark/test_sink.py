@@ -109,7 +109,7 @@ def test_tables_hold_contract_columns_with_comments() -> None:
 
 def test_spark_delta_sql_is_quoted() -> None:
     assert spark_writer.replace_where("a'b\\c") == "run_id = 'a\\'b\\\\c'"
-    ddl = catalog.create_table_sql(TABLES["rejects"], "/t/re`jects")
+    ddl = spark_writer.create_table_sql(TABLES["rejects"], "/t/re`jects")
     assert ddl.startswith("CREATE TABLE IF NOT EXISTS delta.`/t/re``jects` (")
     assert "`run_id` string NOT NULL COMMENT 'Id of the run" in ddl
     assert "PARTITIONED BY (`run_id`)" in ddl

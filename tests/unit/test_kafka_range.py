@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from offsets_lib.cli.run_command import held_back_line
+from offsets_lib.cli.run_summary import held_back_line
 from offsets_lib.io.sources.kafka import held_back
 
 

@@ -14,7 +14,7 @@ from offsets_lib import wire
 from offsets_lib.audit import task_audit, task_input
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
-from offsets_lib.cli.run_command import unplaced_marker_line
+from offsets_lib.cli.run_summary import unplaced_marker_line
 from tests.log_builder import Record, batch, classic_group_value, commit, marker, tombstone
 
 MINUTE_MS = 60_000
