@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from offsets_lib.audit.task_audit import TRANSACTION_MAX_TIMEOUT_MS
+from offsets_lib.audit.transactions import TRANSACTION_MAX_TIMEOUT_MS
 from offsets_lib.job.options import RunOptions
 from offsets_lib.job.run import RunReport
 
