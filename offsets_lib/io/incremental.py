@@ -79,6 +79,7 @@ from pyspark.sql.types import (
 from offsets_lib.audit.schemas import DECODED
 from offsets_lib.audit.tables import RUN_ID, TableSpec
 from offsets_lib.io import sink, storage
+from offsets_lib.io.delta_checksum import write_version_checksum
 from offsets_lib.wire.decoded import POSITIONED_ARROW
 
 log = logging.getLogger(__name__)
@@ -292,8 +293,10 @@ def _drop_old_kept(output: str) -> None:
         needed = {r["state_id"] for r in current_rows(_stored_checkpoints(output))}
         if not needed:
             return
-        dt = storage.delta_table(sink.table_uri(output, KEPT_TABLE))
+        uri = sink.table_uri(output, KEPT_TABLE)
+        dt = storage.delta_table(uri)
         quoted = ", ".join("'" + kept_id.replace("'", "''") + "'" for kept_id in sorted(needed))
         dt.delete(predicate=f"{RUN_ID} NOT IN ({quoted})")
+        write_version_checksum(uri, dt)
     except Exception as exc:  # the checkpoint is committed; an old partition is only space
         log.warning("could not drop old kept partitions: %s", exc)

@@ -40,6 +40,7 @@ from offsets_lib.audit import run_selection
 from offsets_lib.audit.tables import RUN_ID, TABLES
 from offsets_lib.io import incremental, sink, storage
 from offsets_lib.io import runs as runs_io
+from offsets_lib.io.delta_checksum import write_version_checksum
 from offsets_lib.io.lock import output_lock
 
 __all__ = ["PruneReport", "find_runs", "prune"]
@@ -185,6 +186,7 @@ def prune(
                 report.commits[name] = len(doomed)
                 if not dry_run:
                     _delete_partitions(dt, name, doomed, prune_id=prune_id)
+                    write_version_checksum(sink.table_uri(output, name), dt)
         if vacuum and not dry_run:
             report.vacuumed = _vacuum(tables, vacuum_after)
     return report

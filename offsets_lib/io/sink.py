@@ -63,6 +63,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.audit.tables import RUN_ID, TableSpec, table_spec
 from offsets_lib.io import spark_settings, storage
+from offsets_lib.io.delta_checksum import write_version_checksum
 from offsets_lib.io.delta_schema import (
     RunRows,
     arrow_schema,
@@ -201,7 +202,9 @@ def _commit(spec: TableSpec, uri: str, actions: list[AddAction], *, run_id: str)
             partition_filters=[(RUN_ID, "=", run_id)],
             commit_properties=props,
         )
-    version = storage.delta_table(uri).version()
+    committed = storage.delta_table(uri)
+    write_version_checksum(uri, committed)
+    version = committed.version()
     log.info(
         "committed %s v%d: run %s, %d rows, %d files",
         spec.name,
