@@ -118,19 +118,21 @@ def register(
 ) -> None:
     """A catalog run's tables written by delta-rs: the catalog learns the ones it lacks, once
     every table and the runs row are committed (a failed run's tables are registered by the
-    next run that succeeds; Delta's Spark writer registers its tables itself). Then each
+    next run that succeeds). Delta's Spark writer registers the tables it writes itself; a
+    Kafka run's kept records and checkpoint are delta-rs' with either writer. Then each
     table's ``latest_<table>`` view, for readers that name no run. ``entries``: what the
-    catalog held when the run started (this run's registrations are the only change since)."""
+    catalog held when the run started (with delta-rs, this run's registrations are the only
+    change since; the Spark writer's are asked for again)."""
     if options.database is None:
         return
-    if options.delta_writer != "spark":
-        catalog.register_tables(
-            spark,
-            report.tables,
-            output=options.output,
-            database=options.database,
-            registered=entries.locations if entries is not None else None,
-        )
+    is_known = entries is not None and options.delta_writer != "spark"
+    catalog.register_tables(
+        spark,
+        report.tables,
+        output=options.output,
+        database=options.database,
+        registered=entries.locations if is_known else None,
+    )
     views = entries.views if entries is not None else None
     report.views = catalog.create_latest_views(spark, options.database, report.tables, views)
 

@@ -63,6 +63,26 @@ def runs_rows(s3: S3Server, output: str) -> list[dict[str, Any]]:
         return sink.read_table(output, "runs").to_pylist()
 
 
+def checksum_counts(s3: S3Server, output: str) -> dict[str, tuple[int, int]]:
+    """Per table: the live files its latest version's checksum counts, and delta-rs' count."""
+    import json
+
+    import pyarrow as pa
+
+    from offsets_lib.io import sink, storage
+
+    counts = {}
+    with aws(s3):
+        for name in TABLES:
+            uri = sink.table_uri(output, name)
+            dt = storage.delta_table(uri)
+            fs, root = storage.filesystem(uri)
+            with fs.open_input_stream(f"{root}/_delta_log/{dt.version():020d}.crc") as stream:
+                checksum = json.loads(stream.read())
+            counts[name] = (checksum["numFiles"], pa.table(dt.get_add_actions()).num_rows)
+    return counts
+
+
 def offsets_cli(*args: str, env: dict[str, str], log: Path) -> subprocess.CompletedProcess:
     """`offsets ...` in a fresh process (local mode) with exactly `env`'s AWS settings."""
     command = [str(BIN / "offsets"), *args]
@@ -124,6 +144,9 @@ def test_offsets_run_on_s3a_with_only_the_standard_variables(s3: S3Server, refer
     assert (run["run_id"], run["status"], run["records_read"]) == (RUN_ID, "succeeded", 6000)
     assert "tasks, read by pyarrow" in reference["log"]  # pieces and staging through the store
     assert "cluster-test-secret" not in reference["log"]
+    # each table's version carries Delta's checksum, written beside the commit on the store
+    counts = checksum_counts(s3, reference["output"])
+    assert all(ours == live for ours, live in counts.values()), counts
 
 
 def lease_holder(s3: S3Server, output: str) -> str | None:

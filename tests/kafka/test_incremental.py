@@ -58,23 +58,36 @@ def _batch_rows(batch: list[tuple[int, int]]) -> list[dict]:
 @pytest.mark.spark
 def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
     """Kafka runs, their kept records stored by audit task, against a --full re-read (the
-    last incremental run with Delta's Spark writer)."""
+    last incremental run with Delta's Spark writer and --database)."""
     topic = f"incremental-{uuid.uuid4().hex[:8]}"
     create_topic(tansu_bootstrap, topic, PARTITIONS)
     out = str(tmp_path / "tables")
+    database = f"incremental_{uuid.uuid4().hex[:8]}"
     common = ["--source", "kafka", "--bootstrap-servers", tansu_bootstrap, "--topic", topic]
     common += ["--output", out, "--as-of", AS_OF]
     produced = []
     for i, batch in enumerate(BATCHES):
         rows = _batch_rows(batch)
         produced.append(len(produce_rows(tansu_bootstrap, topic, rows)))
-        # the last incremental run commits with Delta's Spark writer: the Kafka path whole on
-        # the other writer, its tables compared with the --full re-read's below
-        writer = ["--delta-writer", "spark"] if i == len(BATCHES) - 1 else []
+        # the last incremental run commits with Delta's Spark writer into a catalog: the Kafka
+        # path whole on the other writer, its tables compared with the --full re-read's below,
+        # and the tables delta-rs commits with either writer (the kept records, the
+        # checkpoint) registered beside the Spark writer's
+        writer = (
+            ["--delta-writer", "spark", "--database", database] if i == len(BATCHES) - 1 else []
+        )
         run_cli(*common, "--run-id", f"inc{i}", *writer)
         checkpoint = incremental.read_checkpoint(out, topic)
         assert checkpoint is not None and checkpoint.sequence == i + 1
         assert checkpoint.kept_id == f"inc{i}@{i + 1}"
+    listed = {t.name: t.tableType for t in spark.catalog.listTables(database)}
+    internal = (incremental.KEPT_TABLE, incremental.CHECKPOINT_TABLE)
+    assert {name: listed.get(name) for name in ("offsets", "runs", *internal)} == {
+        "offsets": "EXTERNAL",
+        "runs": "EXTERNAL",
+        **dict.fromkeys(internal, "EXTERNAL"),
+    }
+    assert all(listed.get(f"latest_{name}") == "VIEW" for name in ("offsets", *internal))
     run_cli(*common, "--run-id", "full", "--full")
 
     runs = {r["run_id"]: r for r in sink.read_table(out, "runs").to_pylist()}
