@@ -6,7 +6,8 @@ the latest record per raw key, then writes Parquet) and the full `offsets run` p
 (decode, compact, group state, decisions, Delta tables) alternate A B, B A, A B; medians of the
 three repetitions go to bench/results.json. CPU seconds of this process tree (driver, JVM,
 Python workers) and of every other process on the machine are recorded for each run: the
-latter flags a noisy machine, which on 2 shared cores can double wall times.
+latter flags a noisy machine, which on 2 shared cores can double wall times. With
+--dominant-group-share, each size's skewed dump and its unskewed twin take turns, rep by rep.
 
     python -m offsets_lib.tools.bench [--sizes 1000000,10000000] [--reps 3] [--out bench]
 """
@@ -174,13 +175,8 @@ def measure(work: Callable[[], dict[str, float] | None], spark=None) -> dict[str
 
 
 def baseline(spark, dump: str, out: str) -> None:
-    """The practical limit: latest record per raw key bytes (log-cleaner rule), then write.
-
-    Args:
-        spark: the session.
-        dump: the dump's folder.
-        out: where the baseline writes its table.
-    """
+    """The practical limit: latest record per raw key bytes (log-cleaner rule), then write
+    Parquet at `out`."""
     from pyspark.sql import functions as F
 
     raw = spark.read.parquet(dump)
@@ -199,19 +195,8 @@ TASK_SKEW = "largest_over_mean_task"
 def pipeline_run(
     spark, dump: str, out: str, run_id: str, delta_writer: str = "delta-rs"
 ) -> dict[str, float]:
-    """The full `offsets run` on the dump.
-
-    Args:
-        spark: the session.
-        dump: the dump's folder.
-        out: the tables' folder.
-        run_id: the run's id.
-        delta_writer: ``delta-rs`` or ``spark``.
-
-    Returns:
-        Its seconds per stage, and the input records of its largest audit task (LARGEST_TASK)
-        and how it compares with the average (TASK_SKEW).
-    """
+    """The full `offsets run` on the dump, tables at `out` -> its seconds per stage, and the
+    input records of its largest audit task (LARGEST_TASK) against the average (TASK_SKEW)."""
     from offsets_lib.io.sources.parquet import read_parquet_dump
     from offsets_lib.job.run import RunOptions, execute
 
@@ -281,16 +266,9 @@ def _earlier_runs(path: Path) -> list[dict[str, Any]]:
 
 
 def target_lines(results: list[dict[str, Any]], earlier: list[dict[str, Any]]) -> list[str]:
-    """The bench's targets (speed against the baseline, skew, memory), each with the figure it is
-    judged on and whether it holds.
-
-    Args:
-        results: this sitting's measurements.
-        earlier: an earlier sitting's, to compare with.
-
-    Returns:
-        One line per target.
-    """
+    """The bench's targets (speed against the baseline, skew, memory), one line each with the
+    figure it is judged on and whether it holds: `results` (this run's) judged, compared with
+    `earlier` runs' where this run has no figure of its own (e.g. 100M against 10M)."""
     by_size = {
         (r["records"], r.get("dominant_group_share", 0.0)): r
         for r in [*earlier, *results]
@@ -346,12 +324,28 @@ def _judged(
     return []
 
 
-def _reps(
-    spark, n: int, dump: str, scratch: Path, reps: int, writer: str
-) -> dict[str, list[dict[str, Any]]]:
-    """`reps` alternating measurements (A B, B A, ...) of the baseline and the pipeline."""
-    runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "pipeline": []}
+def _runs_by_share(
+    spark, n: int, dumps: dict[float, str], scratch: Path, reps: int, writer: str
+) -> dict[float, dict[str, list[dict[str, Any]]]]:
+    """`_reps` of each dump (by dominant group share), one rep of each in turn: a skewed dump
+    and its unskewed twin measured in one session, equally warm. Measured (2 cores, 10M):
+    the unskewed dump alone in a session warmed on 100k records took 17.3 s, after six 1M
+    runs 13.6-14.9 s; the skewed one alone 16.4-19.2 s."""
+    runs = {share: {"baseline": [], "pipeline": []} for share in dumps}
     for rep in range(reps):
+        for share in list(dumps)[:: 1 if rep % 2 == 0 else -1]:
+            for kind, measured in _reps(spark, n, dumps[share], scratch, 1, writer, rep).items():
+                runs[share][kind] += measured
+    return runs
+
+
+def _reps(
+    spark, n: int, dump: str, scratch: Path, reps: int, writer: str, first: int = 0
+) -> dict[str, list[dict[str, Any]]]:
+    """`reps` alternating measurements (A B, B A, ...) of the baseline and the pipeline,
+    numbered from `first`."""
+    runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "pipeline": []}
+    for rep in range(first, first + reps):
         for kind in ["baseline", "pipeline"] if rep % 2 == 0 else ["pipeline", "baseline"]:
             target = scratch / f"{kind}-{n}"
             shutil.rmtree(target, ignore_errors=True)
@@ -468,7 +462,9 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(args.out)
     data, scratch = root / "data", root / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
-    dumps = {n: ensure_dump(data, n, args.dominant_group_share) for n in sizes}
+    # a skewed size is measured beside its unskewed twin (`_runs_by_share`)
+    shares = sorted({0.0, args.dominant_group_share})
+    dumps = {n: {share: ensure_dump(data, n, share) for share in shares} for n in sizes}
     warm_dump = ensure_dump(data, 100_000)
 
     from offsets_lib.job import session
@@ -478,13 +474,11 @@ def main(argv: list[str] | None = None) -> int:
     baseline(spark, warm_dump, str(scratch / "warm-base"))
     pipeline_run(spark, warm_dump, str(scratch / "warm-job"), "warm", args.delta_writer)
     results = [
-        _summary(
-            n,
-            _reps(spark, n, dumps[n], scratch, args.reps, args.delta_writer),
-            args.dominant_group_share,
-            args.delta_writer,
-        )
+        _summary(n, runs, share, args.delta_writer)
         for n in sizes
+        for share, runs in _runs_by_share(
+            spark, n, dumps[n], scratch, args.reps, args.delta_writer
+        ).items()
     ]
     spark.stop()
     earlier = _earlier_runs(root / "results.json")
