@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from offsets_lib.io import storage
 
@@ -27,16 +28,13 @@ log = logging.getLogger(__name__)
 
 
 def version_checksum(
-    protocol: Mapping[str, Any],
-    metadata: Mapping[str, Any],
-    file_sizes: Iterable[int],
+    protocol: Mapping[str, Any], metadata: Mapping[str, Any], file_sizes: pa.Array
 ) -> dict[str, Any]:
     """The checksum's required fields for a version whose live files have ``file_sizes``
     bytes, with its ``protocol`` and ``metaData`` actions (as the log writes them)."""
-    sizes = list(file_sizes)
     return {
-        "tableSizeBytes": sum(sizes),
-        "numFiles": len(sizes),
+        "tableSizeBytes": pc.sum(file_sizes).as_py() or 0,
+        "numFiles": len(file_sizes),
         "numMetadata": 1,
         "numProtocol": 1,
         "protocol": dict(protocol),
@@ -82,7 +80,7 @@ def write_version_checksum(uri: str, dt: DeltaTable) -> None:
     Best effort: the version is committed already, and a version without a checksum is read
     correctly (Delta then computes what the checksum would have said)."""
     try:
-        sizes = pa.table(dt.get_add_actions(flatten=True)).column("size_bytes").to_pylist()
+        sizes = pa.table(dt.get_add_actions(flatten=True)).column("size_bytes").combine_chunks()
         checksum = version_checksum(protocol_action(dt), metadata_action(dt), sizes)
         fs, root = storage.filesystem(uri)
         with fs.open_output_stream(f"{root}/_delta_log/{dt.version():020d}.crc") as out:
