@@ -17,7 +17,7 @@ from offsets_lib.job.options import RunOptions
 from offsets_lib.job.run import RunReport
 
 if TYPE_CHECKING:
-    import pyarrow as pa
+    pass
 
 
 def held_back_line(held_back: dict[int, int]) -> str:
@@ -64,13 +64,13 @@ def unplaced_marker_line(offsets: int) -> str:
 LARGEST_LAGS = 3
 
 
-def lag_summary(options: RunOptions, report: RunReport, ends: pa.Table | None) -> str | None:
+def lag_summary(options: RunOptions, report: RunReport) -> str | None:
     """The summary's lag line: how many offsets have a log-end offset, and the largest lags
     (by group, summed over its partitions). None when the run took no log-end offsets; a
     warning on stderr when it took some and none matched a committed offset."""
     from offsets_lib.io import sink
 
-    if ends is None or "lag" not in report.tables:
+    if report.log_end_offsets is None or "lag" not in report.tables:
         return None
     columns = ["group_id", "log_end_offset", "lag"]
     rows = sink.read_table(options.output, "lag", run_id=options.run_id, columns=columns)
@@ -78,8 +78,8 @@ def lag_summary(options: RunOptions, report: RunReport, ends: pa.Table | None) -
     if rows.num_rows and not known:
         where = "--end-offsets" if options.source == "parquet" else "the cluster"
         click.echo(
-            f"offsets: warning: none of the {ends.num_rows} log-end offsets from {where} is of a"
-            " partition with a committed offset (topic and partition must match the"
+            f"offsets: warning: none of the {report.log_end_offsets} log-end offsets from {where}"
+            " is of a partition with a committed offset (topic and partition must match the"
             " __consumer_offsets records); the lag table's lag is empty",
             err=True,
         )

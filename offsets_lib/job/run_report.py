@@ -47,6 +47,7 @@ class RunReport:
     task_skew: float | None = None
     # a Kafka run's {offsets partition: records} after its end that open transactions hold back
     records_held_back: dict[int, int] = field(default_factory=dict)
+    log_end_offsets: int | None = None  # how many the run took for its lag table (None: none)
     error: str | None = None
 
 

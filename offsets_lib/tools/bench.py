@@ -197,17 +197,17 @@ def pipeline_run(
 ) -> dict[str, float]:
     """The full `offsets run` on the dump, tables at `out` -> its seconds per stage, and the
     input records of its largest audit task (LARGEST_TASK) against the average (TASK_SKEW)."""
-    from offsets_lib.io.sources.parquet import read_parquet_dump
-    from offsets_lib.job.run import RunOptions, execute
+    from offsets_lib.job.entry import run
 
-    options = RunOptions(
+    report = run(
+        spark,
         output=out,
         run_id=run_id,
         inputs=(dump,),
         max_reject_ratio=1.0,
         delta_writer=delta_writer,
+        echo=lambda _line: None,
     )
-    report = execute(spark, read_parquet_dump(spark, [dump]), options, echo=lambda _line: None)
     return {
         **report.stage_seconds,
         LARGEST_TASK: float(report.largest_task_records or 0),

@@ -183,8 +183,8 @@ def test_only_kafka_runs_of_few_new_records_with_delta_rs_start_quick(
     (a relative --output too: pyarrow checks its staging folder as the run does)."""
     from dataclasses import replace
 
-    from offsets_lib.cli import run_command as cli_run
     from offsets_lib.io import incremental
+    from offsets_lib.job import entry
     from offsets_lib.job.run import RunOptions
 
     monkeypatch.setattr(local_tuning, "QUICK_START_MAX_RECORDS", 100)
@@ -205,17 +205,17 @@ def test_only_kafka_runs_of_few_new_records_with_delta_rs_start_quick(
         kafka_options={"bootstrap.servers": "b:9092"},
     )
     ends = {0: 1000, 1: 1050}  # 50 + 50 new records
-    assert cli_run._jvm_moves_few_records(kafka, ends)
+    assert entry.quick_start(kafka, ends)
     assert asked == [(out, "t")]
     monkeypatch.chdir(tmp_path)  # a relative --output: its staging folder is made absolute
-    assert cli_run._jvm_moves_few_records(replace(kafka, output="tables"), ends)
-    assert not cli_run._jvm_moves_few_records(kafka, {0: 1000, 1: 1051})
-    assert not cli_run._jvm_moves_few_records(replace(kafka, full=True), ends)  # 2050 records
+    assert entry.quick_start(replace(kafka, output="tables"), ends)
+    assert not entry.quick_start(kafka, {0: 1000, 1: 1051})
+    assert not entry.quick_start(replace(kafka, full=True), ends)  # 2050 records
     spark_writer = replace(kafka, delta_writer="spark")
-    assert not cli_run._jvm_moves_few_records(spark_writer, ends)
+    assert not entry.quick_start(spark_writer, ends)
     database_only = replace(kafka, output_given=False, database="audit")
-    assert not cli_run._jvm_moves_few_records(database_only, ends)
+    assert not entry.quick_start(database_only, ends)
     monkeypatch.setattr(incremental, "read_checkpoint", lambda _output, _topic: None)
-    assert not cli_run._jvm_moves_few_records(kafka, ends)  # the first run
+    assert not entry.quick_start(kafka, ends)  # the first run
     dump = RunOptions(output=out, run_id="r", inputs=("dump",))
-    assert not cli_run._jvm_moves_few_records(dump, None)
+    assert not entry.quick_start(dump, None)
