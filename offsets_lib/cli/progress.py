@@ -125,7 +125,7 @@ def spark_stages(spark) -> Callable[[], list[tuple[int, str, int, int, int]]]:
     Returns:
         A function giving (stage id, name, tasks, done, running) per running stage, each call.
     """
-    tracker = spark.sparkContext.statusTracker()
+    tracker = spark.sparkContext.statusTracker()  # the CLI's own classic session only
 
     def active() -> list[tuple[int, str, int, int, int]]:
         found = []

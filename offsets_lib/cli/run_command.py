@@ -21,7 +21,7 @@ from offsets_lib.cli.app import (
     EXIT_USAGE,
     fail,
 )
-from offsets_lib.io import catalog
+from offsets_lib.io import catalog, spark_settings
 from offsets_lib.job.config import conf_option
 from offsets_lib.job.options import (
     FLAGS,
@@ -101,8 +101,9 @@ def run_command(**kw: object) -> None:
                     verbose=options.verbose,
                     quick_start=plan.quick_start,
                 )
-            session.start_python_workers(spark)
-            progress.watch(spark_stages(spark))
+            if not spark_settings.is_connect(spark):  # a Connect server's driver is not here
+                session.start_python_workers(spark)
+                progress.watch(spark_stages(spark))
             report = plan.run(spark, echo=progress.line, step=progress.step)
             lag_line = run_summary.lag_summary(plan.options, report)
     except OutputLocked as exc:

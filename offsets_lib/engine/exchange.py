@@ -61,7 +61,7 @@ from offsets_lib.engine.piece_files import (
 )
 from offsets_lib.engine.pipeline import TaskEmitter
 from offsets_lib.engine.task_runner import run_tasks
-from offsets_lib.io import storage
+from offsets_lib.io import spark_settings, storage
 
 log = logging.getLogger(__name__)
 
@@ -387,7 +387,7 @@ def remap_pieces(
     pieces_uri = arrow_uri(f"{staging_uri}/remapped")
     remap_tasks = routing.tasks_for(
         sum(p["num_rows"] for p in pieces),
-        cores=spark.sparkContext.defaultParallelism,
+        cores=spark_settings.parallelism(spark),
         at_most=min(len(pieces), tasks),
     )
     shares = [

@@ -36,6 +36,7 @@ from offsets_lib.engine.piece_files import (
 )
 from offsets_lib.engine.staging import MANIFEST_ARROW, Staging
 from offsets_lib.engine.task_runner import run_tasks
+from offsets_lib.io import spark_settings
 
 PIECE = "piece"  # manifest kind of a forwarded piece (path, batch, task)
 REDUCED_ARROW = (
@@ -120,7 +121,7 @@ def reduce_pieces(
 ) -> list[dict[str, Any]]:
     """First step over pieces cut by offset-key task (`oversized_pieces`), in `gathered` tasks
     -> REDUCED_ARROW rows (one Spark job)."""
-    reducing, reducers = gathered(pieces, tasks=tasks, cores=spark.sparkContext.defaultParallelism)
+    reducing, reducers = gathered(pieces, tasks=tasks, cores=spark_settings.parallelism(spark))
     routes = routed_pieces(reducing, tasks=reducers)
     reduced = run_tasks(spark, ReduceTask(routes, staging, tasks), reducers)
     return [r.asDict() for r in reduced.collect()]

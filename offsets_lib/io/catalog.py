@@ -165,8 +165,9 @@ def view_definitions(spark: SparkSession, database: str) -> dict[str, str | None
 def _unreachable_line(spark: SparkSession, exc: Exception) -> str:
     """One line for a catalog whose client failed: the metastore it was given (URIs, never
     the connection's password) and the innermost cause Spark names."""
-    hadoop = spark.sparkContext._jsc.hadoopConfiguration()  # what the Hive client was given
-    where = hadoop.get("hive.metastore.uris") or "embedded (no hive.metastore.uris)"
+    key = "hive.metastore.uris"
+    given = spark.conf.get(f"spark.hadoop.{key}", None) or spark.conf.get(f"spark.hive.{key}", None)
+    where = given or "embedded (no hive.metastore.uris)"
     causes = [line for line in str(exc).splitlines() if line.strip()]
     cause = causes[0].rsplit(": ", 1)[-1] if causes else type(exc).__name__
     return f"the catalog cannot be reached (metastore {where}): {cause}"

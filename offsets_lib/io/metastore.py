@@ -9,6 +9,8 @@ from urllib.parse import urlsplit
 
 from pyspark.sql import SparkSession
 
+from offsets_lib.io import spark_settings
+
 
 class CatalogUnreachable(OSError):
     """The catalog did not answer: its metastore is down, elsewhere, or held by another process
@@ -41,6 +43,8 @@ def check_metastore(spark: SparkSession) -> None:
     before it, and its failures come retried and wrapped ("Unable to instantiate
     SessionHiveMetaStoreClient")."""
     if spark.conf.get("spark.sql.catalogImplementation", "in-memory") != "hive":
+        return
+    if spark_settings.is_connect(spark):  # no JVM here: the server's catalog answers itself
         return
     from py4j.protocol import Py4JJavaError
 

@@ -1,15 +1,47 @@
-"""A Spark session setting changed for a block and put back after it (the session's own value,
-or unset when it had none): the sources and sinks that need one setting for their Spark jobs
-leave the caller's session as they found it."""
+"""What the run asks of a session's settings, through `spark.conf` only (a Spark Connect
+session has no SparkContext): a setting changed for a block and put back after it (the sources
+and sinks that need one leave the caller's session as they found it), how many tasks the
+session runs at once, and whether it is a Connect session."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import re
+import weakref
 from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
-__all__ = ["setting"]
+__all__ = ["is_connect", "parallelism", "setting"]
+
+_LOCAL_MASTER = re.compile(r"local(?:-cluster)?\[(\d+|\*)(?:,\s*\d+)*\]|local")
+_MEASURED: weakref.WeakKeyDictionary[SparkSession, int] = weakref.WeakKeyDictionary()
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """A Spark Connect session (a client of a server's driver: no SparkContext, no JVM here)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def parallelism(spark: SparkSession) -> int:
+    """How many tasks the session runs at once (classic Spark's `defaultParallelism`):
+    ``spark.default.parallelism`` when set, N of a ``local[N]`` master run here, else the
+    splits Spark gives a range (its default parallelism: the executors' cores), measured by
+    one small job once per session."""
+    given = spark.conf.get("spark.default.parallelism", None)
+    if given:
+        return int(given)
+    found = _LOCAL_MASTER.fullmatch(spark.conf.get("spark.master", "") or "")
+    if found is not None and not is_connect(spark):  # a Connect server's cores are not ours
+        cores = found.group(1)
+        return (os.cpu_count() or 1) if cores in (None, "*") else int(cores)
+    if spark not in _MEASURED:
+        from pyspark.sql import functions as F
+
+        splits = spark.range(0, 1 << 16).select(F.max(F.spark_partition_id())).first()[0]
+        _MEASURED[spark] = int(splits) + 1
+    return _MEASURED[spark]
 
 
 @contextlib.contextmanager

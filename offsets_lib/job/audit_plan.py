@@ -23,7 +23,7 @@ from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.routing import RECORDS_PER_TASK
 from offsets_lib.engine.staging import KeptFiles, Staging
-from offsets_lib.io import incremental
+from offsets_lib.io import incremental, spark_settings
 from offsets_lib.job.options import RunOptions
 
 log = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ def plan_inputs(
 
 def _map_tasks(spark: SparkSession) -> int:
     minimum = spark.conf.get("spark.sql.files.minPartitionNum", None)
-    return int(minimum) if minimum else spark.sparkContext.defaultParallelism
+    return int(minimum) if minimum else spark_settings.parallelism(spark)
 
 
 # An incremental run takes as many audit tasks as its stored kept records were cut for, or
@@ -189,9 +189,7 @@ def _kafka_records(
     tasks 3.6 s, 2 tasks 3.0-3.3 s). The number of partitions is the range's (asking Spark
     plans the Kafka scan once more: ~0.5 s)."""
     partitions = len(increment.end_offsets)
-    tasks = max(
-        spark.sparkContext.defaultParallelism, -(-increment.new_records // RECORDS_PER_TASK)
-    )
+    tasks = max(spark_settings.parallelism(spark), -(-increment.new_records // RECORDS_PER_TASK))
     return raw.coalesce(tasks) if tasks < partitions else raw
 
 
@@ -252,7 +250,7 @@ def split_first_step(
 
 def _first_step_sizes(spark: SparkSession, pieces: list[dict[str, Any]], tasks: int) -> np.ndarray:
     """Records of each task of the split audit's first step (key_split.gathered)."""
-    cores = spark.sparkContext.defaultParallelism
+    cores = spark_settings.parallelism(spark)
     return exchange.task_sizes(*key_split.gathered(pieces, tasks=tasks, cores=cores))
 
 

@@ -110,7 +110,7 @@ class CatalogSide:
         try:
             return _resolve(spark, self.database, output)
         except BaseException:
-            spark.sparkContext.cancelAllJobs()
+            spark.interruptAll()
             raise
 
     def _local_answer(

@@ -19,6 +19,8 @@ Under spark-submit or a pyspark shell (their JVM runs before our code), or with 
 that pyspark's launcher is given (``--master`` in PYSPARK_SUBMIT_ARGS, ``spark.master`` in
 spark-defaults.conf), the cluster's own configuration wins: none of these layers is applied (the
 job is submitted with ``--packages`` and the cluster's catalog; see jobs/offsets_job.py).
+With ``SPARK_REMOTE=sc://host:port`` the session is a Spark Connect client of that server, whose
+own configuration (packages, catalog) serves it: none of the layers either.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from offsets_lib.io import storage
+from offsets_lib.io import spark_settings, storage
 from offsets_lib.job import local_tuning
 from offsets_lib.job.jvm import JAVA_OPTIONS, jvm_packages
 
@@ -235,6 +237,8 @@ def new_session(
     arguments): our layers, and with a local master the local tuning; none of them when
     spark-submit or a launcher's cluster master configured it."""
     extra = dict(extra_conf or {})
+    if os.environ.get("SPARK_REMOTE"):  # a Connect server's session: its settings are its own
+        return NewSession(None, {}, is_tuned=False)
     storage_conf = s3a_conf(storage_uris)
     if master is None:
         configured = launcher_master()
@@ -343,9 +347,14 @@ def get_or_create(
         storage_uris=storage_uris,
         quick_start=quick_start,
     )
+    builder = SparkSession.builder
+    if os.environ.get("SPARK_REMOTE"):
+        spark = builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
+        ship_package(spark)
+        return spark
     # Executors must use the interpreter that has pyarrow and this package installed.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder.appName(app_name)
+    builder = builder.appName(app_name)
     if plan.master is not None:
         builder = builder.master(plan.master)
     for key, value in plan.conf.items():
@@ -357,6 +366,18 @@ def get_or_create(
     if plan.is_tuned:
         local_tuning.remember_resolved_jars(spark)
     return spark
+
+
+def ship_package(spark: SparkSession) -> None:
+    """Give a Spark Connect session's Python workers this package (Spark's documented way for
+    a client's Python code: a zip added as a `pyfile` artifact of the session)."""
+    import tempfile
+
+    from offsets_lib.tools.package import build_pyfiles
+
+    with tempfile.TemporaryDirectory(prefix="offsets-artifact-") as folder:
+        archive = build_pyfiles(Path(folder) / "offsets_lib.zip")
+        spark.addArtifacts(str(archive), pyfile=True)
 
 
 # What a run's tasks import (the audit, its emitters and sinks); the workers started early
@@ -376,11 +397,10 @@ def start_python_workers(
     Spark's cold Arrow path; measured (2 cores): a job of two trivial mapInArrow tasks took
     2.5-2.7 s as the JVM's first job and 0.2-0.3 s after it, and an hourly Kafka run's driver
     plans for ~2 s after the session starts, with its executors idle."""
-    tasks = max(spark.sparkContext.defaultParallelism, 1)
+    tasks = max(spark_settings.parallelism(spark), 1)
 
     def start() -> None:
         try:
-            spark.sparkContext.setLocalProperty("spark.job.description", "start Python workers")
             ids = spark.range(0, tasks, 1, tasks)
             ids.mapInArrow(partial(_imported, tuple(modules)), ids.schema).collect()
         except Exception:  # the run's own jobs start workers again and fail loud

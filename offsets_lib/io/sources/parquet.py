@@ -156,15 +156,4 @@ def _check_local(path: str) -> bool:
 
 
 def _check_exists(spark: SparkSession, path: str) -> None:
-    if _check_local(path):
-        return
-    # Remote (s3a://, abfss://, hdfs://, ...): ask Hadoop's FileSystem through the JVM when we can.
-    try:
-        jvm = spark._jvm  # absent under Spark Connect
-        hpath = jvm.org.apache.hadoop.fs.Path(path)
-        fs = hpath.getFileSystem(spark._jsc.hadoopConfiguration())
-        statuses = fs.globStatus(hpath)
-    except Exception:
-        return  # cannot check here; spark.read reports the problem
-    if statuses is None or len(statuses) == 0:
-        raise InputNotReadable(f"parquet input not found: {path}")
+    _check_local(path)  # a remote path (s3a://, abfss://, ...): spark.read reports it
