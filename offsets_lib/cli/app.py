@@ -98,27 +98,23 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
     from offsets_lib.job import session
 
     output, database = _command_line_wins(output, database)
-    started: list[object] = []
-
-    def open_session(**options: object) -> object:
-        from pyspark.sql import SparkSession
-
-        check_metastore_ports(session.metastore_uris_to_start(options.get("warehouse")))
-        running = SparkSession.getActiveSession()
-        spark = session.get_or_create(**options)
-        if running is None:
-            started.append(spark)
-        return spark
-
+    spark = started = None
     try:
-        return resolve_tables_root(output, database, warehouse=warehouse, open_session=open_session)
+        if database is not None and output is None and warehouse is None:
+            # another catalog: the running session's, else one of this command's own, stopped
+            # once it answered
+            spark = session.running_session()
+            if spark is None:
+                check_metastore_ports(session.metastore_uris_to_start(warehouse))
+                spark = started = session.get_or_create(quick_start=True)  # only asks: C1
+        return resolve_tables_root(output, database, spark=spark, warehouse=warehouse)
     except (NoTablesInDatabase, CatalogUnreachable) as exc:
         fail(EXIT_INPUT, str(exc))
     except ValueError as exc:
         fail(EXIT_USAGE, str(exc))
     finally:
-        for spark in started:
-            spark.stop()
+        if started is not None:
+            started.stop()
 
 
 def _command_line_wins(output: str | None, database: str | None) -> tuple[str | None, str | None]:

@@ -24,12 +24,14 @@ from offsets_lib.cli.app import (
     tables_options,
     tables_root,
 )
+from offsets_lib.job.config import tables_conf_option
 
 if TYPE_CHECKING:
     from offsets_lib.tools.fence_check import FenceCheck
 
 
 @click.command("fence-check", epilog="Each rule id (FEN-...) is explained in docs/rules.md.")
+@tables_conf_option()
 @tables_options
 @click.option("--group", required=True, help="Group id.")
 @click.option("--member", required=True, help="Member id ('' for none).")

@@ -22,6 +22,7 @@ from offsets_lib.cli.app import (
     tables_options,
     tables_root,
 )
+from offsets_lib.job.config import tables_conf_option
 
 FETCH_COLUMNS = [
     "GROUP",
@@ -121,6 +122,7 @@ def _notes(results) -> list[str]:
 
 
 @click.command("fetch", epilog="Each rule id (FETCH-...) is explained in docs/rules.md.")
+@tables_conf_option()
 @tables_options
 @click.option(
     "--group",

@@ -8,6 +8,7 @@ from datetime import datetime
 import click
 
 from offsets_lib.cli.app import EXIT_INPUT, EXIT_USAGE, fail, tables_options, tables_root
+from offsets_lib.job.config import tables_conf_option
 
 HEADER = (
     "GROUP",
@@ -22,6 +23,7 @@ HEADER = (
 
 
 @click.command("lag")
+@tables_conf_option()
 @tables_options
 @click.option("--run-id", help="Run to report on (default: the newest succeeded run).")
 @click.option(
@@ -51,12 +53,17 @@ def lag_command(
     Log-end offsets come from --end-offsets, or from the cluster (--bootstrap-servers), or else
     from the run's own `lag` table (written by `offsets run`).
     """
+    from offsets_lib.io import log_end_offsets
     from offsets_lib.io.sources import InputNotReadable, SourceConfigError
+    from offsets_lib.job import session
     from offsets_lib.job.options import UsageError
     from offsets_lib.tools.lag_report import lag_report
 
     root = tables_root(output, database, warehouse)
     try:
+        spark = None  # only for a file that pyarrow does not reach
+        if end_offsets and not log_end_offsets.pyarrow_reaches(end_offsets):
+            spark = session.get_or_create()
         rows = lag_report(
             root,
             run_id,
@@ -64,6 +71,7 @@ def lag_command(
             bootstrap_servers=bootstrap_servers,
             kafka_options=kafka_options,
             groups=groups,
+            spark=spark,
         )
     except (InputNotReadable, FileNotFoundError) as exc:
         fail(EXIT_INPUT, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)

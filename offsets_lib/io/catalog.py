@@ -10,10 +10,9 @@ delta-rs and pyarrow, no Spark. For a database this module asks the catalog for 
 location in one metastore query (``SHOW TABLE EXTENDED``, no Delta log is read) and returns
 that root, so the path-based readers work unchanged. The local catalog of ``--warehouse`` (Hive's
 metastore on embedded Derby) is read without Spark (`local_catalog_locations`); any other
-catalog needs Spark: the caller passes the function that opens one (``session.get_or_create``
-of job/session.py, which io may not import)::
+catalog needs a Spark session, which the caller passes (none is started here)::
 
-    root = resolve_tables_root(None, "audit", warehouse=w, open_session=session.get_or_create)
+    root = resolve_tables_root(None, "audit", spark=spark)
 
 Beside the tables, a catalog run keeps one view per table, ``latest_<table>``: that table's
 rows of the latest succeeded run, so that dashboards and SQL users need no run id. The views
@@ -27,7 +26,7 @@ import logging
 import os
 import posixpath
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -270,27 +269,27 @@ def resolve_tables_root(
     output: str | None,
     database: str | None,
     *,
-    open_session: Callable[..., SparkSession],
+    spark: SparkSession | None = None,
     warehouse: str | None = None,
-    verbose: bool = False,
 ) -> str:
-    """The root folder the readers read: ``output`` as given, or the database's, from the
-    catalog: the local catalog of ``--warehouse`` without Spark (`local_catalog_locations`,
-    unless this process runs a Spark session already: its catalog is asked), any other through
-    a session, ``open_session(warehouse=..., verbose=..., quick_start=True)`` (a local JVM that
-    only asks the metastore compiles with C1 only), whose metastore service must answer
-    `check_metastore` first."""
+    """The root folder the readers read: ``output`` as given, or the database's: asked of the
+    catalog of ``spark`` (whose metastore service must answer `check_metastore` first), else
+    read from the local catalog of ``warehouse`` without Spark (`local_catalog_locations`).
+    No session is ever started here: a database of another catalog without ``spark`` is a
+    ValueError."""
     if (output is None) == (database is None):
         raise ValueError("give the tables as --output PATH or as --database NAME (one of them)")
     if output is not None:
         return output
-    from pyspark import SparkContext
-
-    if warehouse is not None and SparkContext._active_spark_context is None:
-        return tables_root(database, local_catalog_locations(warehouse, database))
-    spark = open_session(warehouse=warehouse, verbose=verbose, quick_start=True)
-    check_metastore(spark)
-    return tables_root(database, table_locations(spark, database))
+    if spark is not None:
+        check_metastore(spark)
+        return tables_root(database, table_locations(spark, database))
+    if warehouse is None:
+        raise ValueError(
+            f"database {database!r}: its catalog is a Spark session's; pass the session"
+            " (or --warehouse, the folder of a local catalog)"
+        )
+    return tables_root(database, local_catalog_locations(warehouse, database))
 
 
 # ---- the database and registration (Spark SQL) ----------------------------------------------

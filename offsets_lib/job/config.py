@@ -309,12 +309,18 @@ def _apply_tables_profile(
 ) -> str | None:
     if value is None or ctx.resilient_parsing:
         return value
-    try:
-        profile = load_profile(value, resolve_kafka=False)
+    names = {p.name for p in ctx.command.params if p.name}
+    try:  # the [kafka] secrets (from environment variables) only for a command that asks Kafka
+        profile = load_profile(value, resolve_kafka=KAFKA_PARAM in names)
     except ProfileError as exc:
         click.echo(f"offsets: {exc}", err=True)
         ctx.exit(EXIT_USAGE)
-    _set_defaults(ctx, profile, profile.tables_default_map())
+    cluster = {
+        k: v
+        for k, v in profile.default_map(names).items()
+        if k in ("bootstrap_servers", KAFKA_PARAM)
+    }
+    _set_defaults(ctx, profile, {**profile.tables_default_map(), **cluster})
     return value
 
 
@@ -366,24 +372,21 @@ def conf_option(*param_decls: str, **attrs: Any) -> Callable[[Callable], Callabl
                 kwargs[KAFKA_PARAM] = _merge_kafka_options(profile, tuple(kwargs[KAFKA_PARAM]))
             return func(*args, **kwargs)
 
-        return click.option(
-            *decls, is_eager=True, expose_value=False, callback=_apply_profile, **attrs
-        )(wrapper)
+        attrs.setdefault("callback", _apply_profile)
+        return click.option(*decls, is_eager=True, expose_value=False, **attrs)(wrapper)
 
     return decorator
 
 
 def tables_conf_option() -> Callable[[Callable], Callable]:
-    """Decorator adding ``--conf FILE`` to a command that works on a run's tables: the run's
-    own profile gives where the tables are (`Profile.tables_default_map`); its other keys are
-    the run's business and are ignored. The command line wins."""
-    return click.option(
-        "--conf",
-        "conf",
-        metavar="FILE",
-        is_eager=True,
-        expose_value=False,
+    """Decorator adding ``--conf FILE`` to a command that works on a run's tables (prune, and
+    the readers: fetch, fence-check, lag): the run's own profile gives where the tables are
+    (`Profile.tables_default_map`) and, to a command that asks the cluster, its
+    bootstrap_servers and [kafka] settings (merged key by key with --kafka-option, as for run);
+    its other keys are the run's business and are ignored. The command line wins."""
+    return conf_option(
         callback=_apply_tables_profile,
         help="The TOML profile `offsets run` ran with: where its tables are (output, else"
-        " database; warehouse). The command line wins.",
+        " database; warehouse), and the cluster for a command that asks it (bootstrap_servers,"
+        " [kafka]; secrets from environment variables). The command line wins.",
     )

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from offsets_lib.audit.coordinator import Coordinator
-from offsets_lib.io import catalog, storage
+from offsets_lib.io import catalog, spark_settings, storage
 from offsets_lib.job.options import AsOf, RunOptions, Source, UsageError, parse_as_of
 from offsets_lib.job.run_catalog import CatalogSide
 from offsets_lib.job.run_report import RunReport
@@ -108,6 +110,10 @@ class Plan:
         _check_output(options)
         if options.source == "parquet":  # a typo fails at once
             check_local_inputs(list(options.inputs))
+        else:  # the files the executors read, by a path that means the same there
+            from offsets_lib.io.sources.kafka import with_absolute_files
+
+            options = replace(options, kafka_options=with_absolute_files(options.kafka_options))
         self.options = options
         path = options.end_offsets
         # read now when pyarrow reaches it (a file that is not one fails at once)
@@ -169,6 +175,8 @@ class Plan:
 
         options = self.options
         try:
+            if options.output_given and spark_settings.is_connect(spark):
+                _check_workers_reach(spark, options.output)
             if self._catalog_side is not None:  # asked beside the audit where it can
                 options = self.options = self._catalog_side.start(spark, options)
             taken: list[pa.Table] = []
@@ -223,6 +231,40 @@ def quick_start(options: RunOptions, ends: dict[int, int] | None) -> bool:
     previous = None if options.full else incremental.read_checkpoint(options.output, options.topic)
     start = previous.next_offsets if previous is not None else None
     return local_tuning.is_quick_start(incremental.records_between(start, ends))
+
+
+def _check_workers_reach(spark: SparkSession, output: str) -> None:
+    """InputNotReadable (one line) unless the session's Python workers see the output, which
+    the run has locked (so made) already: a Connect server's workers run elsewhere, and the
+    audit tasks write the tables there with delta-rs, with their own storage settings."""
+    import pyarrow as pa
+
+    local = storage.local_path(output)
+    where = os.path.abspath(local) if local is not None else output
+
+    def probe(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow.fs as pafs
+
+        from offsets_lib.io import storage
+
+        for _ in batches:
+            pass
+        try:
+            fs, path = storage.filesystem(where)
+            error = "" if fs.get_file_info(path).type != pafs.FileType.NotFound else "not found"
+        except Exception as exc:  # what the worker's pyarrow says, in one line
+            error = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        yield pa.record_batch([pa.array([error])], names=["error"])
+
+    error = spark.range(1).mapInArrow(probe, "error string").first()[0]
+    if error:
+        from offsets_lib.io.sources import InputNotReadable
+
+        raise InputNotReadable(
+            f"the session's Python workers cannot reach --output {output} ({error}): they write"
+            " the tables with delta-rs and need the storage's settings themselves (README,"
+            " Spark Connect)"
+        )
 
 
 def _check_output(options: RunOptions) -> None:

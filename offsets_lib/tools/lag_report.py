@@ -1,23 +1,27 @@
 """`offsets lag`'s rows: one run's lag, from its `lag` table or against log-end offsets asked now.
 
 Without a source of log-end offsets the run's own `lag` table is read with delta-rs (no Spark).
-With a file or a cluster the log-end offsets are read first (a missing file or a dead broker
-fails before a JVM starts), then the run's committed offsets are joined with them by the one
-lag rule on Spark (`audit.lag.lag_frame`), as `offsets run` joins them.
+With a file or a cluster the run's committed offsets are joined with the log-end offsets in
+Arrow by the one lag rule (`audit.lag.lag_rows`, which `offsets run`'s tasks apply too): no JVM
+(with Spark, `offsets lag --end-offsets FILE` took 15-20 s against 1-2 s from the lag table).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from offsets_lib.audit import lag
 from offsets_lib.io import log_end_offsets, runs, sink, storage
 from offsets_lib.io.sources import InputNotReadable
 from offsets_lib.job.options import UsageError, kafka_client_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["lag_report", "run_to_report"]
 
@@ -45,8 +49,10 @@ def lag_report(
     bootstrap_servers: str | None = None,
     kafka_options: Sequence[str] = (),
     groups: Sequence[str] = (),
+    spark: SparkSession | None = None,
 ) -> list[dict[str, Any]]:
-    """The lag rows of one run (`audit.lag.LAG_COLUMNS`), unsorted.
+    """The lag rows of one run (`audit.lag.LAG_COLUMNS`), unsorted; no Spark unless the
+    log-end offsets file is on a file system only `spark` reaches.
 
     Args:
         output: the tables' root.
@@ -55,6 +61,7 @@ def lag_report(
         bootstrap_servers: a cluster to ask for log-end offsets (when no file is given), or None.
         kafka_options: `k=v` Kafka client settings for that cluster.
         groups: only these groups; empty for every group.
+        spark: a session for such a file, or None.
 
     Returns:
         One dict per committed offset. `InputNotReadable` when the output has no `runs` or
@@ -77,7 +84,7 @@ def lag_report(
     offsets = sink.read_table(output, "offsets", run_id=run_id)
     if offsets.num_rows == 0 and not sink.read_table(output, "runs", run_id=run_id).num_rows:
         raise UsageError(f"no run {run_id!r} under {output}")
-    return _joined_rows(offsets, end_offsets, bootstrap_servers, kafka_options, groups)
+    return _joined_rows(offsets, end_offsets, bootstrap_servers, kafka_options, groups, spark)
 
 
 def _joined_rows(
@@ -86,27 +93,19 @@ def _joined_rows(
     bootstrap_servers: str | None,
     kafka_options: Sequence[str],
     groups: Sequence[str],
+    spark: SparkSession | None,
 ) -> list[dict[str, Any]]:
-    """The run's committed offsets joined on Spark with log-end offsets read now (`lag_report`)."""
-    from offsets_lib.job import session
-
+    """The run's committed offsets joined with log-end offsets read now (`lag_report`), in
+    Arrow: a few rows per partition of a cluster and per committed offset, no JVM."""
     as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else datetime.now(UTC)
-    # the log-end offsets before the JVM starts: a missing file or a dead broker fails at once
-    ends = None
-    if end_offsets and log_end_offsets.pyarrow_reaches(end_offsets):
-        ends = log_end_offsets.from_file(end_offsets)
-    elif not end_offsets:
+    if end_offsets:  # Spark reads only a file system pyarrow does not reach
+        ends = log_end_offsets.from_file(end_offsets, spark)
+    else:
         settings = kafka_client_settings(bootstrap_servers, kafka_options)
         topics = sorted({t for t in offsets.column("topic").to_pylist() if t})
         ends = log_end_offsets.from_cluster(settings, topics)
-    spark = session.get_or_create()
-    if ends is None:  # a file system only Spark reaches
-        ends = log_end_offsets.from_file(end_offsets, spark)
-    frame = spark.createDataFrame(
-        offsets.select(["group_id", "topic", "partition", "committed_offset", "commit_timestamp"])
-    )
     if groups:
-        frame = frame.filter(frame.group_id.isin(list(groups)))
-    as_of_ms = int(as_of.timestamp() * 1000)
-    result = lag.lag_frame(frame, ends, as_of_ms=as_of_ms).toArrow()
+        offsets = offsets.filter(pc.is_in(offsets.column("group_id"), pa.array(list(groups))))
+    joined = lag.with_end_offsets(offsets, lag.latest_end_offsets(ends))
+    result = lag.lag_rows(joined, as_of_ms=int(as_of.timestamp() * 1000))
     return result.select(list(lag.LAG_COLUMNS)).to_pylist()

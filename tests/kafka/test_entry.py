@@ -79,3 +79,20 @@ def test_notebook_audits_the_live_topic_and_the_session_keeps_its_settings(
     via_kafka, via_dump = table_rows(out, "live"), table_rows(out, "dump")
     assert via_kafka["offsets"] and via_kafka["group_decisions"]
     assert via_kafka == via_dump
+
+
+@pytest.mark.spark
+def test_workers_that_do_not_see_the_output_are_refused_in_one_line(spark, tmp_path) -> None:
+    """A Connect server's workers run elsewhere: they must see the output the run locked."""
+    from offsets_lib.io.sources import InputNotReadable
+    from offsets_lib.job.entry import _check_workers_reach
+
+    _check_workers_reach(spark, str(tmp_path))
+    elsewhere = tmp_path / "on-the-client-only"
+    with pytest.raises(InputNotReadable) as refused:
+        _check_workers_reach(spark, str(elsewhere))
+    assert str(refused.value) == (
+        f"the session's Python workers cannot reach --output {elsewhere} (not found): they"
+        " write the tables with delta-rs and need the storage's settings themselves (README,"
+        " Spark Connect)"
+    )

@@ -19,18 +19,14 @@ from offsets_lib.io.storage import location
 from tests.support.ports import free_ports
 
 
-def _no_session(**_: object) -> None:
-    raise AssertionError("a path needs no Spark session")
-
-
 def test_a_path_is_read_as_given_without_a_session() -> None:
-    assert resolve_tables_root("tables/", None, open_session=_no_session) == "tables/"
+    assert resolve_tables_root("tables/", None) == "tables/"
 
 
 @pytest.mark.parametrize(("output", "database"), [(None, None), ("tables/", "audit")])
 def test_exactly_one_of_path_and_database(output: str | None, database: str | None) -> None:
     with pytest.raises(ValueError, match="one of them"):
-        resolve_tables_root(output, database, open_session=_no_session)
+        resolve_tables_root(output, database)
 
 
 def test_the_tables_folder_of_a_database() -> None:
@@ -50,16 +46,16 @@ def test_tables_not_side_by_side_or_none_are_refused() -> None:
         tables_root("audit", {})
 
 
-def test_a_warehouse_without_a_metastore_has_no_database(tmp_path, monkeypatch) -> None:
+def test_a_warehouse_without_a_metastore_has_no_database(tmp_path) -> None:
     """The local catalog is read, never created: no JVM, nothing written."""
-    from pyspark import SparkContext
-
-    # a reader's process runs no Spark session; this test process may (the suite's fixture),
-    # and then the catalog would be asked through it
-    monkeypatch.setattr(SparkContext, "_active_spark_context", None)
     with pytest.raises(NoTablesInDatabase, match="no database 'audit' in the catalog"):
-        resolve_tables_root(None, "audit", warehouse=str(tmp_path), open_session=_no_session)
+        resolve_tables_root(None, "audit", warehouse=str(tmp_path))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_another_catalog_without_a_session_starts_none(no_spark: None) -> None:
+    with pytest.raises(ValueError, match="pass the session"):
+        resolve_tables_root(None, "audit")
 
 
 def test_what_failed_in_hive_clients_own_words() -> None:

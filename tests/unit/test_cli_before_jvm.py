@@ -219,3 +219,26 @@ def test_only_kafka_runs_of_few_new_records_with_delta_rs_start_quick(
     assert not entry.quick_start(kafka, ends)  # the first run
     dump = RunOptions(output=out, run_id="r", inputs=("dump",))
     assert not entry.quick_start(dump, None)
+
+
+def test_kafka_option_files_are_made_absolute_and_checked_before_spark(
+    no_spark: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The executors read the CA and keystores in their own working folders: the driver gives
+    them absolute paths, and a missing file is one line (exit 3) before any JVM."""
+    from offsets_lib.io.sources.kafka import with_absolute_files
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tls").mkdir()
+    (tmp_path / "tls" / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n")
+    given = {"bootstrap.servers": "b:9093", "ssl.ca.location": "tls/ca.pem"}
+    assert with_absolute_files({**given, "ssl.ca.location": "probe"})["ssl.ca.location"] == "probe"
+    assert with_absolute_files(given) == {**given, "ssl.ca.location": str(tmp_path / "tls/ca.pem")}
+    run = ["run", "--source", "kafka", "--bootstrap-servers", "b:9093", "--output", "out"]
+    missing = ["--kafka-option", "ssl.keystore.location=tls/client.p12"]
+    result = CliRunner().invoke(main, [*run, *missing])
+    assert result.exit_code == 3, result.output
+    assert result.output == (
+        "offsets: --kafka-option ssl.keystore.location=tls/client.p12: no such file"
+        f" ({tmp_path / 'tls/client.p12'})\n"
+    )

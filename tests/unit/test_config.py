@@ -332,3 +332,41 @@ def test_tables_profile_resolves_no_kafka_secret() -> None:
         parse_profile(data, environ={})
     profile = parse_profile(data, environ={}, resolve_kafka=False)
     assert (profile.kafka, profile.tables_default_map()) == ({}, {"output": "t"})
+
+
+def test_readers_take_the_runs_profile_with_the_cluster_from_env(
+    no_spark: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`offsets lag --conf` asks the profile's cluster with its login (the password from the
+    environment); fetch and fence-check take where the tables are and need no secret."""
+    from click.testing import CliRunner
+
+    from offsets_lib.cli import main
+    from offsets_lib.tools import lag_report
+
+    path = write(
+        tmp_path,
+        'output = "t"\nbootstrap_servers = "b:9093"\nsource = "kafka"\n'
+        '[kafka]\nsasl_username = "u"\nsasl_password_env = "AUDIT_TEST_LAG_PW"\n',
+    )
+    asked = {}
+
+    def fake_report(root, run_id, **kw):
+        asked.update(root=root, **kw)
+        return []
+
+    monkeypatch.setattr(lag_report, "lag_report", fake_report)
+    refused = CliRunner().invoke(main, ["lag", "--conf", str(path)])
+    assert refused.exit_code == 2 and "AUDIT_TEST_LAG_PW" in refused.output, refused.output
+    monkeypatch.setenv("AUDIT_TEST_LAG_PW", SECRET)
+    line = ["lag", "--conf", str(path), "--kafka-option", "client.id=c"]
+    result = CliRunner().invoke(main, line)
+    assert result.exit_code == 0, result.output
+    assert (asked["root"], asked["bootstrap_servers"]) == ("t", "b:9093")
+    assert asked["kafka_options"] == ("sasl.username=u", f"sasl.password={SECRET}", "client.id=c")
+    monkeypatch.delenv("AUDIT_TEST_LAG_PW")
+    fetched = CliRunner().invoke(main, ["fetch", "--conf", str(path), "--group", "g"])
+    assert (fetched.exit_code, fetched.output) == (
+        3,
+        "offsets: no tables under t (no runs table): run `offsets run` first\n",
+    )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -55,7 +56,7 @@ from offsets_lib.io.sources.kafka_admin import (
     resolve_read_range,
     resolve_start_offsets,
 )
-from offsets_lib.io.sources.kafka_names import redact, scrub
+from offsets_lib.io.sources.kafka_names import FILE_SETTINGS, NOT_A_FILE, redact, scrub
 
 # the source's public face: the driver's look-ups (kafka_admin) with the connector's read
 __all__ = [
@@ -99,6 +100,23 @@ KAFKA_SCHEMA = StructType(
 KAFKA_COLUMNS = tuple(f.name for f in KAFKA_SCHEMA.fields)
 
 # ---------------------------------------------------------------------------- offsets options
+
+
+def with_absolute_files(kafka_options: Mapping[str, str]) -> dict[str, str]:
+    """The settings with every file they name (`kafka_names.FILE_SETTINGS`) as an absolute
+    path, checked here on the driver before any Spark work: the executors read a relative path
+    in their own working folders (`NoSuchFileException` in a Java stack, exit 1).
+    InputNotReadable names a missing file in one line."""
+    settings = dict(kafka_options)
+    for key in sorted(FILE_SETTINGS & settings.keys()):
+        value = settings[key]
+        if value in NOT_A_FILE or "://" in value:
+            continue
+        path = os.path.abspath(os.path.expanduser(value))
+        if not os.path.isfile(path):
+            raise InputNotReadable(f"--kafka-option {key}={value}: no such file ({path})")
+        settings[key] = path
+    return settings
 
 
 def offsets_to_json(offsets: Mapping[int, int], topic: str | None = None) -> str:

@@ -65,6 +65,21 @@ LIBRDKAFKA_ONLY = frozenset(
     {"sasl.mechanisms", "sasl.username", "sasl.password", "ssl.ca.location"}
 )
 
+# Settings that name a file both clients read where they run (the connector's: on every
+# executor, in its own working folder); librdkafka's special value "probe" names none.
+FILE_SETTINGS = frozenset(
+    {
+        "ssl.ca.location",
+        "ssl.truststore.location",
+        "ssl.keystore.location",
+        "ssl.certificate.location",
+        "ssl.key.location",
+        "ssl.crl.location",
+        "sasl.kerberos.keytab",
+    }
+)
+NOT_A_FILE = frozenset({"probe"})
+
 # The settings that hold a credential itself, as Kafka's clients mark them (the Java client's
 # PASSWORD type, librdkafka's sensitive properties): every password, passphrase and secret, the
 # JAAS and OAUTHBEARER configurations, a private key given inline. A setting that says where a
