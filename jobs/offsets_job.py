@@ -10,6 +10,9 @@
         --source kafka --bootstrap-servers broker:9092 --output s3://bucket/offsets-audit \
         --database audit --as-of 2026-11-21T10:00:00Z --run-id scheduled__2026-11-21T10:00:00+00:00
 
+A Python job that has a session already (a Databricks job, an Airflow PythonOperator, a Dagster
+asset) calls the same run without the command line: ``offsets_lib.run(spark, **options)``.
+
 Under spark-submit the cluster's configuration wins (job/session.py applies no local layer):
 packages, the Delta extension and the catalog (Hive metastore, Glue, Unity Catalog) come from
 the submit; `--database audit` registers the tables there (external at --output).
