@@ -352,8 +352,8 @@ def get_or_create(
         spark = builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
         ship_package(spark)
         return spark
-    # Executors must use the interpreter that has pyarrow and this package installed.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    if plan.is_tuned:  # local workers: this interpreter, which has pyarrow and the package;
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # a cluster's are its own
     builder = builder.appName(app_name)
     if plan.master is not None:
         builder = builder.master(plan.master)
