@@ -264,8 +264,10 @@ def stale_unsubscribed(
         The offsets, by group, topic and partition.
     """
     stale = decisions[decisions["rule"].isin(STALE_RULES)]
-    cols = ["group_id", "group_type", "state", "subscribed_topics"]
-    merged = stale.merge(groups[cols], on="group_id", how="inner")
+    # a group lives on one offsets partition; the tables key it by both
+    on = [c for c in ("offsets_partition", "group_id") if c in stale and c in groups]
+    cols = [*on, "group_type", "state", "subscribed_topics"]
+    merged = stale.merge(groups[cols], on=on, how="inner")
     unsubscribed = [
         state != "Empty" and subs is not None and topic not in list(subs)
         for topic, subs, state in zip(
@@ -419,7 +421,9 @@ def data_loss_list(
     soon = expiring_within(decisions, as_of, window)
     keys = ["group_id", "topic", "partition"]
     at_risk = soon.merge(lag[[*keys, "lag"]], on=keys, how="inner")
-    at_risk = at_risk[at_risk["lag"] > 0].sort_values(["expires_at", "group_id", "topic"])
+    at_risk = at_risk[at_risk["lag"] > 0].sort_values(
+        ["expires_at", "group_id", "topic", "partition"]
+    )
     out = (
         at_risk.groupby("group_id", sort=False)
         .agg(
@@ -511,30 +515,35 @@ def groups_table(run: AuditRun) -> pd.DataFrame:
     (the coordinator's deletion of the group) and rule (the deletion rule).
     """
     t = run.tables
-    groups = t["groups"][["group_id", "group_type", "state", "member_count"]].rename(
+    key = ["offsets_partition", "group_id"]
+    groups = t["groups"][[*key, "group_type", "state", "member_count"]].rename(
         columns={"member_count": "members"}
     )
-    offsets = t["offsets"]
-    per_group = offsets.groupby("group_id").agg(
-        topics=("topic", lambda s: ", ".join(sorted(set(s)))),
-        last_commit_at=("commit_timestamp", "max"),
+    per_group = (
+        t["offsets"]
+        .groupby(key)
+        .agg(
+            topics=("topic", lambda s: ", ".join(sorted(set(s)))),
+            last_commit_at=("commit_timestamp", "max"),
+        )
     )
     decisions = t["offset_decisions"]
     live = decisions[~decisions["expired"]]
-    per_group = per_group.join(live.groupby("group_id")["expires_at"].min())
-    if run.has("lag"):
+    per_group = per_group.join(live.groupby(key)["expires_at"].min()).reset_index()
+    if run.has("lag"):  # lag rows have no offsets partition: a group id lives on one
         lag = t["lag"].dropna(subset=["lag"])
-        per_group = per_group.join(lag.groupby("group_id")["lag"].sum().astype("Int64"))
+        totals = lag.groupby("group_id")["lag"].sum().astype("Int64")
+        per_group = per_group.merge(totals.reset_index(), on="group_id", how="left")
     else:
         per_group["lag"] = pd.array([pd.NA] * len(per_group), dtype="Int64")
-    out = groups.merge(per_group.reset_index(), on="group_id", how="left")
+    out = groups.merge(per_group, on=key, how="left")
     if run.has("group_decisions"):
-        gd = t["group_decisions"][["group_id", "deletes_at", "rule"]]
-        out = out.merge(gd, on="group_id", how="left")
+        gd = t["group_decisions"][[*key, "deletes_at", "rule"]]
+        out = out.merge(gd, on=key, how="left")
     else:
         out["deletes_at"], out["rule"] = pd.NaT, None
     out["topics"] = out["topics"].fillna("")
-    return out.sort_values("group_id").reset_index(drop=True)
+    return out.drop(columns="offsets_partition").sort_values("group_id").reset_index(drop=True)
 
 
 def type_state_counts(groups: pd.DataFrame) -> pd.DataFrame:
