@@ -167,30 +167,12 @@ def load_run(
 
 
 def worst_lagging_groups(lag: pd.DataFrame, n: int = 10) -> pd.DataFrame:
-    """Groups by total lag (sum over their partitions), largest first.
-
-    Args:
-        lag: the ``lag`` table's rows.
-        n: how many groups.
+    """Groups by total lag (sum over their partitions), largest first (:func:`top_lag`).
 
     Returns:
         Per group: partitions, total_lag, max_lag, last_commit_at.
     """
-    known = lag.dropna(subset=["lag"])
-    out = (
-        known.groupby("group_id")
-        .agg(
-            partitions=("partition", "size"),
-            total_lag=("lag", "sum"),
-            max_lag=("lag", "max"),
-            last_commit_at=("last_commit_at", "max"),
-        )
-        .sort_values(["total_lag", "max_lag"], ascending=False)
-        .head(n)
-        .reset_index()
-    )
-    out[["total_lag", "max_lag"]] = out[["total_lag", "max_lag"]].astype("int64")
-    return out
+    return top_lag(lag, None, "total_lag", n)
 
 
 def staleness_by_group(offsets: pd.DataFrame, as_of: pd.Timestamp, n: int = 10) -> pd.DataFrame:
@@ -340,7 +322,8 @@ def commit_rate(
         (commits per hour, a sentence saying which source counted them).
     """
     if metrics is not None and not metrics.empty:
-        per_hour = metrics.groupby("hour")["offset_commits"].sum().rename("commits")
+        meters = meters_per_hour(metrics).set_index("hour")
+        per_hour = meters["offset_commits"].rename("commits")
         label = "offset commits per hour (metrics table)"
     elif offsets is not None:
         stamps = offsets["commit_timestamp"].dropna()
@@ -485,9 +468,15 @@ def expiry_timeline_by_rule(
     return out.sort_values(["bin_start", "rule"]).reset_index(drop=True)
 
 
-def top_lag(lag: pd.DataFrame, as_of: pd.Timestamp, by: str = "total_lag", n: int = 15):
-    """Groups by total or by worst-partition lag (``by``: total_lag | max_lag), with the hours
-    since their newest commit (commit age)."""
+def top_lag(
+    lag: pd.DataFrame, as_of: pd.Timestamp | None, by: str = "total_lag", n: int = 15
+) -> pd.DataFrame:
+    """Groups by total or by worst-partition lag (``by``: total_lag | max_lag), largest first.
+
+    Returns:
+        Per group: partitions, total_lag, max_lag, last_commit_at and, with ``as_of``,
+        commit_age_hours (hours since its newest commit).
+    """
     known = lag.dropna(subset=["lag"])
     out = (
         known.groupby("group_id")
@@ -500,7 +489,8 @@ def top_lag(lag: pd.DataFrame, as_of: pd.Timestamp, by: str = "total_lag", n: in
         .reset_index()
     )
     out[["total_lag", "max_lag"]] = out[["total_lag", "max_lag"]].astype("int64")
-    out["commit_age_hours"] = (as_of - out["last_commit_at"]) / HOUR
+    if as_of is not None:
+        out["commit_age_hours"] = (as_of - out["last_commit_at"]) / HOUR
     other = "max_lag" if by == "total_lag" else "total_lag"
     ranked = out.sort_values([by, other, "group_id"], ascending=[False, False, True])
     return ranked.head(n).reset_index(drop=True)
@@ -564,7 +554,8 @@ METERS = (
 
 def meters_per_hour(metrics: pd.DataFrame) -> pd.DataFrame:
     """The KIP-496-style meters of ``metrics`` summed per hour over the offsets partitions."""
-    return metrics.groupby("hour")[list(METERS)].sum().astype("int64").reset_index()
+    meters = [m for m in METERS if m in metrics.columns]
+    return metrics.groupby("hour")[meters].sum().astype("int64").reset_index()
 
 
 def commits_per_offsets_partition(metrics: pd.DataFrame) -> pd.DataFrame:

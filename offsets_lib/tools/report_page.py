@@ -239,7 +239,7 @@ def _now_page(data: ReportData, charts: _Charts, link: Callable[[str], str]) -> 
         "<h3>Data-loss list: lagging groups whose offsets expire within 24 h</h3>"
         "<p>When these offsets expire the group restarts from <code>auto.offset.reset</code> "
         "and skips or replays the messages behind it.</p>"
-        f"{loss}<div class='tiles'>{tiles}</div>{chart}"
+        f"<div class='scroll'>{loss}</div><div class='tiles'>{tiles}</div>{chart}"
         f"<h3>Groups deleted within 24 h</h3>{deleted}"
     )
 
@@ -392,7 +392,7 @@ def _groups_json(table: pd.DataFrame, rules_url: str) -> str:
 
 
 def _drill_groups(lag: pd.DataFrame) -> pd.DataFrame:
-    return q.top_lag(lag, pd.Timestamp(0, tz="UTC"), "total_lag", DRILL_GROUPS)
+    return q.top_lag(lag, None, "total_lag", DRILL_GROUPS)
 
 
 def _drill_json(lag: pd.DataFrame, decisions: pd.DataFrame) -> str:
@@ -630,6 +630,7 @@ th[data-col]{cursor:pointer;background:#f0f0f0}
 #tile-data_loss_groups{border-color:#b91c1c}
 .filters{display:flex;gap:12px;align-items:center;margin:8px 0}
 .empty{color:#666;font-style:italic}
+.scroll{max-height:340px;overflow:auto;display:inline-block;border-bottom:1px solid #ddd}
 """
 
 SCRIPT = r"""
