@@ -54,6 +54,7 @@ class Opened:
         self.page.route("**/*", self._route)
         self.page.goto(path.as_uri())
         self.page.wait_for_function("window.Plotly !== undefined")
+        self.page.wait_for_function("document.getElementById('group-count').textContent !== ''")
 
     def _dialog(self, dialog) -> None:
         self.dialogs.append(dialog.message)
