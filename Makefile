@@ -74,6 +74,7 @@ bench: setup ## the job against Spark's read-and-dedupe at 1M and 10M, a skewed 
 	$(BIN)/python -m offsets_lib.tools.bench --sizes 10000000 --reps 3 --dominant-group-share 0.3
 	PYTHONPATH=. $(BIN)/python bench/incremental.py
 	PYTHONPATH=. $(BIN)/python bench/production.py --variant "--delta-writer spark"
+	PYTHONPATH=. $(BIN)/python bench/report.py
 
 bench-large: setup ## 100M records, one rep, judged against the latest 10M result (long; not part of test)
 	$(BIN)/python -m offsets_lib.tools.bench --sizes 100000000 --reps 1

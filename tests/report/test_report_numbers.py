@@ -71,3 +71,24 @@ def test_exit_statuses(sample_tables: str, tmp_path: Path) -> None:
     bad = invoke("report", "--output", sample_tables, "--out", str(tmp_path / "x.txt"))
     assert bad.exit_code == 2
     assert not (tmp_path / "x.html").exists()
+
+
+def test_next_to_tables_writes_the_run_and_latest(sample_tables: str, tmp_path: Path) -> None:
+    import shutil
+
+    tables = shutil.copytree(sample_tables, tmp_path / "tables")
+    result = invoke("report", "--output", str(tables), "--next-to-tables")
+    assert result.exit_code == 0, result.output
+    reports = tables / "_reports"
+    assert result.output.splitlines() == [
+        str(reports / f"{RUN_IDS[-1]}.html"),
+        str(reports / "latest.html"),
+    ]
+    assert sorted(p.name for p in reports.iterdir()) == sorted(
+        [f"{RUN_IDS[-1]}.html", f"{RUN_IDS[-1]}.json", "latest.html", "latest.json"]
+    )
+    assert (reports / "latest.html").read_bytes() == (reports / f"{RUN_IDS[-1]}.html").read_bytes()
+    # the tables' readers still read the root with a _reports folder in it
+    assert (
+        invoke("report", "--output", str(tables), "--out", str(tmp_path / "r.html")).exit_code == 0
+    )
