@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from offsets_lib.io import sink
@@ -469,9 +470,10 @@ def expiry_timeline_by_rule(
 
 
 def top_lag(
-    lag: pd.DataFrame, as_of: pd.Timestamp | None, by: str = "total_lag", n: int = 15
+    lag: pd.DataFrame, as_of: pd.Timestamp | None, by: str = "total_lag", n: int | None = 15
 ) -> pd.DataFrame:
-    """Groups by total or by worst-partition lag (``by``: total_lag | max_lag), largest first.
+    """Groups by total or by worst-partition lag (``by``: total_lag | max_lag), largest first
+    (the first ``n``; None: every group).
 
     Returns:
         Per group: partitions, total_lag, max_lag, last_commit_at and, with ``as_of``,
@@ -493,14 +495,14 @@ def top_lag(
         out["commit_age_hours"] = (as_of - out["last_commit_at"]) / HOUR
     other = "max_lag" if by == "total_lag" else "total_lag"
     ranked = out.sort_values([by, other, "group_id"], ascending=[False, False, True])
-    return ranked.head(n).reset_index(drop=True)
+    return (ranked if n is None else ranked.head(n)).reset_index(drop=True)
 
 
 def groups_table(run: AuditRun) -> pd.DataFrame:
     """One row per group: the Groups page's table.
 
     Columns: group_id, group_type, state, members, topics (the topics of its committed offsets,
-    sorted, joined by ", "), lag (summed over its partitions; null without a lag table or a
+    a sorted list), lag (summed over its partitions; null without a lag table or a
     log-end offset), last_commit_at, expires_at (its first offset expiry not yet past), deletes_at
     (the coordinator's deletion of the group) and rule (the deletion rule).
     """
@@ -509,14 +511,15 @@ def groups_table(run: AuditRun) -> pd.DataFrame:
     groups = t["groups"][[*key, "group_type", "state", "member_count"]].rename(
         columns={"member_count": "members"}
     )
-    per_group = (
-        t["offsets"]
-        .groupby(key)
-        .agg(
-            topics=("topic", lambda s: ", ".join(sorted(set(s)))),
-            last_commit_at=("commit_timestamp", "max"),
-        )
-    )
+    offsets = t["offsets"]
+    per_group = offsets.groupby(key).agg(last_commit_at=("commit_timestamp", "max"))
+    # each group's distinct topics, sorted: one sort and a split (a Python lambda per group
+    # took 26 s for 70,000 groups)
+    pairs = offsets[[*key, "topic"]].drop_duplicates().sort_values([*key, "topic"])
+    starts = np.flatnonzero(~pairs.duplicated(key).to_numpy())
+    topics = np.split(pairs["topic"].to_numpy(), starts[1:])
+    index = pd.MultiIndex.from_frame(pairs.iloc[starts][key])
+    per_group["topics"] = pd.Series([list(t) for t in topics], index=index, dtype=object)
     decisions = t["offset_decisions"]
     live = decisions[~decisions["expired"]]
     per_group = per_group.join(live.groupby(key)["expires_at"].min()).reset_index()
@@ -532,7 +535,7 @@ def groups_table(run: AuditRun) -> pd.DataFrame:
         out = out.merge(gd, on=key, how="left")
     else:
         out["deletes_at"], out["rule"] = pd.NaT, None
-    out["topics"] = out["topics"].fillna("")
+    out["topics"] = [t if isinstance(t, list) else [] for t in out["topics"]]
     return out.drop(columns="offsets_partition").sort_values("group_id").reset_index(drop=True)
 
 
@@ -635,7 +638,8 @@ def lag_trend(history: pd.DataFrame) -> pd.DataFrame:
 
 def estimated_time_lag(output: str, run_ids: list[str], lag: pd.DataFrame) -> pd.DataFrame:
     """An estimate of each group's lag in time: its lag divided by the rate its partitions' log
-    end offsets grew between the first and the last of ``run_ids`` (messages per second).
+    end offsets grew between the first and the last of ``run_ids`` (oldest first; messages per
+    second).
 
     Partitions whose log-end offset did not move give no estimate (null).
 
@@ -650,8 +654,9 @@ def estimated_time_lag(output: str, run_ids: list[str], lag: pd.DataFrame) -> pd
 
     dataset = storage.delta_dataset(sink.table_uri(output, "lag"))
     columns = ["run_id", "as_of", "topic", "partition", "log_end_offset"]
+    first_and_last = [run_ids[0], run_ids[-1]]
     ends = (
-        dataset.to_table(filter=ds.field("run_id").isin(run_ids), columns=columns)
+        dataset.to_table(filter=ds.field("run_id").isin(first_and_last), columns=columns)
         .to_pandas()
         .dropna(subset=["log_end_offset"])
         .drop_duplicates(["run_id", "topic", "partition"])

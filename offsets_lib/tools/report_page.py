@@ -58,6 +58,7 @@ class ReportData:
     time_lag: pd.DataFrame  # `estimated_time_lag`
     rejects: pd.DataFrame  # `rejects_by_error`
     now: pd.Timestamp  # when the report was made (for the "runs are late" banner)
+    ranked: pd.DataFrame | None  # `top_lag` of every group, by total lag (None: no lag table)
     tiles: dict[str, int] = field(default_factory=dict)
     data_loss: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -69,12 +70,9 @@ def gather(output: str, run_id: str | None, history: int, now: pd.Timestamp) -> 
     succeeded = runs[(runs["status"] == "succeeded") & (runs["as_of"] <= run.as_of)]
     earlier = [r for r in succeeded["run_id"] if r != run.run_id]
     ids = [*(earlier[-(history - 1) :] if history > 1 else []), run.run_id]
-    top = (
-        list(q.top_lag(run.tables["lag"], run.as_of, n=HISTORY_GROUPS)["group_id"])
-        if run.has("lag")
-        else []
-    )
     lag = run.tables["lag"] if run.has("lag") else None
+    ranked = q.top_lag(lag, run.as_of, n=None) if lag is not None else None
+    top = [] if ranked is None else list(ranked["group_id"].head(HISTORY_GROUPS))
     data = ReportData(
         run=run,
         runs=runs,
@@ -83,6 +81,7 @@ def gather(output: str, run_id: str | None, history: int, now: pd.Timestamp) -> 
         time_lag=q.estimated_time_lag(output, ids, lag) if lag is not None else pd.DataFrame(),
         rejects=q.rejects_by_error(output, run.run_id),
         now=now,
+        ranked=ranked,
     )
     data.tiles = q.tiles(run)
     data.data_loss = (
@@ -172,7 +171,13 @@ def render(data: ReportData, rules_url: str) -> str:
         "</dl></header>"
     )
     rows = _groups_json(q.groups_table(run), rules_url)
-    drill = _drill_json(t["lag"], t["offset_decisions"]) if run.has("lag") else "{}"
+    drill = (
+        _drill_json(
+            t["lag"], t["offset_decisions"], list(data.ranked["group_id"].head(DRILL_GROUPS))
+        )
+        if data.ranked is not None
+        else "{}"
+    )
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>offsets report {_e(run.run_id)}</title><style>{STYLE}</style></head>"
@@ -260,7 +265,7 @@ def _lag_page(data: ReportData, charts: _Charts) -> str:
         ("last_commit_at", "last commit (UTC)", _utc_e),
         ("commit_age_hours", "commit age (h)", _num),
     ]
-    by_total = q.top_lag(lag, run.as_of, "total_lag", TOP_N)
+    by_total = data.ranked.head(TOP_N)
     by_max = q.top_lag(lag, run.as_of, "max_lag", TOP_N)
     bar = charts.figure(
         "chart-top-lag",
@@ -299,7 +304,8 @@ def _lag_page(data: ReportData, charts: _Charts) -> str:
     trend = trend.sort_values(["total_lag", "group_id"], ascending=[False, True])
     time_lag = data.time_lag.sort_values("total_lag", ascending=False).head(TOP_N)
     drill = "".join(
-        f'<option value="{_e(g)}">{_e(g)}</option>' for g in _drill_groups(lag)["group_id"]
+        f'<option value="{_e(g)}">{_e(g)}</option>'
+        for g in data.ranked["group_id"].head(DRILL_GROUPS)
     )
     return (
         f"<h3>Top groups by total lag</h3>{bar}"
@@ -386,36 +392,43 @@ def _groups_json(table: pd.DataFrame, rules_url: str) -> str:
             return None
         return codes[kind].setdefault(str(value), len(codes[kind]))
 
+    def column(values: pd.Series) -> list:
+        return values.astype(object).where(values.notna(), None).tolist()
+
     rows = [
-        [
-            r.group_id,
-            code("types", r.group_type),
-            code("states", r.state),
-            None if pd.isna(r.members) else int(r.members),
-            [code("topics", t) for t in r.topics.split(", ")] if r.topics else [],
-            None if pd.isna(r.lag) else int(r.lag),
-            _epoch_s(r.last_commit_at),
-            _epoch_s(r.expires_at),
-            _epoch_s(r.deletes_at),
-            code("rules", r.rule),
-        ]
-        for r in table.itertuples()
+        list(r)
+        for r in zip(
+            table["group_id"].tolist(),
+            [code("types", v) for v in table["group_type"].tolist()],
+            [code("states", v) for v in table["state"].tolist()],
+            column(table["members"].astype("Int64")),
+            [[code("topics", t) for t in ts] for ts in table["topics"]],
+            column(table["lag"].astype("Int64")),
+            _epoch_column(table["last_commit_at"]),
+            _epoch_column(table["expires_at"]),
+            _epoch_column(table["deletes_at"]),
+            [code("rules", v) for v in column(table["rule"])],
+            strict=True,
+        )
     ]
     doc = {"rules_url": rules_url, **{k: list(v) for k, v in codes.items()}, "rows": rows}
     raw = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 
-def _epoch_s(value: object) -> int | None:
-    return None if value is None or pd.isna(value) else int(pd.Timestamp(value).timestamp())
+def _epoch_column(values: pd.Series) -> list[int | None]:
+    """Timestamps as whole epoch seconds (None for NaT)."""
+    stamps = pd.to_datetime(values, utc=True)
+    secs = stamps.to_numpy("datetime64[s]").astype("int64").tolist()
+    return [None if missing else s for s, missing in zip(secs, stamps.isna().tolist(), strict=True)]
 
 
-def _drill_groups(lag: pd.DataFrame) -> pd.DataFrame:
-    return q.top_lag(lag, None, "total_lag", DRILL_GROUPS)
+def _drill_groups(data: ReportData) -> list[str]:
+    """The groups whose partitions the drill-down holds: the most lagging."""
+    return list(data.ranked["group_id"].head(DRILL_GROUPS))
 
 
-def _drill_json(lag: pd.DataFrame, decisions: pd.DataFrame) -> str:
-    groups = list(_drill_groups(lag)["group_id"])
+def _drill_json(lag: pd.DataFrame, decisions: pd.DataFrame, groups: list[str]) -> str:
     keys = ["group_id", "topic", "partition"]
     rows = lag[lag["group_id"].isin(groups)].merge(
         decisions[[*keys, "expires_at", "rule"]], on=keys, how="left"
