@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test test-fast bench bench-large lint format package clean check-java broker-jars fonts verify-broker
+.PHONY: help setup run test test-fast bench bench-large lint format package clean check-java broker-jars fonts browser verify-broker
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m offsets_lib.tools.jars  # hadoop-aws + AWS SDK bundle into Ivy's cache
 	touch $(STAMP)
 
-setup: $(STAMP) broker-jars fonts ## create .venv with the project (editable) and the dev tools; fetch the JVM packages and the chart fonts
+setup: $(STAMP) broker-jars fonts browser ## create .venv with the project (editable) and the dev tools; fetch the JVM packages, the chart fonts and the report tests' browser
 	@$(BIN)/python -m offsets_lib.job.session --warm
 
 # Apache Kafka broker jars for tests/broker (Maven Central -> ~/.cache/kafka-offsets-audit;
@@ -35,6 +35,13 @@ setup: $(STAMP) broker-jars fonts ## create .venv with the project (editable) an
 broker-jars: $(STAMP)
 	@command -v mvn >/dev/null 2>&1 || { echo "Maven is required to fetch the Kafka broker jars for tests/broker: install it (Debian: apt-get install -y maven) and rerun." >&2; exit 2; }
 	@$(BIN)/python tests/broker/kafka_dist.py
+
+# The headless Chromium that tests/report drives with Playwright (`playwright install` cannot
+# download its own browsers here): Debian's chromium-headless-shell, installed by apt as root
+# when missing (a no-op when present).
+browser:
+	@command -v chromium-headless-shell >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || apt-get install -y --no-install-recommends chromium-headless-shell >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y --no-install-recommends chromium-headless-shell >/dev/null; } || true
+	@command -v chromium-headless-shell >/dev/null 2>&1 || { echo "chromium-headless-shell is required by the report tests (tests/report): install it as root (Debian: apt-get install -y --no-install-recommends chromium-headless-shell) and rerun." >&2; exit 2; }
 
 # Fallback fonts for the notebook's charts: CJK and monochrome emoji group ids (Debian's
 # fonts-wqy-microhei and fonts-symbola by `apt-get download` + `dpkg -x`, no root, ~3 MB ->
@@ -46,10 +53,13 @@ verify-broker: setup ## real Kafka brokers as the oracle: per version and situat
 	@rm -f build/broker-checks.json
 	$(BIN)/pytest -q tests/broker; status=$$?; $(BIN)/python tests/broker/recorder.py build/broker-checks.json; exit $$status
 
-run: setup ## generate a sample dump, audit it, print the summary
-	$(BIN)/offsets generate --out $(SAMPLE)/dump --groups 2000 --records 200000 --seed 7
+run: setup ## generate a sample dump, audit its last three hours (hourly runs), print the summary and the report's path
+	$(BIN)/offsets generate --out $(SAMPLE)/dump --groups 2000 --records 200000 --seed 7 --earlier-hours 2
+	set -o pipefail; for h in 2 1; do $(BIN)/offsets run --source parquet --input $(SAMPLE)/dump/_$${h}h-earlier --output $(SAMPLE)/tables \
+		--run-id sample-$${h}h-earlier --end-offsets $(SAMPLE)/dump/_$${h}h-earlier/_end_offsets.csv | tail -1 || exit; done
 	$(BIN)/offsets run --source parquet --input $(SAMPLE)/dump --output $(SAMPLE)/tables --run-id sample \
 		--end-offsets $(SAMPLE)/dump/_end_offsets.csv
+	@echo "report: $$($(BIN)/offsets report --output $(SAMPLE)/tables --out $(SAMPLE)/report.html)"
 
 test: setup ## run the whole test suite (two workers, tests/conftest.py `work_unit`)
 	$(BIN)/pytest -q -n 2 --durations=25
@@ -64,6 +74,7 @@ bench: setup ## the job against Spark's read-and-dedupe at 1M and 10M, a skewed 
 	$(BIN)/python -m offsets_lib.tools.bench --sizes 10000000 --reps 3 --dominant-group-share 0.3
 	PYTHONPATH=. $(BIN)/python bench/incremental.py
 	PYTHONPATH=. $(BIN)/python bench/production.py --variant "--delta-writer spark"
+	PYTHONPATH=. $(BIN)/python bench/report.py
 
 bench-large: setup ## 100M records, one rep, judged against the latest 10M result (long; not part of test)
 	$(BIN)/python -m offsets_lib.tools.bench --sizes 100000000 --reps 1

@@ -32,6 +32,11 @@ same way with the same profile: it reads where the tables are from the profile (
 output location is written once. Without it every run would add a ``run_id`` partition to
 every table for good (8,760 a year).
 
+After a successful run, ``report_run`` submits ``jobs/report_job.py`` (``offsets report
+--next-to-tables``) the same way: the run's page and its ``report.json`` go next to the tables,
+``<output>/_reports/<run_id>.html`` and ``_reports/latest.html`` (also on S3); the task's log
+prints where.
+
 The profile's secret (``KAFKA_SASL_PASSWORD``) must be in the driver's environment (the
 worker's in client mode), never in a file or an option. Retries and backfills are safe: a rerun
 with the same ``--run-id`` replaces that run's rows. Connection ``spark_default`` says where to
@@ -138,4 +143,11 @@ with DAG(
         [*location_options(OPTIONS), *RETENTION],
         timedelta(minutes=20),
     )
-    audit >> prune
+    report = submit(
+        "report_run",
+        "report_job.py",
+        "kafka-offsets-report",
+        [*location_options(OPTIONS), "--run-id", "{{ run_id }}", "--next-to-tables"],
+        timedelta(minutes=20),
+    )
+    audit >> [report, prune]

@@ -18,11 +18,13 @@
 # catalog `database` a Spark session only finds where its tables are) and answers, for one run:
 #
 # 1. which groups lag the most (or, without a `lag` table, have not committed for longest);
-# 2. which committed offsets expire within 24 hours and within 7 days;
+# 2. which committed offsets expire within 24 hours and within 7 days, and which lagging groups
+#    lose their position with them (the data-loss list);
 # 3. which offsets are stale because their topic is no longer subscribed;
 #
 # with plots of lag by group, the expiry timeline and the commit rate. All queries live in
-# `offsets_lib.tools.notebook_queries`; this notebook only presents them. Times are UTC and relative
+# `offsets_lib.tools.notebook_queries`, shared with `offsets report`; this notebook only
+# presents them. Times are UTC and relative
 # to the run's `as_of` (the instant the run evaluated the coordinator at), not to "now".
 #
 # Run it headless with papermill, e.g.
@@ -144,6 +146,21 @@ expiring_7d = q.expiring_within(decisions, run.as_of, pd.Timedelta(days=7))
 display(Markdown(f"**{len(expiring_24h)}** offsets expire within 24 h:"))
 display(expiring_24h.head(50))
 
+# %% [markdown]
+# ### The data-loss list
+#
+# Lagging groups (lag above zero) whose offsets expire within 24 h: when they expire the group
+# restarts from `auto.offset.reset` and skips or replays the messages behind it. The report's
+# Now page and its `report.json` show the same list.
+
+# %%
+if run.has("lag"):
+    data_loss = q.data_loss_list(run.tables["lag"], decisions, run.as_of)
+    display(Markdown(f"**{len(data_loss)}** lagging groups lose their offsets within 24 h:"))
+    display(data_loss.head(50))
+else:
+    display(Markdown("_No lag table in this run: the data-loss list needs log-end offsets._"))
+
 # %%
 display(Markdown(f"**{len(expiring_7d)}** offsets expire within 7 days (by group and rule):"))
 display(
@@ -178,6 +195,9 @@ else:
 # `EXP-STABLE-UNSUBSCRIBED` (classic consumer group, Stable) and `EXP-MODERN-COMMIT-TS`
 # (consumer/streams group), with the topic absent from `groups.subscribed_topics`. They hold
 # a position nobody reads from; they go away `offsets.retention.minutes` after their commit.
+# Empty groups and groups whose subscription is unknown are left out (they subscribe to
+# nothing, so every offset would match): the same count as TABLES.md's stale-subscriptions
+# query and the report's tile.
 
 # %%
 stale = q.stale_unsubscribed(decisions, groups, offsets)

@@ -13,6 +13,7 @@ from offsets_lib.cli import (
     inspect_command,
     lag_command,
     prune_command,
+    report_command,
     run_command,
 )
 from offsets_lib.cli.app import main
@@ -25,6 +26,7 @@ for _command in (
     lag_command.lag_command,
     generate_command.generate_command,
     prune_command.prune_command,
+    report_command.report_command,
 ):
     main.add_command(_command)
 

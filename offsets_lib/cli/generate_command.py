@@ -37,6 +37,14 @@ from offsets_lib.cli.app import EXIT_USAGE
     show_default=True,
     help="Share of the offset commits written by one group (a dominant group).",
 )
+@click.option(
+    "--earlier-hours",
+    type=click.IntRange(0, 24),
+    default=0,
+    show_default=True,
+    help="Also write the dump as it was 1..N hours before its end (folders _<k>h-earlier, each "
+    "with its _end_offsets.csv): audit them in order for a history of hourly runs.",
+)
 def generate_command(
     out: str,
     groups: int,
@@ -45,6 +53,7 @@ def generate_command(
     partitions: int,
     profile: str,
     dominant_group_share: float,
+    earlier_hours: int,
 ) -> None:
     """Write a realistic synthetic __consumer_offsets dump, deterministic by seed."""
     from offsets_lib.tools.generate import GenerateError, generate_dump
@@ -58,6 +67,7 @@ def generate_command(
             partitions=partitions,
             profile=profile,
             dominant_group_share=dominant_group_share,
+            earlier_hours=earlier_hours,
         )
     except GenerateError as exc:
         click.echo(f"offsets: {exc}", err=True)

@@ -15,23 +15,41 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from offsets_lib.io import sink
 
 __all__ = [
     "NOTEBOOK_TABLES",
+    "REPORT_TABLES",
     "STALE_RULES",
     "AuditRun",
     "commit_rate",
+    "commits_per_offsets_partition",
+    "data_loss_list",
+    "estimated_time_lag",
     "expiring_within",
     "expiry_timeline",
+    "expiry_timeline_by_rule",
+    "groups_deleted_within",
+    "groups_table",
+    "lag_history",
+    "lag_trend",
     "latest_run_id",
     "load_run",
+    "meters_per_hour",
+    "missing_hourly_runs",
+    "read_runs",
+    "rejects_by_error",
+    "run_health",
     "stale_unsubscribed",
     "staleness_by_group",
     "table_exists",
     "tables_root",
+    "tiles",
+    "top_lag",
+    "type_state_counts",
     "worst_lagging_groups",
 ]
 
@@ -48,6 +66,7 @@ class AuditRun:
     run_id: str
     as_of: pd.Timestamp
     tables: dict[str, pd.DataFrame | None] = field(default_factory=dict)
+    info: dict = field(default_factory=dict)  # the run's row of the ``runs`` table
 
     def has(self, name: str) -> bool:
         """Whether the run wrote the table `name`."""
@@ -139,34 +158,22 @@ def load_run(
         else None
         for name in tables
     }
-    return AuditRun(output=output, run_id=run_id, as_of=pd.Timestamp(row["as_of"]), tables=loaded)
+    return AuditRun(
+        output=output,
+        run_id=run_id,
+        as_of=pd.Timestamp(row["as_of"]),
+        tables=loaded,
+        info=row.to_dict(),
+    )
 
 
 def worst_lagging_groups(lag: pd.DataFrame, n: int = 10) -> pd.DataFrame:
-    """Groups by total lag (sum over their partitions), largest first.
-
-    Args:
-        lag: the ``lag`` table's rows.
-        n: how many groups.
+    """Groups by total lag (sum over their partitions), largest first (:func:`top_lag`).
 
     Returns:
         Per group: partitions, total_lag, max_lag, last_commit_at.
     """
-    known = lag.dropna(subset=["lag"])
-    out = (
-        known.groupby("group_id")
-        .agg(
-            partitions=("partition", "size"),
-            total_lag=("lag", "sum"),
-            max_lag=("lag", "max"),
-            last_commit_at=("last_commit_at", "max"),
-        )
-        .sort_values(["total_lag", "max_lag"], ascending=False)
-        .head(n)
-        .reset_index()
-    )
-    out[["total_lag", "max_lag"]] = out[["total_lag", "max_lag"]].astype("int64")
-    return out
+    return top_lag(lag, None, "total_lag", n)
 
 
 def staleness_by_group(offsets: pd.DataFrame, as_of: pd.Timestamp, n: int = 10) -> pd.DataFrame:
@@ -223,9 +230,13 @@ def expiring_within(
 def stale_unsubscribed(
     decisions: pd.DataFrame, groups: pd.DataFrame, offsets: pd.DataFrame | None = None
 ) -> pd.DataFrame:
-    """Offsets of topics the group no longer subscribes to (the STALE_RULES, topic unsubscribed).
+    """Offsets of topics a group no longer reads: the project's one definition of "stale".
 
-    A null ``subscribed_topics`` (no member reported one) counts as not subscribed.
+    A STALE_RULES offset whose topic is absent from the group's ``subscribed_topics``, in a group
+    that is not Empty and whose subscription is known. Empty groups and unknown subscriptions are
+    left out: they subscribe to nothing, so every offset of theirs would match (their offsets
+    expire by the Empty-group rules and are counted there). TABLES.md's stale-subscriptions
+    query says the same.
 
     Args:
         decisions: the ``offset_decisions`` table's rows.
@@ -236,13 +247,17 @@ def stale_unsubscribed(
         The offsets, by group, topic and partition.
     """
     stale = decisions[decisions["rule"].isin(STALE_RULES)]
-    cols = ["group_id", "group_type", "state", "subscribed_topics"]
-    merged = stale.merge(groups[cols], on="group_id", how="left")
-    subscribed = [
-        isinstance(subs, Iterable) and not isinstance(subs, str) and topic in list(subs)
-        for topic, subs in zip(merged["topic"], merged["subscribed_topics"], strict=True)
+    # a group lives on one offsets partition; the tables key it by both
+    on = [c for c in ("offsets_partition", "group_id") if c in stale and c in groups]
+    cols = [*on, "group_type", "state", "subscribed_topics"]
+    merged = stale.merge(groups[cols], on=on, how="inner")
+    unsubscribed = [
+        state != "Empty" and subs is not None and topic not in list(subs)
+        for topic, subs, state in zip(
+            merged["topic"], merged["subscribed_topics"], merged["state"], strict=True
+        )
     ]
-    merged = merged[[not s for s in subscribed]]
+    merged = merged[unsubscribed]
     if offsets is not None:
         keys = ["group_id", "topic", "partition"]
         merged = merged.merge(offsets[[*keys, "commit_timestamp"]], on=keys, how="left")
@@ -308,7 +323,8 @@ def commit_rate(
         (commits per hour, a sentence saying which source counted them).
     """
     if metrics is not None and not metrics.empty:
-        per_hour = metrics.groupby("hour")["offset_commits"].sum().rename("commits")
+        meters = meters_per_hour(metrics).set_index("hour")
+        per_hour = meters["offset_commits"].rename("commits")
         label = "offset commits per hour (metrics table)"
     elif offsets is not None:
         stamps = offsets["commit_timestamp"].dropna()
@@ -322,3 +338,337 @@ def commit_rate(
         per_hour = per_hour.reindex(hours, fill_value=0)
         per_hour.index.name = "hour"
     return per_hour.astype("int64").reset_index(), label
+
+
+# ---- the report's panels (`offsets report`); each number of the page comes from one of these --
+
+REPORT_TABLES = (
+    *NOTEBOOK_TABLES,
+    "group_decisions",
+    "load_failures",
+    "unread_marker_offsets",
+)
+HOUR = pd.Timedelta(hours=1)
+DAY = pd.Timedelta(days=1)
+WEEK = pd.Timedelta(days=7)
+
+
+def read_runs(output: str) -> pd.DataFrame:
+    """Every row of the ``runs`` table, oldest first in the readers' order of recency."""
+    from offsets_lib.audit.run_selection import recency_key
+
+    frame = sink.read_table(output, "runs").to_pandas()
+    keys = [
+        recency_key(None if pd.isna(f) else f, r)
+        for f, r in zip(frame["finished_at"], frame["run_id"], strict=True)
+    ]
+    order = sorted(range(len(frame)), key=keys.__getitem__)
+    frame = frame.iloc[order].drop(columns=["tables_written"], errors="ignore")
+    return frame.reset_index(drop=True)
+
+
+def rejects_by_error(output: str, run_id: str) -> pd.DataFrame:
+    """The run's rejected records counted per ``error`` (the bytes are not read)."""
+    if not table_exists(output, "rejects"):
+        return pd.DataFrame({"error": [], "records": []})
+    rejects = sink.read_table(output, "rejects", run_id=run_id, columns=["error"]).to_pandas()
+    counts = rejects.groupby("error").size().rename("records").reset_index()
+    return counts.sort_values(["records", "error"], ascending=[False, True]).reset_index(drop=True)
+
+
+def groups_deleted_within(
+    group_decisions: pd.DataFrame, as_of: pd.Timestamp, window: pd.Timedelta = DAY
+) -> pd.DataFrame:
+    """Groups deleted at ``as_of`` or by ``as_of + window`` (TABLES.md groups-deleted-soon)."""
+    soon = group_decisions[
+        group_decisions["deleted"] | (group_decisions["deletes_at"] <= as_of + window)
+    ]
+    columns = ["group_id", "group_type", "state", "deleted", "deletes_at", "rule"]
+    return soon.sort_values(["deleted", "deletes_at", "group_id"], ascending=[False, True, True])[
+        columns
+    ].reset_index(drop=True)
+
+
+def data_loss_list(
+    lag: pd.DataFrame, decisions: pd.DataFrame, as_of: pd.Timestamp, window: pd.Timedelta = DAY
+) -> pd.DataFrame:
+    """Lagging groups whose offsets expire within ``window``: when they expire, the group
+    restarts from ``auto.offset.reset`` and skips or replays the messages behind it.
+
+    An offset counts when its lag is above zero and it expires within the window
+    (:func:`expiring_within`).
+
+    Returns:
+        Per group: partitions at risk, their summed lag, the first expiry and its rule; the
+        soonest expiry first, then the largest lag.
+    """
+    soon = expiring_within(decisions, as_of, window)
+    keys = ["group_id", "topic", "partition"]
+    at_risk = soon.merge(lag[[*keys, "lag"]], on=keys, how="inner")
+    at_risk = at_risk[at_risk["lag"] > 0].sort_values(
+        ["expires_at", "group_id", "topic", "partition"]
+    )
+    out = (
+        at_risk.groupby("group_id", sort=False)
+        .agg(
+            partitions=("partition", "size"),
+            lag=("lag", "sum"),
+            expires_at=("expires_at", "min"),
+            rule=("rule", "first"),
+        )
+        .reset_index()
+    )
+    out["lag"] = out["lag"].astype("int64")
+    out["expires_in_hours"] = (out["expires_at"] - as_of) / HOUR
+    return out.sort_values(["expires_at", "lag", "group_id"], ascending=[True, False, True])[
+        ["group_id", "partitions", "lag", "expires_at", "expires_in_hours", "rule"]
+    ].reset_index(drop=True)
+
+
+def tiles(run: AuditRun) -> dict[str, int]:
+    """The Now page's counts (and report.json's): what expires or goes, and what went wrong.
+
+    ``expiring_*``: offsets not expired whose ``expires_at`` is within the window;
+    ``groups_deleted_24h``: :func:`groups_deleted_within`; ``data_loss_groups``:
+    :func:`data_loss_list`; ``stale_offsets``: :func:`stale_unsubscribed`; ``rejects``,
+    ``load_failures``, ``unread_markers``: rows of those tables for the run.
+    """
+    t = run.tables
+    decisions, as_of = t["offset_decisions"], run.as_of
+    empty = pd.DataFrame()
+    return {
+        "expiring_1h": len(expiring_within(decisions, as_of, HOUR)),
+        "expiring_24h": len(expiring_within(decisions, as_of, DAY)),
+        "expiring_7d": len(expiring_within(decisions, as_of, WEEK)),
+        "groups_deleted_24h": len(groups_deleted_within(t["group_decisions"], as_of))
+        if run.has("group_decisions")
+        else 0,
+        "data_loss_groups": len(data_loss_list(t["lag"], decisions, as_of))
+        if run.has("lag")
+        else 0,
+        "stale_offsets": len(stale_unsubscribed(decisions, t["groups"])),
+        "rejects": int(run.info.get("records_rejected") or 0),
+        "load_failures": len(t.get("load_failures") if run.has("load_failures") else empty),
+        "unread_markers": len(
+            t.get("unread_marker_offsets") if run.has("unread_marker_offsets") else empty
+        ),
+    }
+
+
+def expiry_timeline_by_rule(
+    decisions: pd.DataFrame, as_of: pd.Timestamp, horizon: pd.Timedelta = WEEK, freq: str = "6h"
+) -> pd.DataFrame:
+    """Offsets expiring per ``freq`` bin and rule within ``horizon`` after ``as_of``.
+
+    Returns:
+        bin_start, rule, offsets (only bins with offsets), by bin then rule.
+    """
+    soon = expiring_within(decisions, as_of, horizon)
+    soon["bin_start"] = soon["expires_at"].dt.floor(freq)
+    out = soon.groupby(["bin_start", "rule"]).size().rename("offsets").reset_index()
+    return out.sort_values(["bin_start", "rule"]).reset_index(drop=True)
+
+
+def top_lag(
+    lag: pd.DataFrame, as_of: pd.Timestamp | None, by: str = "total_lag", n: int | None = 15
+) -> pd.DataFrame:
+    """Groups by total or by worst-partition lag (``by``: total_lag | max_lag), largest first
+    (the first ``n``; None: every group).
+
+    Returns:
+        Per group: partitions, total_lag, max_lag, last_commit_at and, with ``as_of``,
+        commit_age_hours (hours since its newest commit).
+    """
+    known = lag.dropna(subset=["lag"])
+    out = (
+        known.groupby("group_id")
+        .agg(
+            partitions=("partition", "size"),
+            total_lag=("lag", "sum"),
+            max_lag=("lag", "max"),
+            last_commit_at=("last_commit_at", "max"),
+        )
+        .reset_index()
+    )
+    out[["total_lag", "max_lag"]] = out[["total_lag", "max_lag"]].astype("int64")
+    if as_of is not None:
+        out["commit_age_hours"] = (as_of - out["last_commit_at"]) / HOUR
+    other = "max_lag" if by == "total_lag" else "total_lag"
+    ranked = out.sort_values([by, other, "group_id"], ascending=[False, False, True])
+    return (ranked if n is None else ranked.head(n)).reset_index(drop=True)
+
+
+def groups_table(run: AuditRun) -> pd.DataFrame:
+    """One row per group: the Groups page's table.
+
+    Columns: group_id, group_type, state, members, topics (the topics of its committed offsets,
+    a sorted list), lag (summed over its partitions; null without a lag table or a
+    log-end offset), last_commit_at, expires_at (its first offset expiry not yet past), deletes_at
+    (the coordinator's deletion of the group) and rule (the deletion rule).
+    """
+    t = run.tables
+    key = ["offsets_partition", "group_id"]
+    groups = t["groups"][[*key, "group_type", "state", "member_count"]].rename(
+        columns={"member_count": "members"}
+    )
+    offsets = t["offsets"]
+    per_group = offsets.groupby(key).agg(last_commit_at=("commit_timestamp", "max"))
+    # each group's distinct topics, sorted: one sort and a split (a Python lambda per group
+    # took 26 s for 70,000 groups)
+    pairs = offsets[[*key, "topic"]].drop_duplicates().sort_values([*key, "topic"])
+    starts = np.flatnonzero(~pairs.duplicated(key).to_numpy())
+    topics = np.split(pairs["topic"].to_numpy(), starts[1:])
+    index = pd.MultiIndex.from_frame(pairs.iloc[starts][key])
+    per_group["topics"] = pd.Series([list(t) for t in topics], index=index, dtype=object)
+    decisions = t["offset_decisions"]
+    live = decisions[~decisions["expired"]]
+    per_group = per_group.join(live.groupby(key)["expires_at"].min()).reset_index()
+    if run.has("lag"):  # lag rows have no offsets partition: a group id lives on one
+        lag = t["lag"].dropna(subset=["lag"])
+        totals = lag.groupby("group_id")["lag"].sum().astype("Int64")
+        per_group = per_group.merge(totals.reset_index(), on="group_id", how="left")
+    else:
+        per_group["lag"] = pd.array([pd.NA] * len(per_group), dtype="Int64")
+    out = groups.merge(per_group, on=key, how="left")
+    if run.has("group_decisions"):
+        gd = t["group_decisions"][[*key, "deletes_at", "rule"]]
+        out = out.merge(gd, on=key, how="left")
+    else:
+        out["deletes_at"], out["rule"] = pd.NaT, None
+    out["topics"] = [t if isinstance(t, list) else [] for t in out["topics"]]
+    return out.drop(columns="offsets_partition").sort_values("group_id").reset_index(drop=True)
+
+
+def type_state_counts(groups: pd.DataFrame) -> pd.DataFrame:
+    """Groups per group_type (rows) and state (columns)."""
+    return (
+        groups.groupby(["group_type", "state"]).size().unstack(fill_value=0).astype("int64")
+    ).sort_index()
+
+
+METERS = (
+    "offset_commits",
+    "offset_tombstones",
+    "group_metadata_writes",
+    "groups_created",
+    "groups_deleted",
+)
+
+
+def meters_per_hour(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The KIP-496-style meters of ``metrics`` summed per hour over the offsets partitions."""
+    meters = [m for m in METERS if m in metrics.columns]
+    return metrics.groupby("hour")[meters].sum().astype("int64").reset_index()
+
+
+def commits_per_offsets_partition(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Offset commits per partition of ``__consumer_offsets`` (its coordinator's load), busiest
+    first."""
+    out = metrics.groupby("offsets_partition")["offset_commits"].sum().astype("int64")
+    return (
+        out.rename("commits")
+        .reset_index()
+        .sort_values(["commits", "offsets_partition"], ascending=[False, True])
+        .reset_index(drop=True)
+    )
+
+
+def run_health(runs: pd.DataFrame, n: int) -> pd.DataFrame:
+    """The last ``n`` runs of ``runs`` (:func:`read_runs` order): status, duration and records."""
+    recent = runs.tail(n).copy()
+    recent["duration_s"] = (recent["finished_at"] - recent["started_at"]).dt.total_seconds()
+    columns = [
+        "run_id",
+        "status",
+        "as_of",
+        "started_at",
+        "duration_s",
+        "records_read",
+        "records_decoded",
+        "records_rejected",
+        "error",
+    ]
+    return recent[columns].reset_index(drop=True)
+
+
+def missing_hourly_runs(runs: pd.DataFrame) -> list[pd.Timestamp]:
+    """Hours between the first and the last succeeded run's ``as_of`` that no succeeded run
+    evaluated (an hourly schedule's gaps)."""
+    hours = runs.loc[runs["status"] == "succeeded", "as_of"].dropna().dt.floor("h")
+    if hours.empty:
+        return []
+    every = pd.date_range(hours.min(), hours.max(), freq="h")
+    return [h for h in every if h not in set(hours)]
+
+
+def lag_history(output: str, run_ids: list[str], groups: list[str]) -> pd.DataFrame:
+    """Total lag of ``groups`` in each of ``run_ids`` (runs without a lag table are absent).
+
+    Returns:
+        run_id, as_of, group_id, total_lag; by as_of then group.
+    """
+    if not run_ids or not groups or not table_exists(output, "lag"):
+        return pd.DataFrame({"run_id": [], "as_of": [], "group_id": [], "total_lag": []})
+    import pyarrow.dataset as ds
+
+    from offsets_lib.io import storage
+
+    dataset = storage.delta_dataset(sink.table_uri(output, "lag"))
+    condition = ds.field("run_id").isin(run_ids) & ds.field("group_id").isin(groups)
+    columns = ["run_id", "as_of", "group_id", "lag"]
+    rows = dataset.to_table(filter=condition, columns=columns).to_pandas().dropna(subset=["lag"])
+    out = rows.groupby(["run_id", "as_of", "group_id"])["lag"].sum().astype("int64")
+    out = out.rename("total_lag").reset_index()
+    return out.sort_values(["as_of", "group_id"]).reset_index(drop=True)
+
+
+def lag_trend(history: pd.DataFrame) -> pd.DataFrame:
+    """Per group: the least-squares slope of its total lag over the runs' ``as_of``, in messages
+    per hour (positive = falling further behind); null with fewer than two runs."""
+    rows = []
+    for group, frame in history.groupby("group_id"):
+        hours = (frame["as_of"] - frame["as_of"].min()) / HOUR
+        slope = None
+        if hours.nunique() > 1:
+            x, y = hours.to_numpy(float), frame["total_lag"].to_numpy(float)
+            slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+        rows.append({"group_id": group, "runs": len(frame), "lag_per_hour": slope})
+    return pd.DataFrame(rows, columns=["group_id", "runs", "lag_per_hour"])
+
+
+def estimated_time_lag(output: str, run_ids: list[str], lag: pd.DataFrame) -> pd.DataFrame:
+    """An estimate of each group's lag in time: its lag divided by the rate its partitions' log
+    end offsets grew between the first and the last of ``run_ids`` (oldest first; messages per
+    second).
+
+    Partitions whose log-end offset did not move give no estimate (null).
+
+    Returns:
+        Per group: total_lag, rate_per_s (summed over its partitions), est_seconds.
+    """
+    if len(run_ids) < 2 or not table_exists(output, "lag"):
+        return pd.DataFrame({"group_id": [], "total_lag": [], "rate_per_s": [], "est_seconds": []})
+    import pyarrow.dataset as ds
+
+    from offsets_lib.io import storage
+
+    dataset = storage.delta_dataset(sink.table_uri(output, "lag"))
+    columns = ["run_id", "as_of", "topic", "partition", "log_end_offset"]
+    first_and_last = [run_ids[0], run_ids[-1]]
+    ends = (
+        dataset.to_table(filter=ds.field("run_id").isin(first_and_last), columns=columns)
+        .to_pandas()
+        .dropna(subset=["log_end_offset"])
+        .drop_duplicates(["run_id", "topic", "partition"])
+    )
+    first = ends[ends["as_of"] == ends["as_of"].min()]
+    last = ends[ends["as_of"] == ends["as_of"].max()]
+    both = last.merge(first, on=["topic", "partition"], suffixes=("", "_0"))
+    seconds = (both["as_of"] - both["as_of_0"]).dt.total_seconds()
+    both["rate_per_s"] = (both["log_end_offset"] - both["log_end_offset_0"]) / seconds
+    known = lag.dropna(subset=["lag"]).merge(
+        both[["topic", "partition", "rate_per_s"]], on=["topic", "partition"], how="left"
+    )
+    out = known.groupby("group_id").agg(total_lag=("lag", "sum"), rate_per_s=("rate_per_s", "sum"))
+    out["est_seconds"] = out["total_lag"] / out["rate_per_s"].where(out["rate_per_s"] > 0)
+    return out.reset_index()

@@ -85,6 +85,7 @@ SCRIPT = textwrap.dedent(
             max_active_runs=dag.max_active_runs,
             downstream={t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks},
             prune=task_report(dag, "prune_runs"),
+            report=task_report(dag, "report_run"),
             **task_report(dag, "audit_offsets"),
         )
         return out
@@ -248,7 +249,11 @@ def test_a_prune_task_follows_the_run(dag_report: dict) -> None:
     """The run, then `offsets prune` with TABLES.md's retention for hourly runs, submitted
     like the run with the same profile (which says where the tables are), only after a run
     that succeeded."""
-    assert dag_report["downstream"] == {"audit_offsets": ["prune_runs"], "prune_runs": []}
+    assert dag_report["downstream"] == {
+        "audit_offsets": ["prune_runs", "report_run"],
+        "prune_runs": [],
+        "report_run": [],
+    }
     prune = dag_report["prune"]
     assert (prune["task_type"], prune["trigger_rule"]) == ("SparkSubmitOperator", "all_success")
     assert prune["rendered"]["application"] == f"{RELEASE}/jobs/prune_job.py"
@@ -269,6 +274,42 @@ def test_a_prune_task_follows_the_run(dag_report: dict) -> None:
         "--keep-runs",
         "48",
     ]
+
+
+def test_a_report_task_follows_the_run(dag_report: dict) -> None:
+    """After a run that succeeded, `offsets report --next-to-tables` of that run, submitted like
+    the run with the same profile: its page goes next to the tables (_reports/)."""
+    report = dag_report["report"]
+    assert (report["task_type"], report["trigger_rule"]) == ("SparkSubmitOperator", "all_success")
+    assert report["rendered"]["application"] == f"{RELEASE}/jobs/report_job.py"
+    assert (ROOT / "jobs" / "report_job.py").is_file()
+    command = report["command"]
+    app = command.index(f"{RELEASE}/jobs/report_job.py")
+    assert command[app + 1 :] == [
+        "--conf",
+        "prod-example.toml",
+        "--run-id",
+        "scheduled__2026-11-21T09:00:00+00:00",
+        "--next-to-tables",
+    ]
+    configured = dag_report["configured"]["report"]["command"]
+    app = configured.index(f"{RELEASE}/jobs/report_job.py")
+    assert configured[app + 1 : app + 5] == [
+        "--conf",
+        "audit-eu.toml",
+        "--output",
+        "s3://audit eu/tables",
+    ]
+
+
+def test_report_job_accepts_the_dag_arguments(tmp_path: Path) -> None:
+    """jobs/report_job.py runs `offsets report` (here on a folder without tables: exit 3)."""
+    sys.path.insert(0, str(ROOT / "jobs"))
+    try:
+        import report_job
+    finally:
+        sys.path.remove(str(ROOT / "jobs"))
+    assert report_job.main(["--output", str(tmp_path), "--next-to-tables"]) == 3
 
 
 def test_a_deployment_prunes_where_its_options_put_the_tables(dag_report: dict) -> None:

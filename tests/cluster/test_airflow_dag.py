@@ -458,6 +458,32 @@ def test_the_notebook_queries_read_the_catalog_tables(
     ]  # fmt: skip
 
 
+def test_the_report_task_writes_the_pages_next_to_the_tables(
+    second_run: dict, deployment: Deployment
+) -> None:
+    """The DAG's report task after the second hour: the run's page and `_reports/latest.html`
+    with their report.json on S3 next to the tables, read back; its log says where."""
+    from offsets_lib.io import storage
+
+    assert second_run["task"].state == "success"
+    second = runs_rows(deployment)[-1]
+    task = run_task(deployment, second_run["logical_date"], "report_run", KAFKA_SASL_PASSWORD="")
+    assert (task.code, task.state) == (0, "success"), task.log[-6000:]
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", second["run_id"])
+    assert f"{OUTPUT}/_reports/{name}.html" in task.log
+    with aws_env(deployment):
+        fs, root = storage.filesystem(OUTPUT)
+        read = {}
+        for file in (f"{name}.html", f"{name}.json", "latest.html", "latest.json"):
+            with fs.open_input_stream(f"{root}/_reports/{file}") as stream:
+                read[file] = stream.read().decode("utf-8")
+    assert read["latest.html"] == read[f"{name}.html"]
+    assert f"<dd id='h-run'>{second['run_id']}</dd>" in read["latest.html"]
+    summary = json.loads(read["latest.json"])
+    assert summary["run_id"] == second["run_id"]
+    assert summary["tiles"]["rejects"] == 0
+
+
 def test_the_prune_task_removes_the_older_run(
     first_run: dict, second_run: dict, deployment: Deployment
 ) -> None:

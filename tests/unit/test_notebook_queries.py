@@ -70,10 +70,11 @@ def test_stale_unsubscribed_needs_rule_and_unsubscribed_topic() -> None:
     assert list(stale["group_type"]) == ["consumer", "classic"]
 
 
-def test_stale_unsubscribed_null_subscription_counts_as_unsubscribed() -> None:
-    groups = GROUPS.assign(subscribed_topics=[None, None, None])
-    stale = q.stale_unsubscribed(DECISIONS, groups)
-    assert list(stale["topic"]) == ["u", "v", "w"]
+def test_stale_unsubscribed_leaves_out_unknown_subscriptions_and_empty_groups() -> None:
+    groups = GROUPS.assign(subscribed_topics=[["x"], None, ["x"]], state=["Empty"] * 3)
+    assert q.stale_unsubscribed(DECISIONS, groups).empty
+    groups = GROUPS.assign(subscribed_topics=[["x"], None, ["x"]])
+    assert list(q.stale_unsubscribed(DECISIONS, groups)["topic"]) == ["w"]
 
 
 def test_expiry_timeline_bins_and_cumulative() -> None:

@@ -386,8 +386,14 @@ class World:
         self.key_part = (np.arange(len(self.key_group)) - starts).astype(np.int32)
         n = len(self.key_group)
         self.n_keys = n
-        self.key_base = (rng.lognormal(10, 3, size=n)).astype(np.int64) % (1 << 40)
-        self.key_rate = rng.lognormal(0.0, 1.5, size=n)  # messages per second
+        base = (rng.lognormal(10, 3, size=n)).astype(np.int64) % (1 << 40)
+        rate = rng.lognormal(0.0, 1.5, size=n)  # messages per second
+        # One log per topic partition: every group reading it sees the same offsets over time,
+        # so a group's lag is the messages written since its last commit (zero to millions).
+        log = self.key_topic.astype(np.int64) * (1 << 32) + self.key_part
+        _, first, same_log = np.unique(log, return_index=True, return_inverse=True)
+        self.key_base = base[first][same_log]
+        self.key_rate = rate[first][same_log]
         self.key_epoch = rng.integers(0, 25, size=n).astype(np.int32)
         self.key_bump = self.start + (rng.random(n) * self.span * 3).astype(np.int64)
         # one wire-encoded key per (group, topic), its partition filled in per key

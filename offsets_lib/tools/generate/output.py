@@ -60,10 +60,12 @@ class GenerateReport:
 END_OFFSETS_FILE = "_end_offsets.csv"
 
 
-def _write_end_offsets(world: World, path: Path) -> None:
-    """Per consumed partition: above every offset committed for it (offsets grow at each key's
-    rate), plus a lag of up to 5000 records, deterministic by seed."""
-    committed_max = world.key_base + (world.key_rate * world.span / 1000).astype(np.int64)
+def _write_end_offsets(world: World, path: Path, at_ms: int | None = None) -> None:
+    """Per consumed partition at ``at_ms`` (default: the dump's end): above every offset
+    committed for it by then (offsets grow at each partition's rate), plus a lag of up to 5000
+    records, deterministic by seed."""
+    elapsed = world.span if at_ms is None else at_ms - world.start
+    committed_max = world.key_base + (world.key_rate * elapsed / 1000).astype(np.int64)
     ends: dict[tuple[str, int], int] = {}
     for topic, part, offset in zip(
         world.key_topic.tolist(), world.key_part.tolist(), committed_max.tolist(), strict=True
@@ -112,6 +114,7 @@ def generate_dump(
     profile: str = "realistic",
     days: float = 8.0,
     dominant_group_share: float = 0.0,
+    earlier_hours: int = 0,
 ) -> GenerateReport:
     """Write a synthetic raw dump, deterministic by seed (the module docstring of
     `tools.generate` says what it holds).
@@ -125,6 +128,8 @@ def generate_dump(
         profile: ``realistic`` or ``bench`` (`PROFILES`).
         days: the window's length, ending at `END_MS`.
         dominant_group_share: share of the offset commits written by one group.
+        earlier_hours: also write the dump as it was 1..N hours before its end
+            (`earlier_folder`), for audits an hour apart (a run history).
 
     Returns:
         What was written, with the counts the summary line prints.
@@ -149,11 +154,42 @@ def generate_dump(
     for r in plan.rare:
         by_type[r[7]] += 1
     _write_end_offsets(world, outdir / END_OFFSETS_FILE)
+    for hours in range(1, earlier_hours + 1):
+        _write_earlier(world, written, outdir / earlier_folder(hours), END_MS - hours * HOUR_MS)
     report = _report(outdir, world, plan, written, by_type, tombstones, int(seen.sum()))
     arguments = {"groups": groups, "records": records, "seed": seed, "partitions": partitions}
     _write_parameters(outdir, report, {**arguments, "profile": profile, "days": days})
     report.seconds = time.perf_counter() - started
     return report
+
+
+HOUR_MS = 3_600_000
+
+
+def earlier_folder(hours: int) -> str:
+    """The folder inside the dump's that holds the dump as it was ``hours`` before its end (its
+    leading underscore keeps the readers of the whole dump out of it)."""
+    return f"_{hours}h-earlier"
+
+
+def _write_earlier(world: World, written: list[str], folder: Path, at_ms: int) -> None:
+    """The records written up to ``at_ms`` and the log-end offsets at that instant."""
+    import pyarrow.compute as pc
+
+    folder.mkdir(exist_ok=True)
+    table = pq.read_table(written)
+    cut = pa_timestamp(at_ms)
+    pq.write_table(
+        table.filter(pc.less_equal(table["timestamp"], cut)), folder / "part-00000.parquet"
+    )
+    _write_end_offsets(world, folder / END_OFFSETS_FILE, at_ms)
+
+
+def pa_timestamp(ms: int):
+    """An epoch-millisecond instant as an Arrow UTC timestamp scalar (the dump's type)."""
+    import pyarrow as pa
+
+    return pa.scalar(ms * 1000, type=pa.timestamp("us", tz="UTC"))
 
 
 def _write_chunks(

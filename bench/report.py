@@ -1,0 +1,126 @@
+"""`offsets report` on large runs: the 10M-record bench run and a run with 100,000 groups, each
+with 24 retained runs (the audited run's partitions copied under 23 earlier run ids an hour
+apart: the cheapest history, no second audit). Prints `bench report: ...` lines: the report's
+wall time (target < 30 s), its file size (< 10 MB) and the page's open time in headless Chromium
+until the groups table is drawn (< 5 s).
+
+    PYTHONPATH=. .venv/bin/python bench/report.py [--case 10M] [--case 100k-groups]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import write_deltalake
+
+from offsets_lib.io import sink, storage
+from offsets_lib.tools.bench import ensure_dump
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "bench" / "data"
+BIN = Path(sys.executable).parent
+RUNS = 24
+RUN_ID = "bench-report"
+TARGETS = {"seconds": 30.0, "open_s": 5.0, "mb": 10.0}
+
+
+def _dump(case: str) -> tuple[Path, list[str]]:
+    """The case's dump folder and the extra `offsets run` arguments."""
+    if case == "10M":
+        return Path(ensure_dump(DATA, 10_000_000)), []
+    path = DATA / "report-100k-groups"
+    if not (path / "_end_offsets.csv").exists():
+        subprocess.run(
+            [str(BIN / "offsets"), "generate", "--out", str(path), "--groups", "100000",
+             "--records", "1000000", "--seed", "3"],
+            check=True,
+        )  # fmt: skip
+    return path, ["--end-offsets", str(path / "_end_offsets.csv")]
+
+
+def _tables(case: str) -> str:
+    """The case's tables: one audited run, then RUNS - 1 copies of it an hour apart."""
+    tables = DATA / f"report-tables-{case}"
+    if storage.is_delta_table(sink.table_uri(str(tables), "runs")):
+        return str(tables)
+    shutil.rmtree(tables, ignore_errors=True)
+    dump, extra = _dump(case)
+    subprocess.run(
+        [str(BIN / "offsets"), "run", "--source", "parquet", "--input", str(dump),
+         "--output", str(tables), "--run-id", RUN_ID, *extra],
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    for name in sorted(p.name for p in tables.iterdir() if (p / "_delta_log").is_dir()):
+        run = sink.read_table(str(tables), name, run_id=RUN_ID)
+        copies = [_shifted(run, hours) for hours in range(RUNS - 1, 0, -1)]
+        write_deltalake(str(tables / name), pa.concat_tables(copies), mode="append")
+    return str(tables)
+
+
+def _shifted(table: pa.Table, hours: int) -> pa.Table:
+    """The run's rows as an earlier run's: its own run id, every run time ``hours`` earlier."""
+    shift = pa.scalar(timedelta(hours=hours))
+    for column in ("as_of", "started_at", "finished_at"):
+        if column in table.column_names:
+            index = table.column_names.index(column)
+            table = table.set_column(index, column, pc.subtract(table[column], shift))
+    run_ids = pa.array([f"{RUN_ID}-{hours:02d}h-earlier"] * len(table), pa.string())
+    return table.set_column(table.column_names.index("run_id"), "run_id", run_ids)
+
+
+def _open_seconds(path: Path) -> float:
+    """Seconds from navigation to the drawn groups table in headless Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=shutil.which("chromium-headless-shell"), args=["--no-sandbox"]
+        )
+        page = browser.new_page()
+        started = time.perf_counter()
+        page.goto(path.as_uri())
+        page.wait_for_function("document.querySelector('#groups-table tbody tr') !== null")
+        seconds = time.perf_counter() - started
+        browser.close()
+    return seconds
+
+
+def bench(case: str) -> str:
+    tables = _tables(case)
+    out = DATA / f"report-{case}.html"
+    started = time.perf_counter()
+    subprocess.run(
+        [str(BIN / "offsets"), "report", "--output", tables, "--out", str(out), "--history",
+         str(RUNS)],
+        check=True, stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    mb = out.stat().st_size / 1e6
+    open_s = _open_seconds(out)
+    groups = sink.read_table(tables, "groups", run_id=RUN_ID, columns=["group_id"]).num_rows
+    ok = seconds < TARGETS["seconds"] and open_s < TARGETS["open_s"] and mb < TARGETS["mb"]
+    return (
+        f"bench report: {case} ({groups:,} groups, {RUNS} retained runs): {seconds:.1f} s to "
+        f"write, {mb:.1f} MB, {open_s:.1f} s to open in headless Chromium "
+        f"(targets < {TARGETS['seconds']:.0f} s, < {TARGETS['mb']:.0f} MB, "
+        f"< {TARGETS['open_s']:.0f} s: {'met' if ok else 'MISSED'})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--case", action="append", choices=("10M", "100k-groups"))
+    for case in parser.parse_args().case or ["10M", "100k-groups"]:
+        print(bench(case), flush=True)
+
+
+if __name__ == "__main__":
+    main()
