@@ -22,6 +22,11 @@ def test_one_broker_per_regime() -> None:
         "2.0.1": "pre-2.1",
     }
     assert [describes_instance_ids(v) for v in ("2.3.1", "2.4.0")] == [False, True]
+    # Kafka 2.3's loader until KAFKA-10401 (2.6.1)
+    assert [coordinator_for(v) for v in ("2.4.0", "2.5.1", "2.6.0", "2.6.1", "2.7.0")] == [
+        "classic-2.4.0-2.6.0", "classic-2.4.0-2.6.0", "classic-2.4.0-2.6.0",
+        "classic-2.4", "classic-2.4",
+    ]  # fmt: skip
 
 
 def test_situations_run_on_the_eras_that_have_their_feature() -> None:
