@@ -131,3 +131,10 @@ def test_groups_after_an_open_transactions_first_record() -> None:
         ]
     )
     assert groups_after_open_transactions(dump) == {"open": 0, "g3": 0}
+
+
+def test_the_load_tests_releases_are_fetched_by_make_broker_jars() -> None:
+    from tests.broker import kafka_dist, test_load_rows, test_loader_regime
+
+    wanted = {*test_load_rows.RELEASES, test_loader_regime.RELEASE}
+    assert wanted <= {*kafka_dist.VERSIONS, *kafka_dist.LOAD_VERSIONS}
