@@ -14,6 +14,9 @@ class Coordinator(StrEnum):
 
     NEW = "new"
     CLASSIC_2_4 = "classic-2.4"
+    # KIP-496's rules with Kafka 2.3's loader, which reads the state timestamp of a
+    # GroupMetadataValue v2 only (2.4.0 to 2.6.0; KAFKA-10401 fixed it in 2.6.1 and 2.7.0)
+    CLASSIC_2_4_0_TO_2_6_0 = "classic-2.4.0-2.6.0"
     CLASSIC_2_1 = "classic-2.1"
     PRE_2_1 = "pre-2.1"
 

@@ -210,8 +210,8 @@ GROUP_DECISIONS = TableSpec(
 
 LOAD_FAILURES = TableSpec(
     name="load_failures",
-    comment="One row per record the new coordinator's loader refuses to replay (LOG-6), per "
-    "run: the broker fails to load that offsets partition, and serves no group of it.",
+    comment="One row per record the new coordinator's loader refuses to replay (LOG-6, LOG-7), "
+    "per run: the broker fails to load that offsets partition, and serves no group of it.",
     schema=StructType(
         [
             offsets_partition_column("the record (the partition the broker would not load)"),
@@ -219,26 +219,27 @@ LOAD_FAILURES = TableSpec(
             column(
                 "failed_check",
                 StringType(),
-                "The LOG-6 check that fails: GROUP_TOMBSTONE_WITH_MEMBERS, "
-                "GROUP_TOMBSTONE_WITH_TARGET_ASSIGNMENT_MEMBERS, "
-                "GROUP_TOMBSTONE_WITHOUT_TARGET_ASSIGNMENT_TOMBSTONE, "
-                "MEMBER_TOMBSTONE_WITH_EPOCH_NOT_MINUS_ONE or "
-                "MEMBER_TOMBSTONE_WITH_TARGET_ASSIGNMENT.",
+                "The check that fails: GROUP_TOMBSTONE_* and MEMBER_TOMBSTONE_* (LOG-6), "
+                "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_EQUAL_OR_HIGHER_EPOCH or "
+                "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_LOWER_EPOCH (LOG-7); "
+                "docs/rules.md.",
             ),
             column(
                 "log_offset",
                 LongType(),
-                "Offset in __consumer_offsets of the tombstone that fails the check.",
+                "Offset in __consumer_offsets of the record that fails the check.",
             ),
             column(
                 "member_id",
                 StringType(),
-                "Member of a member tombstone; null for a group tombstone.",
+                "Member of a member tombstone or of a claiming member record; null for a group "
+                "tombstone.",
             ),
             column(
                 "detail",
                 StringType(),
-                "What the group still held, e.g. 'members a, b remain' or 'member epoch 3'.",
+                "What the group still held, e.g. 'members a, b remain', 'member epoch 3' or "
+                "'<topic id>-1 claimed at epoch 5, held at epoch 6'.",
             ),
             run_id_column(),
             as_of_column(),

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from offsets_lib.audit import partition_claims
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.group_rows import (
     CONSUMER,
@@ -46,8 +47,9 @@ _STABLE_MEMBER_STATE = {CONSUMER: 0, SHARE: 0, STREAMS: 1}
 # builder's defaults (epoch 0, previous epoch -1, state STABLE).
 LEFT_MEMBER_EPOCH = -1
 _NEW_MEMBER_EPOCHS = (0, -1)
-EVERY_VALUE_TYPES = frozenset({4, 9})
-"""Record types whose every value the replay reads (their topic names accumulate). Of any
+EVERY_VALUE_TYPES = frozenset({4, 8, 9})
+"""Record types whose every value the replay reads (topic names accumulate; LOG-7 claims the
+partitions of every current assignment of a consumer group in turn). Of any
 other type it reads only the newest value of each key: an older value of the same key is
 replaced, or its group dropped, before the group's row is built, so a caller may pass
 `value=None` for those (batch_decode.decode_task_records does)."""
@@ -96,6 +98,11 @@ class _Modern:
     stored_description_topology_epoch: int = -1
     # members of the target assignment (types 7, 13, 21), read only by the LOG-6 checks
     target_members: set[str] = field(default_factory=set)
+    # LOG-7 (consumer groups): the epoch each held (topic id, partition) is held at
+    held_partitions: dict[tuple[str, int], int] = field(default_factory=dict)
+    # EV-EMPTY-EPOCH: a member tombstone was replayed, and a target-assignment value after it
+    member_left: bool = False
+    target_after_leave: bool = False
 
 
 @dataclass
@@ -175,18 +182,16 @@ def replay_group(
                 notes.append(f"{family} group records replaced a classic group (G-U1)")
             classic = None
             modern = _Modern(family)
+        failures += _claim_failures(modern, event)
         _apply_modern(modern, event)
     if classic is not None:
         row = classic_group_row(classic, classic_version) if classic else simple_group_row()
     elif modern is not None:
         row = _modern_row(modern)
+        notes += _writer_evidence(modern, row["state"])
     else:
         row = dead_group_row()
-    if failures:
-        notes.append(
-            f"LOG-6: the broker fails to load offsets partition {log_partition} "
-            f"({', '.join(sorted({f['failed_check'] for f in failures}))}; table load_failures)"
-        )
+    notes += _load_failure_notes(log_partition, failures)
     row.update(
         log_partition=log_partition,
         group_id=group_id,
@@ -226,6 +231,62 @@ def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
     ]
 
 
+def _claim_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
+    """LOG-7: the claims of a consumer-group member record that fail the load
+    (audit.partition_claims)."""
+    member_id = event.member_id or ""
+    known = member_id in group.members or member_id in group.assignments
+    if group.family != CONSUMER or not partition_claims.replays_member_update(
+        event.record_type, event.is_tombstone, known
+    ):
+        return []
+    old = group.assignments.get(member_id)
+    new = partition_claims.updated_assignment(
+        event.record_type, event.is_tombstone, old, event.value
+    )
+    return [
+        dict(
+            zip(
+                LOAD_FAILURE.names,
+                (check, event.log_offset, member_id, partition_claims.detail(check, detail)),
+                strict=True,
+            )
+        )
+        for check, detail in partition_claims.reassign(group.held_partitions, old, new)
+    ]
+
+
+def _load_failure_notes(log_partition: int, failures: list[dict[str, Any]]) -> list[str]:
+    """One note per rule whose checks fail (LOG-6, LOG-7), naming the checks."""
+    notes = []
+    for rule, checks in partition_claims.checks_by_rule(failures).items():
+        who = partition_claims.refusing_brokers(checks)
+        notes.append(
+            f"{rule}: {who} fails to load offsets partition {log_partition} "
+            f"({', '.join(checks)}; table load_failures)"
+        )
+    return notes
+
+
+def _writer_evidence(group: _Modern, state: str) -> list[str]:
+    """EV-EMPTY-EPOCH: from 4.3.2 and 4.4.0 the last member's leave also writes the target
+    assignment at the new group epoch; an Empty group whose group epoch is ahead of its
+    assignment epoch was last written by an older broker (evidence, not damage)."""
+    if state != "Empty":
+        return []
+    if group.epoch > group.target_epoch >= 0:
+        return [
+            f"EV-EMPTY-EPOCH: group epoch {group.epoch} ahead of assignment epoch "
+            f"{group.target_epoch}: last written by a broker before 4.3.2, not damage"
+        ]
+    if group.target_after_leave and group.target_epoch == group.epoch:
+        return [
+            f"EV-EMPTY-EPOCH: the last member's leave wrote assignment epoch {group.epoch}: "
+            "written by 4.3.2+ or 4.4.0+"
+        ]
+    return []
+
+
 def _some(member_ids: Iterable[str], shown: int = 3) -> str:
     """A few member ids for a message, sorted: 'a, b, c and 2 more'."""
     ids = sorted(member_ids)
@@ -245,8 +306,10 @@ def _apply_modern(group: _Modern, event: Event) -> None:
             group.stored_description_topology_epoch = -1 if stored is None else stored
     elif kind in (6, 12, 20):
         group.target_epoch = -1 if event.is_tombstone else value.get("AssignmentEpoch", 0)
+        group.target_after_leave = group.member_left and not event.is_tombstone
     elif kind in (5, 10, 19):
         if event.is_tombstone:  # the member is gone, with its current assignment
+            group.member_left, group.target_after_leave = True, False
             group.members.pop(member_id, None)
             group.assignments.pop(member_id, None)
         else:

@@ -122,9 +122,9 @@ def has_state_timestamp(t: pa.Table) -> Condition:
 
 
 def loader_skips_v3_state_timestamp(t: pa.Table) -> Condition:
-    """Kafka 2.3's loader reads `current_state_timestamp` only from a GroupMetadataValue v2
-    (`GroupMetadataManager.readGroupMessageValue`, `version == 2`), not from the v3 that 2.3
-    writes: a group loaded from a v3 value has no state timestamp."""
+    """The loader of Kafka 2.3 to 2.6 reads `current_state_timestamp` only from a
+    GroupMetadataValue v2 (`GroupMetadataManager.readGroupMessageValue`, `version == 2`), not
+    from the v3 that 2.3+ writes: a group loaded from a v3 value has no state timestamp."""
     return pc.equal(t.column("metadata_value_version"), 3)
 
 
@@ -230,7 +230,7 @@ EXP_NO_CONDITION_2_1 = Rule(
 )
 EXP_EMPTY_V3_COMMIT_TS = Rule(
     "EXP-EMPTY-V3-COMMIT-TS",
-    "2.1 (Kafka 2.3's loader): Empty classic group with a protocol type loaded from a"
+    "Kafka 2.3-2.6's loader: Empty classic group with a protocol type loaded from a"
     " GroupMetadataValue v3, whose state timestamp the loader does not read: commit time.",
     lambda t: all_of(
         is_classic(t), has_protocol_type(t), is_empty(t), loader_skips_v3_state_timestamp(t)
@@ -280,6 +280,16 @@ EXPIRATION_TABLES: dict[Coordinator, Sequence[Rule]] = {
         EXP_NO_CONDITION_2_4,
         EXP_SUBSCRIBED_2_4,
         EXP_EXPLICIT,
+        EXP_EMPTY_STATE_TS,
+        EXP_EMPTY_COMMIT_TS,
+        EXP_SIMPLE_COMMIT_TS,
+        EXP_STABLE_UNSUBSCRIBED,
+    ),
+    Coordinator.CLASSIC_2_4_0_TO_2_6_0: (
+        EXP_NO_CONDITION_2_4,
+        EXP_SUBSCRIBED_2_4,
+        EXP_EXPLICIT,
+        EXP_EMPTY_V3_COMMIT_TS,
         EXP_EMPTY_STATE_TS,
         EXP_EMPTY_COMMIT_TS,
         EXP_SIMPLE_COMMIT_TS,
@@ -403,6 +413,9 @@ OFFSET_DELETE_TABLES: dict[Coordinator, Sequence[DeleteRule]] = {
     Coordinator.CLASSIC_2_1: (ODEL_UNSUPPORTED,),
     Coordinator.PRE_2_1: (ODEL_UNSUPPORTED,),
 }
+OFFSET_DELETE_TABLES[Coordinator.CLASSIC_2_4_0_TO_2_6_0] = OFFSET_DELETE_TABLES[
+    Coordinator.CLASSIC_2_4
+]
 
 
 def with_offset_delete(offsets: pa.Table, *, coordinator: Coordinator) -> pa.Table:

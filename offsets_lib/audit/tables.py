@@ -202,8 +202,8 @@ RUNS = TableSpec(
             column(
                 "coordinator",
                 StringType(),
-                "Group coordinator whose rules were applied: new, classic-2.4, classic-2.1 or "
-                "pre-2.1.",
+                "Group coordinator whose rules were applied: new, classic-2.4, "
+                "classic-2.4.0-2.6.0, classic-2.1 or pre-2.1.",
             ),
             column("retention_ms", LongType(), "offsets.retention.ms used for expiry decisions."),
             column(

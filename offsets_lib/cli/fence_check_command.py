@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 @click.option("--instance-id", help="group.instance.id of a static member.")
 @click.option(
     "--coordinator",
-    type=click.Choice(["new", "classic-2.4", "classic-2.1", "pre-2.1"]),
+    type=click.Choice(["new", "classic-2.4", "classic-2.4.0-2.6.0", "classic-2.1", "pre-2.1"]),
     help="Coordinator that answers the commit (default: the run's --coordinator).",
 )
 @click.option(

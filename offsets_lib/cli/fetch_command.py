@@ -72,21 +72,28 @@ def render_table(rows: list[list[str]], header: list[str]) -> str:
 
 
 def format_fetch(results) -> str:
-    """kafka-consumer-groups --describe style table; ERROR column only when some row has one.
+    """kafka-consumer-groups --describe style table; ERROR column only when some row has one,
+    IN-DOUBT only when some offset is in doubt (TXN-MARKER-UNREAD).
 
     Args:
         results: the GroupResults of `tools.fetch.fetch_offsets`.
 
     Returns:
         The table; a group without partitions or with a group-level error is one row of dashes.
+        An offset in doubt that the answer does not list (a request for all topics lists only
+        the run's offsets) is a row of its own with CURRENT-OFFSET "-".
     """
     rows: list[list[str]] = []
     errors: list[str] = []
+    doubts: list[str] = []
     for g in results:
         group = "<null>" if g.group_id is None else (g.group_id or '""')
-        if g.error is not None or not g.partitions:
+        answered = {(p.topic, p.partition) for p in g.partitions}
+        unlisted = [d for d in g.offsets_in_doubt if (d["topic"], d["partition"]) not in answered]
+        if (g.error is not None or not g.partitions) and not unlisted:
             rows.append([group, "-", "-", "-", "-", "-", "-", "-"])
             errors.append(g.error or "")
+            doubts.append("")
             continue
         for p in g.partitions:
             current = "-" if p.committed_offset < 0 else str(p.committed_offset)
@@ -103,16 +110,41 @@ def format_fetch(results) -> str:
                 ]
             )
             errors.append(p.error or "")
+            doubts.append("" if p.in_doubt_offset is None else str(p.in_doubt_offset))
+        for d in unlisted:
+            rows.append([group, d["topic"], str(d["partition"]), "-", "-", "-", "-", "-"])
+            errors.append(g.error or "")
+            doubts.append(str(d["in_doubt_offset"]))
     header = list(FETCH_COLUMNS)
     if any(errors):
         header.append("ERROR")
         rows = [[*r, e or "-"] for r, e in zip(rows, errors, strict=True)]
+    if any(doubts):
+        header.append("IN-DOUBT")
+        rows = [[*r, d or "-"] for r, d in zip(rows, doubts, strict=True)]
     return render_table(rows, header)
 
 
 def _notes(results) -> list[str]:
+    from offsets_lib.tools.in_doubt import InDoubt
+
     notes = []
+    doubts = InDoubt(
+        {
+            (g.group_id, d["topic"], d["partition"]): d["in_doubt_offset"]
+            for g in results
+            for d in g.offsets_in_doubt
+        },
+        frozenset(g.group_id for g in results if g.is_group_in_doubt),
+    )
+    if doubts.note():
+        notes.append(doubts.note())
     for g in results:
+        if g.is_group_in_doubt:
+            notes.append(
+                f"note: group {g.group_id!r}: exists only if an unread COMMIT marker re-creates"
+                " an offset in doubt (TXN-MARKER-UNREAD)"
+            )
         if g.note:
             notes.append(f"note: group {g.group_id!r}: {g.note}")
         for p in g.partitions:

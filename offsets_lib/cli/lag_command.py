@@ -57,6 +57,7 @@ def lag_command(
     from offsets_lib.io.sources import InputNotReadable, SourceConfigError
     from offsets_lib.job import session
     from offsets_lib.job.options import UsageError
+    from offsets_lib.tools import in_doubt
     from offsets_lib.tools.lag_report import lag_report
 
     root = tables_root(output, database, warehouse)
@@ -77,12 +78,15 @@ def lag_command(
         fail(EXIT_INPUT, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     except (SourceConfigError, UsageError) as exc:
         fail(EXIT_USAGE, str(exc))
+    doubts = in_doubt.of_run(root, run_id, groups)
+    rows = in_doubt.with_lag_rows(rows, doubts)
     rows.sort(key=lambda r: (r["group_id"], r["topic"], r["partition"]))
     if as_json:
         for r in rows:
             click.echo(json.dumps(_jsonable(r), sort_keys=True))
         return
-    table = [HEADER] + [
+    header = HEADER + (("IN-DOUBT",) if doubts.offsets else ())
+    table = [header] + [
         (
             r["group_id"],
             r["topic"],
@@ -93,11 +97,14 @@ def lag_command(
             r["last_commit_at"].isoformat() if r["last_commit_at"] else "-",
             "-" if r["seconds_since_commit"] is None else f"{r['seconds_since_commit']:.0f}",
         )
+        + ((_text(r["in_doubt_offset"]),) if doubts.offsets else ())
         for r in rows
     ]
-    widths = [max(len(row[i]) for row in table) for i in range(len(HEADER))]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    if doubts.note():
+        click.echo(doubts.note(), err=True)
 
 
 def _text(value) -> str:

@@ -29,6 +29,7 @@ TXN_GROUP_ID_NOT_FOUND_VERSION = 6  # TxnOffsetCommit v6+ (4.4.0): FEN-G3T, stal
 NEWEST_VERSIONS: dict[Coordinator, tuple[int, int]] = {
     Coordinator.NEW: (10, 6),  # Kafka 4.4.0
     Coordinator.CLASSIC_2_4: (8, 4),  # 3.9; its v9 (KIP-848) is the new coordinator's
+    Coordinator.CLASSIC_2_4_0_TO_2_6_0: (8, 3),  # 2.5 (kafka-clients 2.5.1)
     Coordinator.CLASSIC_2_1: (7, 2),  # 2.3
     Coordinator.PRE_2_1: (4, 1),  # 2.0
 }

@@ -21,6 +21,7 @@ from offsets_lib.tools.fetch_rules import (
     merge_requests,
     parse_group_spec,
 )
+from offsets_lib.tools.in_doubt import UNREAD_MARKER_COLUMNS, InDoubt
 from offsets_lib.tools.run_tables import RunSnapshot, choose_group_rows, load_run, read_run_rows
 
 __all__ = ["fetch_offsets", "load_groups"]
@@ -183,6 +184,8 @@ def fetch_offsets(
         ids = sorted({r.group_id for r in reqs if r.group_id is not None})
         groups = load_groups(run, ids)
     _with_members(run, groups, reqs)
+    asked = sorted({r.group_id for r in reqs if r.group_id is not None})
+    in_doubt = InDoubt.of(read_run_rows(run, "unread_marker_offsets", UNREAD_MARKER_COLUMNS, asked))
     results = []
     for request in reqs:
         result = decide_group(
@@ -190,8 +193,29 @@ def fetch_offsets(
             groups.get(request.group_id) if request.group_id is not None else None,
             require_stable=require_stable,
         )
-        results.append(GroupResult(**{**result.__dict__, "run_id": run.run_id, "as_of": run.as_of}))
+        result = replace(result, run_id=run.run_id, as_of=run.as_of)
+        results.append(_with_doubt(result, in_doubt))
     return results
+
+
+def _with_doubt(result: GroupResult, in_doubt: InDoubt) -> GroupResult:
+    """The result with its offsets in doubt (TXN-MARKER-UNREAD): each answered partition's, and
+    the group's list (a request for all topics lists only the offsets the run has)."""
+    doubtful = in_doubt.of_group(result.group_id)
+    if not doubtful:
+        return result
+    partitions = [
+        replace(p, in_doubt_offset=in_doubt.offset(result.group_id, p.topic, p.partition))
+        for p in result.partitions
+    ]
+    return replace(
+        result,
+        partitions=partitions,
+        offsets_in_doubt=tuple(
+            {"topic": t, "partition": p, "in_doubt_offset": o} for t, p, o in doubtful
+        ),
+        is_group_in_doubt=result.group_id in in_doubt.groups,
+    )
 
 
 def _as_requests(run: RunSnapshot, requests: Sequence[FetchRequest | str]) -> list[FetchRequest]:

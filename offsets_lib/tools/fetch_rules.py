@@ -110,6 +110,9 @@ class PartitionResult:
     lag: int | None = None
     note: str | None = None
     topic_id: str | None = None  # the id the request named the topic by (v10+), UUID form
+    # TXN-MARKER-UNREAD: the offset the broker shows if a COMMIT marker the run did not read
+    # came after the offset's tombstone (tools.in_doubt); None: not in doubt
+    in_doubt_offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,10 @@ class GroupResult:
     run_id: str | None = None
     as_of: datetime | None = None
     note: str | None = None
+    # TXN-MARKER-UNREAD (tools.in_doubt): the group's offsets in doubt, answered or not
+    # ({topic, partition, in_doubt_offset}), and whether its existence depends on one
+    offsets_in_doubt: tuple[dict, ...] = ()
+    is_group_in_doubt: bool = False
 
 
 # ---- the FETCH rows --------------------------------------------------------------------------

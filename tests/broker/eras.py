@@ -34,12 +34,16 @@ def version_tuple(version: str) -> Version:
 
 def coordinator_for(version: str) -> str:
     """The `--coordinator` regime of a broker: the new coordinator is the only one in 4.x; the
-    Scala coordinator's rules changed in 2.1 (KIP-211) and 2.4 (KIP-496)."""
+    Scala coordinator's rules changed in 2.1 (KIP-211) and 2.4 (KIP-496), its loader in 2.6.1
+    (KAFKA-10401: the state timestamp of a GroupMetadataValue v3 read)."""
     line = version_tuple(version)
     if line >= (4, 0):
         return "new"
-    if line >= (2, 4):
+    release = tuple(int(x) for x in version.split(".")[:3])
+    if release >= (2, 6, 1):
         return "classic-2.4"
+    if line >= (2, 4):
+        return "classic-2.4.0-2.6.0"
     if line >= (2, 1):
         return "classic-2.1"
     return "pre-2.1"

@@ -253,6 +253,16 @@ EXPIRATION_TABLES: dict[Coordinator, Sequence[Rule]] = {
         EXP_SIMPLE_COMMIT_TS,
         EXP_STABLE_UNSUBSCRIBED,
     ),
+    Coordinator.CLASSIC_2_4_0_TO_2_6_0: (
+        EXP_NO_CONDITION_2_4,
+        EXP_SUBSCRIBED_2_4,
+        EXP_EXPLICIT,
+        EXP_EMPTY_V3_COMMIT_TS,
+        EXP_EMPTY_STATE_TS,
+        EXP_EMPTY_COMMIT_TS,
+        EXP_SIMPLE_COMMIT_TS,
+        EXP_STABLE_UNSUBSCRIBED,
+    ),
     Coordinator.CLASSIC_2_1: (
         EXP_NO_CONDITION_2_1,
         EXP_EXPLICIT,
@@ -371,6 +381,9 @@ OFFSET_DELETE_TABLES: dict[Coordinator, Sequence[DeleteRule]] = {
     Coordinator.CLASSIC_2_1: (ODEL_UNSUPPORTED,),
     Coordinator.PRE_2_1: (ODEL_UNSUPPORTED,),
 }
+OFFSET_DELETE_TABLES[Coordinator.CLASSIC_2_4_0_TO_2_6_0] = OFFSET_DELETE_TABLES[
+    Coordinator.CLASSIC_2_4
+]
 
 
 def with_offset_delete(offsets: DataFrame, *, coordinator: Coordinator) -> DataFrame:

@@ -30,7 +30,10 @@ from tests.reference import scenario
 from tests.spec_data import scenario_dir
 
 SCENARIO_DIR = scenario_dir()
-SCENARIOS = sorted(SCENARIO_DIR.glob("*.json"))
+# the project's own scenarios of rows Kafka added after the golden ones (same format; their
+# `expected` may also hold `state_notes` by group and `load_failures`)
+RULES_SCENARIO_DIR = Path(__file__).resolve().parents[1] / "data" / "rules_scenarios"
+SCENARIOS = sorted(SCENARIO_DIR.glob("*.json")) + sorted(RULES_SCENARIO_DIR.glob("*.json"))
 PARTITIONS_PER_SCENARIO = 100
 RUN_ID = "golden"
 
@@ -99,7 +102,14 @@ def audited(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[s
         assert result.exit_code == 0, result.output
         tables = {
             name: sink.read_table(str(root / "tables"), name, run_id=RUN_ID).to_pylist()
-            for name in ("offsets", "offset_decisions", "groups", "group_decisions", "runs")
+            for name in (
+                "offsets",
+                "offset_decisions",
+                "groups",
+                "group_decisions",
+                "load_failures",
+                "runs",
+            )
         }
         for index, _spec in members:
             low = index * PARTITIONS_PER_SCENARIO
@@ -113,6 +123,7 @@ def audited(spark, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[s
                 for name, table_rows in tables.items()
             }
             mine["_root"] = [{"path": str(root / "tables")}]
+            mine["_low"] = [{"partition": low}]
             results[SCENARIOS[index].name] = mine
     return results
 
@@ -182,6 +193,23 @@ def test_golden_scenario(path: Path, audited: dict) -> None:
 
     deleted = sorted(r["group_id"] for r in tables["group_decisions"] if r["deleted"])
     assert deleted == expected["group_deleted"]
+    low = tables["_low"][0]["partition"]  # the scenario's records are at partition 0
+    if "state_notes" in expected:
+        notes = {r["group_id"]: r["state_notes"] for r in groups if r["state_notes"]}
+        assert notes == {g: n.format(partition=low) for g, n in expected["state_notes"].items()}
+    if "load_failures" in expected:
+        assert [
+            {
+                "group": r["group_id"],
+                "failed_check": r["failed_check"],
+                "log_offset": r["log_offset"],
+                "member_id": r["member_id"],
+                "detail": r["detail"],
+            }
+            for r in sorted(tables["load_failures"], key=lambda r: (r["group_id"], r["log_offset"]))
+        ] == expected["load_failures"]
+    else:
+        assert tables["load_failures"] == []
     assert len(tables["group_decisions"]) == len(tables["groups"])
 
 

@@ -22,6 +22,11 @@ def test_one_broker_per_regime() -> None:
         "2.0.1": "pre-2.1",
     }
     assert [describes_instance_ids(v) for v in ("2.3.1", "2.4.0")] == [False, True]
+    # Kafka 2.3's loader until KAFKA-10401 (2.6.1)
+    assert [coordinator_for(v) for v in ("2.4.0", "2.5.1", "2.6.0", "2.6.1", "2.7.0")] == [
+        "classic-2.4.0-2.6.0", "classic-2.4.0-2.6.0", "classic-2.4.0-2.6.0",
+        "classic-2.4", "classic-2.4",
+    ]  # fmt: skip
 
 
 def test_situations_run_on_the_eras_that_have_their_feature() -> None:
@@ -126,3 +131,10 @@ def test_groups_after_an_open_transactions_first_record() -> None:
         ]
     )
     assert groups_after_open_transactions(dump) == {"open": 0, "g3": 0}
+
+
+def test_the_load_tests_releases_are_fetched_by_make_broker_jars() -> None:
+    from tests.broker import kafka_dist, test_load_rows, test_loader_regime
+
+    wanted = {*test_load_rows.RELEASES, test_loader_regime.RELEASE}
+    assert wanted <= {*kafka_dist.VERSIONS, *kafka_dist.LOAD_VERSIONS}

@@ -1,6 +1,7 @@
-"""EXP-EMPTY-V3-COMMIT-TS: Kafka 2.3's loader reads the state timestamp of a GroupMetadataValue
-v2 only, so under `classic-2.1` an Empty group whose last value is v3 expires by commit time,
-and one whose last value is v2 (or any group under `classic-2.4`) by its state time.
+"""EXP-EMPTY-V3-COMMIT-TS: Kafka 2.3's loader (also 2.4.0-2.6.0's) reads the state timestamp of
+a GroupMetadataValue v2 only, so under `classic-2.1` and `classic-2.4.0-2.6.0` an Empty group
+whose last value is v3 expires by commit time, and one whose last value is v2 (or any group
+under `classic-2.4`) by its state time.
 
 One task's audit over real record bytes (`task_audit.audit_records`, then `decided`)."""
 
@@ -50,8 +51,12 @@ def decide(version: int, coordinator: Coordinator) -> tuple[tuple, tuple]:
     )
 
 
-def test_a_v3_group_under_classic_2_1_expires_by_commit_time() -> None:
-    assert decide(3, Coordinator.CLASSIC_2_1) == (
+@pytest.mark.parametrize(
+    "coordinator", [Coordinator.CLASSIC_2_1, Coordinator.CLASSIC_2_4_0_TO_2_6_0]
+)
+def test_a_v3_group_under_kafka_2_3_to_2_6_0_expires_by_commit_time(coordinator) -> None:
+    """classic-2.1 (Kafka 2.3) and classic-2.4.0-2.6.0 share the loader."""
+    assert decide(3, coordinator) == (
         ("EXP-EMPTY-V3-COMMIT-TS", 8 * DAY_MS, True),
         (STATE_MS, True, 8 * DAY_MS),  # the stored time stays in `groups`
     )
@@ -59,7 +64,12 @@ def test_a_v3_group_under_classic_2_1_expires_by_commit_time() -> None:
 
 @pytest.mark.parametrize(
     ("version", "coordinator"),
-    [(2, Coordinator.CLASSIC_2_1), (3, Coordinator.CLASSIC_2_4), (2, Coordinator.CLASSIC_2_4)],
+    [
+        (2, Coordinator.CLASSIC_2_1),
+        (3, Coordinator.CLASSIC_2_4),
+        (2, Coordinator.CLASSIC_2_4),
+        (2, Coordinator.CLASSIC_2_4_0_TO_2_6_0),
+    ],
 )
 def test_a_v2_group_or_classic_2_4_keeps_the_state_time(version, coordinator) -> None:
     assert decide(version, coordinator) == (

@@ -219,7 +219,8 @@ def test_group_epoch_above_target_is_assigning():
 
 
 def test_two_members_claiming_the_same_partition_do_not_fail_the_replay():
-    """KAFKA-19862: the record unassigning a partition from its old owner can be missing."""
+    """KAFKA-19862: the record unassigning a partition from its old owner can be missing. The
+    replay goes on (the broker's load fails: LOG-7, below)."""
     row = replay(
         ev(1, 3, {"Epoch": 2}), ev(2, 6, {"AssignmentEpoch": 2}),
         member(3, "m1"), member(4, "m2"),
@@ -657,7 +658,7 @@ def consumer_group_with(*member_ids: str) -> list[Event]:
         events += [
             member(10 + 3 * i, member_id),
             target_member(11 + 3 * i, member_id),
-            assignment(12 + 3 * i, member_id, 1),
+            assignment(12 + 3 * i, member_id, 1, partitions=(i,)),
         ]
     return events
 
@@ -761,3 +762,123 @@ def test_the_streams_stored_description_epoch_is_read():
                         "StoredDescriptionTopologyEpoch": 1})  # fmt: skip
     assert replay(stored, *events[1:])["stored_description_topology_epoch"] == 1
     assert replay(*consumer_group_with("a"))["stored_description_topology_epoch"] is None
+
+
+# ---- LOG-7: a current assignment claiming a partition another member holds ----------------
+
+TP = f"{TOPIC_ID}-"
+
+
+def two_members(epoch_a: int, epoch_b: int) -> list[Event]:
+    """a holds partitions 0 and 1 at `epoch_a`; b's assignment then claims 1 and 2 at
+    `epoch_b`, a's release of partition 1 compacted away."""
+    return [
+        ev(1, 3, {"Epoch": 9}), ev(2, 6, {"AssignmentEpoch": 9}),
+        member(3, "a"), member(4, "b"),
+        assignment(5, "a", epoch=epoch_a, partitions=(0, 1)),
+        assignment(6, "b", epoch=epoch_b, partitions=(1, 2)),
+    ]  # fmt: skip
+
+
+def test_a_claim_of_a_partition_held_at_an_equal_or_higher_epoch_fails_the_load():
+    """Every 4.x broker: 'Cannot set the epoch of T-1 to 5 because the partition is still owned
+    at epoch E' for E >= 5."""
+    for held in (5, 6):
+        row = replay(*two_members(held, 5))
+        assert failures(row) == [
+            ("ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_EQUAL_OR_HIGHER_EPOCH", 6, "b",
+             f"{TP}1 claimed at epoch 5, held at epoch {held}"),
+        ]  # fmt: skip
+        assert row["state_notes"] == (
+            "LOG-7: the broker fails to load offsets partition 7 "
+            "(ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_EQUAL_OR_HIGHER_EPOCH; table load_failures)"
+        )
+
+
+def test_a_claim_over_a_lower_epoch_fails_only_on_the_releases_before_the_fix():
+    """Overwritten from 4.0.2, 4.1.2 and 4.2.0; up to 4.0.1 and in 4.1.0-4.1.1 it fails."""
+    row = replay(*two_members(4, 5))
+    assert failures(row) == [
+        ("ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_LOWER_EPOCH", 6, "b",
+         f"{TP}1 claimed at epoch 5, held at epoch 4 "
+         "(refused by a broker up to 4.0.1 or of 4.1.0-4.1.1)"),
+    ]  # fmt: skip
+    assert row["state_notes"] == (
+        "LOG-7: a broker up to 4.0.1 or of 4.1.0-4.1.1 fails to load offsets partition 7 "
+        "(ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_LOWER_EPOCH; table load_failures)"
+    )
+
+
+def test_a_holder_overwritten_at_a_higher_epoch_fails_when_its_metadata_is_replayed_again():
+    """b took partition 1 over at epoch 5 (a held it at 4): a's later member metadata record
+    re-claims a's partitions at 4 (its release of 1 at 4 no longer matches), now under b's 5."""
+    row = replay(*two_members(4, 5), member(7, "a"))
+    assert [(f[0], f[1], f[2]) for f in failures(row)] == [
+        ("ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_LOWER_EPOCH", 6, "b"),
+        ("ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_EQUAL_OR_HIGHER_EPOCH", 7, "a"),
+    ]
+
+
+def test_claims_released_as_the_coordinator_writes_them_load():
+    """A partition moves from a to b: a's new assignment (epoch 6, without it) comes first, so
+    b's claim at 6 finds it free; a member's tombstones release what it held; a partition
+    both assigned and pending revocation is one claim too many."""
+    moved = [
+        *two_members(5, 5)[:5],
+        assignment(6, "a", epoch=6, partitions=(0,)),
+        assignment(7, "b", epoch=6, partitions=(1, 2)),
+        *leaves(8, "b"),
+        assignment(11, "a", epoch=7, partitions=(0, 1, 2)),
+    ]
+    assert replay(*moved)["load_failures"] == []
+    both = {
+        "MemberEpoch": 3, "PreviousMemberEpoch": 2, "State": 1,
+        "AssignedPartitions": [{"TopicId": TOPIC_ID, "Partitions": [0]}],
+        "PartitionsPendingRevocation": [{"TopicId": TOPIC_ID, "Partitions": [0]}],
+    }  # fmt: skip
+    assert failures(replay(ev(1, 8, both, MemberId="a"))) == [
+        ("ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_EQUAL_OR_HIGHER_EPOCH", 1, "a",
+         f"{TP}0 claimed at epoch 3, held at epoch 3"),
+    ]  # fmt: skip
+
+
+def test_streams_groups_and_the_scala_coordinators_do_not_check_claims():
+    assert replay(*two_members(5, 5), scala=True)["load_failures"] == []
+    a = {"MemberEpoch": 2, "PreviousMemberEpoch": 1, "State": 1,
+         "ActiveTasks": [{"SubtopologyId": "s", "Partitions": [0]}]}  # fmt: skip
+    streams = replay(ev(1, 22, a, MemberId="a"), ev(2, 22, a, MemberId="b"))
+    assert streams["load_failures"] == []
+
+
+def test_the_releases_that_refuse_lower_epoch_claims():
+    from offsets_lib.audit.partition_claims import refuses_lower_epoch_claims
+
+    refusing = [r for r in ((4, 0, 0), (4, 0, 1), (4, 0, 2), (4, 1, 0), (4, 1, 1), (4, 1, 2),
+                            (4, 2, 0), (4, 4, 0)) if refuses_lower_epoch_claims(r)]  # fmt: skip
+    assert refusing == [(4, 0, 0), (4, 0, 1), (4, 1, 0), (4, 1, 1)]
+
+
+# ---- EV-EMPTY-EPOCH: the last member's leave, as 4.3.2+ and 4.4.0+ write it ----------------
+
+
+def test_an_empty_group_shows_which_broker_wrote_its_last_leave():
+    """4.3.2+/4.4.0+ follow the last member's tombstones with the group epoch and the target
+    assignment at that epoch; older brokers bump only the group epoch."""
+    before = [*consumer_group_with("a"), *leaves(20, "a"), ev(23, 3, {"Epoch": 2})]
+    older = replay(*before)
+    assert (older["state"], older["generation"], older["target_assignment_epoch"]) == (
+        "Empty", 2, 1,
+    )  # fmt: skip
+    assert older["state_notes"] == (
+        "EV-EMPTY-EPOCH: group epoch 2 ahead of assignment epoch 1: last written by a broker "
+        "before 4.3.2, not damage"
+    )
+    newer = replay(*before, ev(24, 6, {"AssignmentEpoch": 2}))
+    assert (newer["state"], newer["load_failures"]) == ("Empty", [])
+    assert newer["state_notes"] == (
+        "EV-EMPTY-EPOCH: the last member's leave wrote assignment epoch 2: written by 4.3.2+ "
+        "or 4.4.0+"
+    )
+    # no leave replayed, or members left: no evidence
+    assert replay(ev(0, 3, {"Epoch": 1}), ev(1, 6, {"AssignmentEpoch": 1}))["state_notes"] is None
+    assert replay(*consumer_group_with("a"))["state_notes"] is None
