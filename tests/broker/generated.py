@@ -85,9 +85,9 @@ def _offsets_topic(bootstrap: str, admin: AdminClient) -> None:
     deadline = time.monotonic() + 60
     while True:
         topic = admin.list_topics(timeout=5).topics.get("__consumer_offsets")
-        if topic is not None and len(topic.partitions) == PARTITIONS:
-            if all(p.leader >= 0 for p in topic.partitions.values()):
-                return
+        partitions = {} if topic is None else topic.partitions
+        if len(partitions) == PARTITIONS and all(p.leader >= 0 for p in partitions.values()):
+            return
         if time.monotonic() > deadline:
             raise TimeoutError("__consumer_offsets has no leader")
         time.sleep(0.2)

@@ -201,9 +201,9 @@ def _history(w: _Writer, g: _Group) -> list[Step]:
             plain(*(w.commit(g, tp) for tp in tps))
         elif roll < 0.6 and g.kind == "classic":
             plain(w.group_value(g))
-        elif roll < 0.7 and committed:
+        elif roll < 0.65 and committed:
             plain(w.offset_tombstone(g, rng.choice(committed)))
-        elif roll < 0.8:
+        elif roll < 0.68:
             tps = rng.sample(g.topics, rng.randint(1, min(2, len(g.topics))))
             end = rng.choices(("commit", "abort", "open"), (6, 3, 1))[0]
             offsets = []

@@ -327,7 +327,12 @@ def job_view(
             view.group_type = row["group_type"] if view.listed else None
             view.simple = row["protocol_type"] is None or row["protocol_type"] == ""
             view.protocol = row["protocol"] if row["group_type"] == "classic" else None
-            view.unstable = bool(row["has_pending_transactions"])
+            # OffsetFetch(require_stable) of all partitions answers UNSTABLE for the partitions
+            # with a committed offset and a pending one: a partition whose only offset is
+            # pending is not among them (the group's has_pending_transactions still says so)
+            view.unstable = any(
+                o["has_pending_transaction"] for o in run.offsets if o["group_id"] == group
+            )
             view.exact_state = row["state"]
             if row["group_type"] != "classic":
                 view.epochs = (row["generation"], row["target_assignment_epoch"])
