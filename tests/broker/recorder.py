@@ -123,10 +123,10 @@ def version_lines(
         mine = [row for row in everything if row["situation"] != GENERATED]
         head = f"broker {version} ({coordinator_for(version)}):"
         gen = [row for row in everything if row["situation"] == GENERATED]
-        if not mine:
+        if not mine and (version in not_run or not gen):
             why = not_run.get(version, "no test of it ran in this session")
             lines.append(f"{head} not run: {why}")
-        else:
+        elif mine:
             situations = len({row["situation"] for row in mine})
             compared, agree, unknown = _counts(mine)
             lines.append(

@@ -60,3 +60,17 @@ def test_unstable_is_a_pending_offset_beside_a_committed_one(tmp_path: Path) -> 
 
     assert view(pending_beside_committed=False).unstable is False
     assert view(pending_beside_committed=True).unstable is True
+
+
+def test_a_simple_group_left_without_offsets_is_gone(tmp_path: Path) -> None:
+    """DEL-CLASSIC: a Scala coordinator's cleanup drops a simple group (generation 0) whose
+    offsets all expired, without a tombstone; the broker answers Dead (found by the
+    differential check on 3.9.1), the job's decision says GENERATION_0_NO_TOMBSTONE."""
+    group = {
+        "group_id": "g", "state": "Empty", "group_type": "classic", "protocol_type": None,
+        "protocol": None, "has_pending_transactions": False, "generation": 0,
+    }  # fmt: skip
+    decision = {"group_id": "g", "deleted": False, "blocked_by": "GENERATION_0_NO_TOMBSTONE"}
+    run = JobRun(tmp_path, "r", {"g": group}, [], [], [], {"g": decision}, [])
+    view = job_view(run, ["g"], {})["g"]
+    assert (view.listed, view.state, view.exact_state) == (False, "Dead", "Dead")
