@@ -28,6 +28,9 @@ DAY_MS = 86_400_000
 RETENTION_MS = 7 * DAY_MS  # the broker's default offsets.retention.minutes, and the job's
 MARGIN_MS = 30 * 60_000  # no deadline within this of `now_ms`
 SESSION_TIMEOUT_MS = 1_800_000  # members loaded from the log stay until the check is done
+CLASSIC_ERA = ("classic", "simple")
+CONSUMER_ERA = ("classic", "simple", "consumer")  # the new coordinator's group types
+KIND_WEIGHTS = (3, 1, 2)
 
 
 @dataclass
@@ -91,6 +94,11 @@ class _Writer:
         self.offset_versions = offset_versions(version)
         self.group_versions = group_versions(version)
         self.member_serial = 0
+        self.kinds = CONSUMER_ERA if version_tuple(version) >= (4, 0) else CLASSIC_ERA
+
+    def has_ids(self, g: _Group) -> bool:
+        """A consumer group is possible: the era has them and every topic of `g` has an id."""
+        return self.kinds == CONSUMER_ERA and all(t in self.topic_ids for t, _ in g.topics)
 
     def timestamp(self) -> int:
         """A past time up to 10 days back, not within MARGIN_MS of the retention boundary."""
@@ -117,6 +125,18 @@ class _Writer:
             fields["topicId"] = self.topic_ids[tp[0]]
         key = wire.encode_key(1, {"group": g.name, "topic": tp[0], "partition": tp[1]})
         return key, wire.encode_value(1, version, fields)
+
+    def plain_commit(
+        self, group: str, topic: str, partition: int, offset: int, metadata: str
+    ) -> tuple[bytes, bytes]:
+        fields = {
+            "offset": offset,
+            "leaderEpoch": -1,
+            "metadata": metadata,
+            "commitTimestamp": self.timestamp(),
+        }
+        key = wire.encode_key(1, {"group": group, "topic": topic, "partition": partition})
+        return key, wire.encode_value(1, 3, fields)
 
     def offset_tombstone(self, g: _Group, tp: tuple[str, int]) -> tuple[bytes, None]:
         g.offsets.pop(tp, None)
@@ -174,6 +194,70 @@ class _Writer:
         g.exists, g.members, g.generation = False, [], 0
         return wire.encode_key(2, {"group": g.name}), None
 
+    # ---- KIP-848 consumer groups (records 3, 5, 6, 7, 8; the new coordinator's eras) ----
+
+    def consumer_rebalance(self, g: _Group) -> list[tuple[bytes, bytes | None]]:
+        """Members leave (tombstones 8, 7, 5, in the order the coordinator writes them) and
+        join (5); a new group epoch (3), each member's target (7), the target epoch (6), each
+        member's current assignment at that epoch (8). No member left: Empty, epochs written."""
+        rng, out = self.rng, []
+        leaving = [m for m in g.members if rng.random() < 0.4]
+        for m in leaving:
+            out += self.member_tombstones(g, m)
+        kept = [m for m in g.members if m not in leaving]
+        for _ in range(rng.choice((0, 1, 1, 2, 3)) if kept else rng.choice((0, 1, 2, 3))):
+            m = self.member(g)
+            kept.append(m)
+            fields = {
+                "InstanceId": m["groupInstanceId"],
+                "RackId": None,
+                "ClientId": m["clientId"],
+                "ClientHost": m["clientHost"],
+                "SubscribedTopicNames": sorted({t for t, _ in g.topics}),
+                "SubscribedTopicRegex": None,
+                "RebalanceTimeoutMs": 300_000,
+                "ServerAssignor": rng.choice(("uniform", None)),
+            }
+            out.append((self.modern_key(5, g, m), wire.encode_value(5, 0, fields)))
+        g.members, g.exists = kept, True
+        g.generation += 1
+        epoch = g.generation
+        out.append((self.modern_key(3, g), wire.encode_value(3, 0, {"Epoch": epoch})))
+        owners = _assign(g.topics, len(kept))
+        targets = []
+        for m, owned in zip(kept, owners, strict=True):
+            parts = [{"TopicId": self.topic_ids[t], "Partitions": ps} for t, ps in owned]
+            targets.append(parts)
+            value = wire.encode_value(7, 0, {"TopicPartitions": parts})
+            out.append((self.modern_key(7, g, m), value))
+        target = {"AssignmentEpoch": epoch}
+        out.append((self.modern_key(6, g), wire.encode_value(6, 0, target)))
+        for m, parts in zip(kept, targets, strict=True):
+            fields = {
+                "MemberEpoch": epoch,
+                "PreviousMemberEpoch": epoch - 1,
+                "State": 0,
+                "AssignedPartitions": parts,
+                "PartitionsPendingRevocation": [],
+            }
+            out.append((self.modern_key(8, g, m), wire.encode_value(8, 0, fields)))
+        return out
+
+    def member_tombstones(self, g: _Group, m: dict) -> list[tuple[bytes, None]]:
+        return [(self.modern_key(t, g, m), None) for t in (8, 7, 5)]
+
+    def consumer_group_tombstones(self, g: _Group) -> list[tuple[bytes, None]]:
+        """DeleteGroups of an Empty consumer group, or the old type's records at a type change:
+        target-assignment metadata, partition metadata, then group metadata tombstones."""
+        g.exists, g.members, g.generation = False, [], 0
+        return [(self.modern_key(t, g), None) for t in (6, 4, 3)]
+
+    def modern_key(self, record_type: int, g: _Group, m: dict | None = None) -> bytes:
+        fields = {"GroupId": g.name}
+        if m is not None:
+            fields["MemberId"] = m["memberId"]
+        return wire.encode_key(record_type, fields)
+
 
 def _assign(topics: list[tuple[str, int]], n: int) -> list[list[tuple[str, list[int]]]]:
     """Round-robin of the group's partitions over `n` members."""
@@ -184,26 +268,34 @@ def _assign(topics: list[tuple[str, int]], n: int) -> list[list[tuple[str, list[
     return [sorted(d.items()) for d in per]
 
 
-def _history(w: _Writer, g: _Group) -> list[Step]:
-    """One group's steps in time order."""
+def _history(w: _Writer, g: _Group, *, broken: bool = False) -> list[Step]:
+    """One group's steps in time order. `broken`: a consumer group whose group tombstone is
+    written while a member remains (its member tombstones compacted away): LOG-6 fails the
+    load of its offsets partition on a 4.x broker."""
     rng, steps = w.rng, []
 
     def plain(*records) -> None:
         steps.append(Step(g.partition, list(records)))
 
-    if g.kind == "classic":
-        plain(w.group_value(g))
+    def rebalance() -> None:
+        if g.kind == "classic":
+            plain(w.group_value(g))
+        else:
+            plain(*w.consumer_rebalance(g))
+
+    if g.kind != "simple":
+        rebalance()
     for _ in range(rng.randint(1, 7)):
         roll = rng.random()
         committed = sorted(g.offsets)
         if roll < 0.45:
             tps = rng.sample(g.topics, rng.randint(1, min(3, len(g.topics))))
             plain(*(w.commit(g, tp) for tp in tps))
-        elif roll < 0.6 and g.kind == "classic":
-            plain(w.group_value(g))
+        elif roll < 0.6 and g.kind != "simple":
+            rebalance()
         elif roll < 0.65 and committed:
             plain(w.offset_tombstone(g, rng.choice(committed)))
-        elif roll < 0.68:
+        elif roll < 0.68 and g.kind != "consumer":
             tps = rng.sample(g.topics, rng.randint(1, min(2, len(g.topics))))
             end = rng.choices(("commit", "abort", "open"), (6, 3, 1))[0]
             offsets = []
@@ -213,12 +305,31 @@ def _history(w: _Writer, g: _Group) -> list[Step]:
                 if end == "commit":
                     g.offsets[(t, p)] = offset
             steps.append(Step(g.partition, [], end, g.name, offsets))
+        elif roll < 0.75 and not g.members and g.kind != "simple" and w.has_ids(g):
+            # a type change of an Empty group: the old type's tombstones, the new type's records
+            if g.kind == "classic":
+                records = [w.group_tombstone(g)] if g.exists else []
+                g.kind = "consumer"
+                plain(*records, *w.consumer_rebalance(g))
+            else:
+                records = w.consumer_group_tombstones(g)
+                g.kind = "classic"
+                plain(*records, w.group_value(g))
         elif not g.members:  # DeleteGroups of an Empty (or simple) group
             records = [w.offset_tombstone(g, tp) for tp in committed]
-            if g.exists:
+            if g.exists and g.kind == "consumer":
+                records += w.consumer_group_tombstones(g)
+            elif g.exists:
                 records.append(w.group_tombstone(g))
             if records:
                 plain(*records)
+    if broken:
+        if not g.members:
+            g.members = []
+            plain(*w.consumer_rebalance(g))
+            while not g.members:
+                plain(*w.consumer_rebalance(g))
+        plain(*w.consumer_group_tombstones(g))
     return steps
 
 
@@ -229,21 +340,31 @@ def generate(
     partitions: int,
     topics: dict[str, tuple[int, object]],
     now_ms: int,
+    broken_partitions: tuple[int, ...] = (),
+    max_transactions: int | None = None,
 ) -> GeneratedLog:
     """`groups` histories over `topics` (name -> (partitions, topic id or None)), interleaved
-    at random in each offsets partition, then compaction-like gaps."""
+    at random in each offsets partition, then compaction-like gaps. In an era with consumer
+    groups, the first consumer group of each of `broken_partitions` fails the partition's load
+    (LOG-6: a group tombstone while a member remains). `max_transactions`: the others become
+    plain commits (committed ones) or nothing (aborted, open)."""
     rng = random.Random(seed)
     ids = {t: tid for t, (_, tid) in topics.items() if tid is not None}
     w = _Writer(rng, version, now_ms, ids)
     all_tps = [(t, p) for t, (n, _) in sorted(topics.items()) for p in range(n)]
     histories, kinds = [], {}
     open_groups: set[str] = set()
+    unbroken = set(broken_partitions) if w.kinds == CONSUMER_ERA else set()
     for i in range(groups):
         name = f"gen-{seed}-{i}"
-        kind = rng.choices(("classic", "simple"), (3, 1))[0]
+        kind = rng.choices(w.kinds, KIND_WEIGHTS[: len(w.kinds)])[0]
         g = _Group(name, kind, partition_for(name, partitions), rng.sample(all_tps, 4))
-        kinds[name] = kind
-        history = _history(w, g)
+        if any(t not in ids for t, _ in g.topics):  # a consumer group names topics by id
+            g.kind = kind = "classic" if kind == "consumer" else kind
+        breaks = kind == "consumer" and g.partition in unbroken
+        unbroken.discard(g.partition)
+        history = _history(w, g, broken=breaks)
+        kinds[name] = g.kind
         # one open transaction per group at most, and it is the group's last step
         opened = [k for k, s in enumerate(history) if s.txn == "open"]
         for k in opened[:-1]:
@@ -252,6 +373,12 @@ def generate(
             open_groups.add(name)
         histories.append(history)
     merged = _interleave(rng, histories)
+    txns = [s for s in merged if s.txn is not None]
+    if max_transactions is not None and len(txns) > max_transactions:
+        for step in rng.sample(txns, len(txns) - max_transactions):
+            if step.txn == "commit":  # written without a transaction instead
+                step.records = [w.plain_commit(step.group, *o) for o in step.offsets]
+            step.txn, step.offsets = None, []
     merged = [s for s in merged if s.txn != "open"] + [s for s in merged if s.txn == "open"]
     dropped = _compaction_gaps(rng, merged)
     merged = [s for s in merged if s.records or s.txn]
@@ -269,8 +396,10 @@ def _interleave(rng: random.Random, histories: list[list[Step]]) -> list[Step]:
 
 
 def _compaction_gaps(rng: random.Random, steps: list[Step]) -> int:
-    """Remove some plain records whose key is written again later by a plain record, as the log
-    cleaner does (transactional records and the last record of a key stay)."""
+    """Remove some plain values whose key is written again later by a plain record, as the log
+    cleaner does (transactional records, tombstones and the last record of a key stay: a
+    tombstone removed before its sibling's could fail a 4.x load, LOG-6, which only
+    `broken_partitions` do)."""
     last: dict[bytes, int] = {}
     for i, s in enumerate(steps):
         if s.txn is None:
@@ -282,7 +411,7 @@ def _compaction_gaps(rng: random.Random, steps: list[Step]) -> int:
             continue
         kept = []
         for key, value in s.records:
-            if last[key] > i and rng.random() < 0.3:
+            if value is not None and last[key] > i and rng.random() < 0.3:
                 dropped += 1
             else:
                 kept.append((key, value))

@@ -74,3 +74,18 @@ def test_a_simple_group_left_without_offsets_is_gone(tmp_path: Path) -> None:
     run = JobRun(tmp_path, "r", {"g": group}, [], [], [], {"g": decision}, [])
     view = job_view(run, ["g"], {})["g"]
     assert (view.listed, view.state, view.exact_state) == (False, "Dead", "Dead")
+
+
+def test_consumer_groups_in_the_new_coordinators_era() -> None:
+    topics = {"a": (4, uuid.UUID(int=1)), "b": (3, uuid.UUID(int=2))}
+    log = generate(2, 300, "4.4.0", 3, topics, NOW_MS, broken_partitions=(0,))
+    kinds = set(log.groups.values())
+    assert kinds == {"classic", "simple", "consumer"}
+    types = {
+        wire.decode_record(key, value).record_type
+        for step in log.steps
+        for key, value in step.records
+    }
+    assert types == {1, 2, 3, 4, 5, 6, 7, 8}
+    older = generate(2, 300, "3.9.1", 3, topics, NOW_MS, broken_partitions=(0,))
+    assert set(older.groups.values()) == {"classic", "simple"}
