@@ -342,12 +342,15 @@ def generate(
     now_ms: int,
     broken_partitions: tuple[int, ...] = (),
     max_transactions: int | None = None,
+    transactions_first: bool = False,
 ) -> GeneratedLog:
     """`groups` histories over `topics` (name -> (partitions, topic id or None)), interleaved
     at random in each offsets partition, then compaction-like gaps. In an era with consumer
     groups, the first consumer group of each of `broken_partitions` fails the partition's load
     (LOG-6: a group tombstone while a member remains). `max_transactions`: the others become
-    plain commits (committed ones) or nothing (aborted, open)."""
+    plain commits (committed ones) or nothing (aborted, open). `transactions_first`: every
+    transaction before the first plain record (a 4.x coordinator whose log was appended to
+    behind its back reloads, and fails writes meanwhile)."""
     rng = random.Random(seed)
     ids = {t: tid for t, (_, tid) in topics.items() if tid is not None}
     w = _Writer(rng, version, now_ms, ids)
@@ -380,6 +383,8 @@ def generate(
                 step.records = [w.plain_commit(step.group, *o) for o in step.offsets]
             step.txn, step.offsets = None, []
     merged = [s for s in merged if s.txn != "open"] + [s for s in merged if s.txn == "open"]
+    if transactions_first:
+        merged = [s for s in merged if s.txn] + [s for s in merged if not s.txn]
     dropped = _compaction_gaps(rng, merged)
     merged = [s for s in merged if s.records or s.txn]
     records = sum(len(s.records) for s in merged)
