@@ -34,11 +34,13 @@ from tests.broker.recorder import Recorder
 from tests.broker.situations import java_admin
 from tests.broker.world import (
     JobRun,
+    _end_offsets,
     _rows,
     _topic_names,
     broker_view,
     compare_views,
     job_view,
+    tombstones_after,
 )
 
 SITUATION = "generated"
@@ -209,6 +211,29 @@ def failed_partitions(bootstrap: str, partitions: int) -> set[int]:
     return {p for p, name in probes.items() if by_name.get(name) in LOAD_ERRORS}
 
 
+def _compare_cleanup(
+    recorder: Recorder,
+    version: str,
+    run: JobRun,
+    loaded: set[str],
+    offset_stones: dict,
+    group_stones: set[str],
+) -> None:
+    """The offset and group tombstones the broker's cleanup wrote after the load are the
+    run's expired offsets and deleted groups (every deadline is at least `MARGIN_MS` before
+    the load or after the check, so each was decided at the first cleanup pass)."""
+    decided = {(d["group_id"], d["topic"], d["partition"]): d for d in run.offset_decisions}
+    for key in sorted(set(decided) | set(offset_stones)):
+        if key[0] in loaded:
+            what = f"{key[0]} {key[1]}/{key[2]} expired (tombstone written)"
+            expired = key in decided and bool(decided[key]["expired"])
+            recorder.compare(version, SITUATION, "expiry", what, key in offset_stones, expired)
+    for group in sorted((set(run.group_decisions) | group_stones) & loaded):
+        deleted = bool((run.group_decisions.get(group) or {}).get("deleted"))
+        what = f"{group} deleted (tombstone written)"
+        recorder.compare(version, SITUATION, "expiry", what, group in group_stones, deleted)
+
+
 def run_job(dump: Path, tables: Path, as_of_ms: int, coordinator: str) -> None:
     args = ["run", "--source", "parquet", "--input", str(dump), "--output", str(tables)]
     args += ["--run-id", SITUATION, "--retention", f"{RETENTION_MS // 60_000}m"]
@@ -242,7 +267,7 @@ def check_version(version: str, work: Path, recorder: Recorder, groups: int, see
         timings["produce"] = time.monotonic() - started
         time.sleep(1.0)
         broker.stop()
-        segments.write_dump(broker.log_dir, work / "dump")
+        ends = _end_offsets(segments.write_dump(broker.log_dir, work / "dump"))
         broker.start()
         time.sleep(3 * CLEANUP_INTERVAL_MS / 1000)
         timings["reload"] = time.monotonic() - started
@@ -259,6 +284,8 @@ def check_version(version: str, work: Path, recorder: Recorder, groups: int, see
                 producer.abort_transaction(1)
         broker.stop()
         broker.kill()
+    # what the broker's cleanup wrote after the load
+    stones = tombstones_after(segments.read_log_dir(broker.log_dir), ends)
     tables = work / "tables"
     run_job(work / "dump", tables, as_of_ms, coordinator)
     timings["audit"] = time.monotonic() - started
@@ -275,6 +302,7 @@ def check_version(version: str, work: Path, recorder: Recorder, groups: int, see
     )
     mine = job_view(run, loaded, names)
     compare_views(recorder, version, SITUATION, PHASE, seen, mine)
+    _compare_cleanup(recorder, version, run, set(loaded), *stones)
     for p in range(PARTITIONS):
         recorder.compare(
             version,
