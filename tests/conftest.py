@@ -59,7 +59,9 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if path.exists() and path.stat().st_mtime >= _SESSION_START:
         report = json.loads(path.read_text())
         terminalreporter.write_sep("-", "real-broker comparisons")
-        terminalreporter.write_line(summary(report["checks"], report["not_run"]))
+        terminalreporter.write_line(
+            summary(report["checks"], report["not_run"], report.get("generated"))
+        )
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -60,4 +60,6 @@ def pytest_terminal_summary(terminalreporter) -> None:
     tests ran: `make test` shows it too."""
     if _RECORDER.checks or _RECORDER.not_run:
         terminalreporter.write_sep("-", "real-broker comparisons")
-        terminalreporter.write_line(summary(_RECORDER.rows(), _RECORDER.not_run))
+        terminalreporter.write_line(
+            summary(_RECORDER.rows(), _RECORDER.not_run, _RECORDER.generated)
+        )

@@ -50,6 +50,8 @@ class Recorder:
     def __init__(self) -> None:
         self.checks: list[Check] = []
         self.not_run: dict[str, str] = {}  # version -> why its broker did not run
+        # version -> the generated logs' sizes and load failures (tests/broker/generated.py)
+        self.generated: dict[str, dict] = {}
 
     def compare(
         self,
@@ -89,7 +91,7 @@ class Recorder:
 
     def write(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        report = {"checks": self.rows(), "not_run": self.not_run}
+        report = {"checks": self.rows(), "not_run": self.not_run, "generated": self.generated}
         path.write_text(json.dumps(report, indent=1, default=str))
 
 
@@ -104,24 +106,41 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def version_lines(rows: list[dict], not_run: dict[str, str] | None = None) -> list[str]:
-    """One line per broker version: the oracle's versions in order, then any other seen."""
+GENERATED = "generated"  # the differential check's situation (tests/broker/generated.py)
+
+
+def version_lines(
+    rows: list[dict], not_run: dict[str, str] | None = None, generated: dict | None = None
+) -> list[str]:
+    """One line per broker version: the oracle's versions in order, then any other seen; and
+    under it, the generated logs' line where the differential check ran on that version."""
     not_run = not_run or {}
+    generated = generated or {}
     seen = sorted({row["version"] for row in rows} | set(not_run))
     lines = []
     for version in [*VERSIONS, *(v for v in seen if v not in VERSIONS)]:
-        mine = [row for row in rows if row["version"] == version]
+        everything = [row for row in rows if row["version"] == version]
+        mine = [row for row in everything if row["situation"] != GENERATED]
         head = f"broker {version} ({coordinator_for(version)}):"
-        if not mine:
+        gen = [row for row in everything if row["situation"] == GENERATED]
+        if not mine and (version in not_run or not gen):
             why = not_run.get(version, "no test of it ran in this session")
             lines.append(f"{head} not run: {why}")
-            continue
-        situations = len({row["situation"] for row in mine})
-        compared, agree, unknown = _counts(mine)
-        lines.append(
-            f"{head} {situations} situations, {compared} values compared, {agree} agree,"
-            f" {unknown} reported unknown by the job"
-        )
+        elif mine:
+            situations = len({row["situation"] for row in mine})
+            compared, agree, unknown = _counts(mine)
+            lines.append(
+                f"{head} {situations} situations, {compared} values compared, {agree} agree,"
+                f" {unknown} reported unknown by the job"
+            )
+        if gen and version in generated:
+            g = generated[version]
+            compared, agree, _ = _counts(gen)
+            lines.append(
+                f"{head} generated {g['groups']:,} groups in {g['logs']} logs, {compared:,}"
+                f" values compared, {agree:,} agree; {g['failed']} partitions failed to load,"
+                f" {g['predicted']} predicted"
+            )
     return lines
 
 
@@ -136,7 +155,9 @@ def _counts(rows: list[dict]) -> tuple[int, int, int]:
     return len(rows) - unknown, agree, unknown
 
 
-def summary(rows: list[dict], not_run: dict[str, str] | None = None) -> str:
+def summary(
+    rows: list[dict], not_run: dict[str, str] | None = None, generated: dict | None = None
+) -> str:
     table: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for row in rows:
         table[(row["version"], row["situation"])].append(row)
@@ -159,7 +180,7 @@ def summary(rows: list[dict], not_run: dict[str, str] | None = None) -> str:
                 f" broker={row['broker']!r})"
             )
     compared, agree, unknown = _counts(rows)
-    lines.extend(version_lines(rows, not_run))
+    lines.extend(version_lines(rows, not_run, generated))
     lines.append(
         f"broker checks: {len(table)} situations, {compared} values compared, {agree} agree,"
         f" {unknown} reported unknown by the job"
@@ -175,7 +196,7 @@ def main(argv: list[str]) -> int:
     report = json.loads(path.read_text())
     if isinstance(report, list):  # written before the versions that did not run were kept
         report = {"checks": report, "not_run": {}}
-    print(summary(report["checks"], report["not_run"]))
+    print(summary(report["checks"], report["not_run"], report.get("generated")))
     return 0
 
 

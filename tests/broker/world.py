@@ -126,11 +126,11 @@ def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, Group
             key = (row["topic"], row["partition"])
             offset = (row["offset"], row["leader_epoch"], row["metadata"])
             views[row["group"]].offsets[key] = offset
-    for group in groups:
+    classic = [g for g in groups if not views[g].modern_only]
+    all_described = _describe_all(admin, classic)
+    for group in classic:
         view = views[group]
-        if view.modern_only:
-            continue
-        described = _describe(admin, group)
+        described = all_described[group]
         if described is None:
             view.state = "Dead"
             continue
@@ -147,17 +147,38 @@ def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, Group
             )
             for m in described.members
         )
-    for group in groups:
-        view = views[group]
-        request = [ConsumerGroupTopicPartitions(group)]
+    # every group's OffsetFetch(require_stable) in flight at once, then their answers
+    asked = {
+        group: admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], require_stable=True, request_timeout=30
+        )[group]
+        for group in groups
+    }
+    for group, future in asked.items():
         try:
-            stable = admin.list_consumer_group_offsets(
-                request, require_stable=True, request_timeout=10
-            )[group].result()
-            view.unstable = any(tp.error is not None for tp in stable.topic_partitions)
+            stable = future.result()
+            views[group].unstable = any(tp.error is not None for tp in stable.topic_partitions)
         except KafkaException as exc:
-            view.unstable = "UNSTABLE" in str(exc)
+            views[group].unstable = "UNSTABLE" in str(exc)
     return views
+
+
+def _describe_all(admin, groups: list[str]) -> dict:
+    """DescribeGroups of every group in one call (the client batches them per coordinator);
+    a group answered with another error than GROUP_ID_NOT_FOUND is asked again alone
+    (`_describe`: retried while the coordinator loads). None = GROUP_ID_NOT_FOUND."""
+    if not groups:
+        return {}
+    out = {}
+    for group, future in admin.describe_consumer_groups(groups, request_timeout=30).items():
+        try:
+            out[group] = future.result()
+        except KafkaException as exc:
+            if exc.args[0].name() == "GROUP_ID_NOT_FOUND":
+                out[group] = None
+            else:
+                out[group] = _describe(admin, group)
+    return out
 
 
 def _describe(admin, group: str):
@@ -316,10 +337,18 @@ def job_view(
         row = run.groups.get(group)
         view = GroupView()
         decision = run.group_decisions.get(group) or {}
+        expired = {
+            (d["topic"], d["partition"])
+            for d in run.offset_decisions
+            if d["group_id"] == group and d["expired"]
+        }
         unread = [u for u in run.unread_marker_offsets if u["group_id"] == group]
         view.uncertain = any(u["is_group_in_doubt"] for u in unread)
         view.uncertain_offsets = {(u["topic"], u["partition"]) for u in unread}
-        if decision.get("deleted"):  # what the broker shows once its cleanup passed as_of
+        # what the broker shows once its cleanup passed as_of: a deleted group, and under a
+        # Scala coordinator a simple one (generation 0) that leaves the cache without a
+        # tombstone (DEL-CLASSIC: not `deleted`, blocked only by GENERATION_0_NO_TOMBSTONE)
+        if decision.get("deleted") or decision.get("blocked_by") == "GENERATION_0_NO_TOMBSTONE":
             row = None
         if row is not None:
             view.state = row["state"]
@@ -327,7 +356,14 @@ def job_view(
             view.group_type = row["group_type"] if view.listed else None
             view.simple = row["protocol_type"] is None or row["protocol_type"] == ""
             view.protocol = row["protocol"] if row["group_type"] == "classic" else None
-            view.unstable = bool(row["has_pending_transactions"])
+            # OffsetFetch(require_stable) of all partitions answers UNSTABLE for the partitions
+            # with a committed offset and a pending one: a partition whose only offset is
+            # pending is not among them (the group's has_pending_transactions still says so)
+            view.unstable = any(
+                o["has_pending_transaction"]
+                for o in run.offsets
+                if o["group_id"] == group and (o["topic"], o["partition"]) not in expired
+            )
             view.exact_state = row["state"]
             if row["group_type"] != "classic":
                 view.epochs = (row["generation"], row["target_assignment_epoch"])
@@ -347,11 +383,6 @@ def job_view(
             )
             for m in members
         )
-        expired = {
-            (d["topic"], d["partition"])
-            for d in run.offset_decisions
-            if d["group_id"] == group and d["expired"]
-        }
         if view.epochs is not None:
             view.member_epochs = {m["member_id"]: m["member_epoch"] for m in members}
         if row is not None and row["group_type"] in ("streams", "share"):

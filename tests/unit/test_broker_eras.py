@@ -138,3 +138,27 @@ def test_the_load_tests_releases_are_fetched_by_make_broker_jars() -> None:
 
     wanted = {*test_load_rows.RELEASES, test_loader_regime.RELEASE}
     assert wanted <= {*kafka_dist.VERSIONS, *kafka_dist.LOAD_VERSIONS}
+
+
+def test_generated_logs_have_a_line_of_their_own() -> None:
+    """The differential check (tests/broker/generated.py) is reported beside the situations,
+    and alone when only it ran."""
+    rows = [
+        {"version": "3.9.1", "situation": "a", "agrees": True},
+        *[{"version": "3.9.1", "situation": "generated", "agrees": True}] * 3,
+        {"version": "3.9.1", "situation": "generated", "agrees": False},
+        {"version": "4.4.0", "situation": "generated", "agrees": True},
+    ]
+    generated = {
+        "3.9.1": {"groups": 5000, "logs": 3, "records": 9, "failed": 0, "predicted": 0},
+        "4.4.0": {"groups": 1200, "logs": 3, "records": 9, "failed": 1, "predicted": 1},
+    }
+    lines = version_lines(rows, {}, generated)
+    assert lines[:3] == [
+        "broker 4.4.0 (new): generated 1,200 groups in 3 logs, 1 values compared, 1 agree;"
+        " 1 partitions failed to load, 1 predicted",
+        "broker 3.9.1 (classic-2.4): 1 situations, 1 values compared, 1 agree,"
+        " 0 reported unknown by the job",
+        "broker 3.9.1 (classic-2.4): generated 5,000 groups in 3 logs, 4 values compared,"
+        " 3 agree; 0 partitions failed to load, 0 predicted",
+    ]
