@@ -9,7 +9,7 @@ Python workers) and of every other process on the machine are recorded for each 
 latter flags a noisy machine, which on 2 shared cores can double wall times. With
 --dominant-group-share, each size's skewed dump and its unskewed twin take turns, rep by rep.
 
-    python -m offsets_lib.tools.bench [--sizes 1000000,10000000] [--reps 3] [--out bench]
+    PYTHONPATH=. python -m bench.harness [--sizes 1000000,10000000] [--reps 3] [--out bench]
 """
 
 from __future__ import annotations
