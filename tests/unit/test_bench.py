@@ -50,13 +50,14 @@ def test_targets_are_judged_on_their_figures() -> None:
     earlier = [_result(10_000_000, 100.0, 110.0)]
     results = [
         _result(1_000_000, 8.0, 4.0),
-        _result(10_000_000, 80.0, 100.0),
+        _result(10_000_000, 80.0, 120.0, pipeline_over_floor=2.6),
         _result(100_000_000, 1000.0, 1200.0, python_worker_peak_rss_mb=3500.0),
         _result(10_000_000, 90.0, 100.0, dominant_group_share=0.3, largest_over_mean_task=1.9),
     ]
     assert harness.target_lines(results, earlier) == [
         "target 1M records: 2.000x the baseline's time -> met",
-        "target 10M records: 1.250x the baseline's throughput -> met",
+        "target 10M records: 1.500x the baseline's throughput -> met",
+        "target 10M records: 2.600x the Arrow floor's time -> MISSED",
         "target 100M records: 12.5x the 10M time, driver 500 MB, worker 3500 MB -> MISSED",
         "target 10,000,000 records, one group 30% of the commits: largest task 1.90x the"
         " average, driver 500 MB, worker 1500 MB -> met",
