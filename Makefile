@@ -71,14 +71,14 @@ test-fast: setup ## unit tests and quick Spark tests (no slow, Kafka or broker t
 	$(BIN)/pytest -q -m "not slow and not kafka and not broker"
 
 bench: setup ## the job against Spark's read-and-dedupe at 1M and 10M, a skewed 10M, an incremental Kafka run, the production configuration
-	$(BIN)/python -m offsets_lib.tools.bench
-	$(BIN)/python -m offsets_lib.tools.bench --sizes 10000000 --reps 3 --dominant-group-share 0.3
+	PYTHONPATH=. $(BIN)/python -m bench.harness
+	PYTHONPATH=. $(BIN)/python -m bench.harness --sizes 10000000 --reps 3 --dominant-group-share 0.3
 	PYTHONPATH=. $(BIN)/python bench/incremental.py
 	PYTHONPATH=. $(BIN)/python bench/production.py --variant "--delta-writer spark"
 	PYTHONPATH=. $(BIN)/python bench/report.py
 
 bench-large: setup ## 100M records, one rep, judged against the latest 10M result (long; not part of test)
-	$(BIN)/python -m offsets_lib.tools.bench --sizes 100000000 --reps 1
+	PYTHONPATH=. $(BIN)/python -m bench.harness --sizes 100000000 --reps 1
 
 lint: setup ## ruff check and format check
 	$(BIN)/ruff check .

@@ -25,8 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from bench.harness import _append_results, ensure_dump, measure
 from bench.kafka_topic import BROKER_SETTINGS, create_topic, log_order, produce
-from offsets_lib.tools.bench import _append_results, ensure_dump, measure
 from tests.broker.brokers import KafkaBroker
 
 TOPIC = "offsets-bench"

@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.harness import _append_results, ensure_dump
 from bench.kafka_topic import BROKER_SETTINGS, create_topic, log_order, produce
-from offsets_lib.tools.bench import _append_results, ensure_dump
 from tests.broker.brokers import KafkaBroker
 from tests.cluster.servers import (
     KAFKA_VERSION,

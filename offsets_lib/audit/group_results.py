@@ -10,6 +10,7 @@ joined with their existing group: G-S3) and the stats row's group columns (`grou
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,8 @@ from offsets_lib.audit.arrays import (
     take_rows,
 )
 from offsets_lib.audit.coordinator import Coordinator
-from offsets_lib.audit.group_rows import GROUP_STATE_ARROW
+from offsets_lib.audit.group_rows import GROUP_METADATA, GROUP_STATE_ARROW, classic_group_rows
+from offsets_lib.wire import layout_read
 
 END_OF_LOG = 2**63 - 1  # G-S2: the position "at the end of the load", after every record
 # the facts of its group each live offset carries (task_audit.KIND_ARROW's offset rows)
@@ -100,8 +102,10 @@ def replay_groups(
     record_type: np.ndarray,
     summary: pa.Table,
     coordinator: Coordinator,
+    value_bytes: Callable[[np.ndarray], Any],
 ) -> pa.Table:
-    """Replay every group's records in log order (replay.replay_group), offsets as one event."""
+    """Replay every group's records in log order (replay.replay_group), offsets as one event.
+    `value_bytes`: the raw value bytes of decoded rows (TaskRecords.value_bytes)."""
     # long: columns to Python lists once (no per-row Arrow access), then one loop over groups
     group_ids = decoded.column("group_id")
     is_event = ok & ~is_control & (record_type >= 2) & as_bools(pc.is_valid(group_ids))
@@ -148,13 +152,24 @@ def replay_groups(
     members = records.column("member_id").to_pylist()
     regexes = records.column("regular_expression").to_pylist()
     value_versions = records.column("value_version").to_pylist()
-    event_values = [values.get(int(i)) for i in rows]
+    event_values = [
+        values.get(i, replay.RawValue(i) if t in replay.RAW_VALUE_TYPES and not gone else None)
+        for i, t, gone in zip(rows.tolist(), types, tombstones, strict=True)
+    ]
     offset_list = offsets.tolist()
     present = has_offset.tolist()
     partition_list = partitions.to_pylist()
     group_list = groups.to_pylist()
     order_list = order.tolist()
     out: list[dict[str, Any]] = []
+    classic_values: list[Any] = []  # of the classic groups, in `out`'s order
+    classic_versions: list[int | None] = []
+
+    def collected(value: Any, version: int | None) -> dict[str, Any]:
+        classic_values.append(value)
+        classic_versions.append(version)
+        return {CLASSIC_ROW: True}
+
     for start, end in spans:
         events = []
         for i in order_list[start:end]:
@@ -180,9 +195,10 @@ def replay_groups(
                 group_list[first],
                 events,
                 coordinator=coordinator,
+                classic_row=collected,
             )
         )
-    groups_table = pa.Table.from_pylist(out, schema=GROUP_STATE_ARROW)
+    groups_table = _group_table(out, classic_values, classic_versions, value_bytes)
     # offset facts of each group (Arrow joins take no nested payload such as `members`)
     at = pc.index_in(
         key_strings(groups_table.column("log_partition"), groups_table.column("group_id")),
@@ -194,6 +210,45 @@ def replay_groups(
         "has_pending_transactions",
         pc.fill_null(summary.column("has_pending_transactions").take(at), False),
     )
+
+
+CLASSIC_ROW = "_classic"  # a replayed row whose group columns `_group_table` builds
+
+
+def _group_table(
+    rows: list[dict[str, Any]],
+    classic_values: list[Any],
+    classic_versions: list[int | None],
+    value_bytes: Callable[[np.ndarray], Any],
+) -> pa.Table:
+    """GROUP_STATE_ARROW of the replayed `rows`: the classic groups' (CLASSIC_ROW) built as
+    columns from their last GroupMetadata values, in one go (group_rows.classic_group_rows):
+    read from their bytes (replay.RawValue: wire.layout_read) or converted from the codec's
+    dicts; the others' as they are: the classic groups first."""
+    is_classic = np.array([CLASSIC_ROW in row for row in rows], dtype=bool)
+    classic = [rows[i] for i in np.flatnonzero(is_classic)]
+    own = ["log_partition", "group_id", "state_notes", "load_failures"]
+    is_raw = np.array([isinstance(v, replay.RawValue) for v in classic_values], dtype=bool)
+    raw_rows = np.array([v.row for v in classic_values if isinstance(v, replay.RawValue)], np.int64)
+    read, read_versions = layout_read.record_values(2, value_bytes(raw_rows))
+    dicts = [v for v in classic_values if not isinstance(v, replay.RawValue)]
+    if dicts:  # values the codec decoded (the walk did not vouch for them): in their places
+        versions = [v for v, raw in zip(classic_versions, is_raw.tolist(), strict=True) if not raw]
+        position = np.concatenate([np.flatnonzero(is_raw), np.flatnonzero(~is_raw)])
+        back = pa.array(np.argsort(position))
+        read = pa.concat_arrays([read, pa.array(dicts, GROUP_METADATA)]).take(back)
+        read_versions = pa.concat_arrays([read_versions, pa.array(versions, pa.int16())]).take(back)
+    built = classic_group_rows(read, read_versions)
+    for name in own:
+        built = built.append_column(
+            GROUP_STATE_ARROW.field(name), pa.array([row[name] for row in classic],
+                                                    GROUP_STATE_ARROW.field(name).type)
+        )  # fmt: skip
+    others = pa.Table.from_pylist([rows[i] for i in np.flatnonzero(~is_classic)],
+                                  schema=GROUP_STATE_ARROW)  # fmt: skip
+    return pa.concat_tables(
+        [built.select(GROUP_STATE_ARROW.names).cast(GROUP_STATE_ARROW), others]
+    )  # rows by kind: nothing reads the groups' order
 
 
 def live_offsets(keys: pa.Table, groups: pa.Table) -> tuple[pa.Table, int]:

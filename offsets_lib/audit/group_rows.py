@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from offsets_lib import wire
+from offsets_lib.wire import layout_read
+from offsets_lib.wire.layouts import RECORD_TYPES, current_value
 
 # the group_type column's values
 CLASSIC, CONSUMER, STREAMS, SHARE = "classic", "consumer", "streams", "share"
@@ -101,80 +104,161 @@ def dead_group_row() -> dict[str, Any]:
     return row
 
 
+GROUP_METADATA = layout_read.arrow_type(current_value(RECORD_TYPES[2]).fields)
+"""A GroupMetadata value in Arrow (the codec's dict of one converts to it)."""
+# the classic rows' columns: GROUP_STATE_ARROW but the replay's own (key, notes, load checks)
+_CLASSIC_COLUMNS = [
+    f for f in GROUP_STATE_ARROW
+    if f.name not in ("log_partition", "group_id", "state_notes", "load_failures")
+]  # fmt: skip
+
+
 def classic_group_row(value: dict[str, Any], version: int | None) -> dict[str, Any]:
-    """G-C1/G-C2 and SUB-C1..C4: a classic group from its last GroupMetadata value (schema
-    `version`)."""
-    protocol_type = value.get("protocolType") or None  # "" means no protocol type
-    raw_members = value.get("members") or []
-    is_consumer = protocol_type == "consumer"
-    members = [_classic_member(m, parse=is_consumer) for m in raw_members]
-    state_ts = value.get("currentStateTimestamp", -1)
-    subscribed: list[str] | None
-    if not is_consumer:
-        subscribed = None  # SUB-C1
-    elif not members:
-        subscribed = []  # SUB-C2
-    elif value.get("protocol") is None or any(m["subscribed_topics"] is None for m in members):
-        subscribed = None  # SUB-C4
-    else:
-        subscribed = sorted({t for m in members for t in m["subscribed_topics"]})  # SUB-C3
-    return {
-        "group_type": CLASSIC,
+    """`classic_group_rows` of one GroupMetadata value (the codec's dict)."""
+    values = pa.array([value], GROUP_METADATA)
+    return classic_group_rows(values, pa.array([version], pa.int16())).to_pylist()[0]
+
+
+def classic_group_rows(values: pa.Array, versions: pa.Array) -> pa.Table:
+    """G-C1/G-C2 and SUB-C1..C4: classic groups, each from its last GroupMetadata value
+    (GROUP_METADATA) of schema version `versions`, as columns; the consumer groups' members'
+    subscriptions and assignments decoded all at once (wire.layout_read)."""
+    n = len(values)
+    written = pc.struct_field(values, "protocolType")  # "" means no protocol type
+    protocol_type = pc.if_else(pc.equal(written, ""), pa.scalar(None, pa.string()), written)
+    is_consumer = _bools(pc.equal(protocol_type, "consumer"))
+    lists = pc.struct_field(values, "members")
+    counts = np.asarray(pc.fill_null(pc.list_value_length(lists), 0), dtype=np.int64)
+    members = pc.list_flatten(lists)
+    owner = np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
+    parsed = np.flatnonzero(is_consumer[owner])
+    topics = _sorted_sets(layout_read.subscription_topic_lists(
+        pc.struct_field(members, "subscription").take(pa.array(parsed))
+    ))  # fmt: skip
+    member_topics = _scattered(topics, parsed, len(members))
+    session = pc.struct_field(members, "sessionTimeout")
+    rebalance = pc.struct_field(members, "rebalanceTimeout")
+    no_rebalance = pc.fill_null(pc.less(rebalance, 0), True)  # v0 has none: the session's
+    none = pa.nulls(len(members))
+    no_partitions = _empty_lists(len(members), PARTITION)
+    member_columns = [
+            pc.struct_field(members, "memberId"),
+            pc.struct_field(members, "groupInstanceId"),
+            pc.struct_field(members, "clientId"),
+            pc.struct_field(members, "clientHost"),
+            none,
+            member_topics,
+            none,
+            _assigned(pc.struct_field(members, "assignment"), parsed, len(members)),
+            no_partitions,
+            none,
+            none,
+            none,
+            pc.if_else(no_rebalance, session, rebalance),
+            session,
+            none,
+    ]  # fmt: skip
+    member_rows = pa.StructArray.from_arrays(
+        [c.cast(f.type) for c, f in zip(member_columns, MEMBER, strict=True)], fields=list(MEMBER)
+    )
+    offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+    # SUB-C3: the union of the members' topics; SUB-C4 when the protocol or a member's is unknown
+    union = _sorted_sets_of(
+        owner[np.asarray(pc.list_parent_indices(member_topics), dtype=np.int64)],
+        pc.list_flatten(member_topics),
+        np.zeros(n, dtype=bool),
+    )
+    unknown_member = np.bincount(
+        owner, weights=_bools(pc.is_null(member_topics)), minlength=n
+    ) > 0  # fmt: skip
+    unknown = unknown_member | _bools(pc.is_null(pc.struct_field(values, "protocol")))
+    subscribed = pc.if_else(
+        pa.array(~is_consumer | ((counts > 0) & unknown)), pa.nulls(n, union.type), union
+    )  # SUB-C1 (not consumer), SUB-C2 (no members: [])
+    state_ts = pc.struct_field(values, "currentStateTimestamp")
+    columns = {
+        "group_type": pa.array([CLASSIC] * n, pa.string()),
         "protocol_type": protocol_type,
-        "state": "Stable" if members else "Empty",
-        "generation": value.get("generation"),
-        "protocol": value.get("protocol"),
-        "leader": value.get("leader"),
+        "state": pa.array(np.where(counts > 0, "Stable", "Empty")),
+        "generation": pc.struct_field(values, "generation"),
+        "protocol": pc.struct_field(values, "protocol"),
+        "leader": pc.struct_field(values, "leader"),
         "subscribed_topics": subscribed,
-        "current_state_timestamp_ms": state_ts if state_ts is not None and state_ts >= 0 else None,
-        "metadata_value_version": version,
-        "target_assignment_epoch": None,
-        "member_count": len(members),
-        "members": members,
-        "stored_description_topology_epoch": None,
+        "current_state_timestamp_ms": pc.if_else(
+            pc.fill_null(pc.greater_equal(state_ts, 0), False), state_ts, None
+        ),
+        "metadata_value_version": versions,
+        "target_assignment_epoch": pa.nulls(n),
+        "member_count": pa.array(counts),
+        "members": pa.ListArray.from_arrays(offsets, member_rows),
+        "stored_description_topology_epoch": pa.nulls(n),
     }
-
-
-def _classic_member(member: dict[str, Any], *, parse: bool) -> dict[str, Any]:
-    topics: list[str] | None = None
-    assigned: list[dict[str, Any]] = []
-    if parse:
-        raw = member.get("subscription")
-        listed = wire.subscription_topics(raw) if raw else None
-        if listed is not None:
-            topics = sorted(set(listed))
-        assignment = _parse_embedded(wire.decode_assignment, member.get("assignment"))
-        for tp in (assignment or {}).get("AssignedPartitions") or []:
-            assigned += [
-                partition_row(tp.get("Topic"), None, p, None) for p in tp.get("Partitions", [])
-            ]
-    rebalance = member.get("rebalanceTimeout", -1)
-    session = member.get("sessionTimeout")
-    return member_row(
-        member_id=member.get("memberId"),
-        group_instance_id=member.get("groupInstanceId"),
-        client_id=member.get("clientId"),
-        client_host=member.get("clientHost"),
-        subscribed_topics=topics,
-        assigned_partitions=assigned,
-        # v0 has no rebalance timeout; Kafka then uses the session timeout
-        rebalance_timeout_ms=session if rebalance is None or rebalance < 0 else rebalance,
-        session_timeout_ms=session,
+    return pa.table(
+        [columns[f.name].cast(f.type) for f in _CLASSIC_COLUMNS], schema=pa.schema(_CLASSIC_COLUMNS)
     )
 
 
-def _parse_embedded(decoder: Any, data: bytes | None) -> dict[str, Any] | None:
-    """Decode an embedded ConsumerProtocol blob; None when absent or malformed."""
-    if not data:
-        return None
-    try:
-        result = decoder(data)
-    except Exception:
-        return None
-    fields = getattr(result, "fields", result)
-    if getattr(result, "error", None) or not isinstance(fields, dict) or fields.get("error"):
-        return None
-    return fields
+def _assigned(assignments: pa.Array, parsed: np.ndarray, n: int) -> pa.Array:
+    """Each member's assigned partitions (the consumer members' `parsed` assignments, one row
+    per topic partition; none where absent or malformed, and for the other members)."""
+    topics = layout_read.assignment_lists(assignments.take(pa.array(parsed)))
+    by_topic = pc.list_flatten(topics)
+    member = parsed[np.asarray(pc.list_parent_indices(topics), dtype=np.int64)]
+    partitions = pc.struct_field(by_topic, "Partitions")
+    of_topic = np.asarray(pc.list_parent_indices(partitions), dtype=np.int64)
+    flat = pc.list_flatten(partitions)
+    rows = pa.StructArray.from_arrays(
+        [
+            pc.struct_field(by_topic, "Topic").take(pa.array(of_topic)),
+            pa.nulls(len(flat), pa.string()),
+            flat,
+            pa.nulls(len(flat), pa.int32()),
+        ],
+        fields=list(PARTITION),
+    )
+    counts = np.bincount(member[of_topic], minlength=n)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), rows)
+
+
+def _sorted_sets(lists: pa.Array) -> pa.Array:
+    """Each list sorted, without repeats (null lists stay null)."""
+    owner = np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
+    return _sorted_sets_of(owner, pc.list_flatten(lists), _bools(pc.is_null(lists)))
+
+
+def _sorted_sets_of(owner: np.ndarray, values: pa.Array, is_null: np.ndarray) -> pa.Array:
+    """Lists (null where `is_null`) of the distinct `values` of each owner, sorted."""
+    pairs = pa.table({"owner": owner, "value": values}).sort_by(
+        [("owner", "ascending"), ("value", "ascending")]
+    )
+    owner = pairs.column("owner").to_numpy()
+    value = pairs.column("value").combine_chunks()
+    repeated = np.zeros(len(owner), dtype=bool)
+    if len(owner) > 1:
+        same = _bools(pc.equal(value[1:], value[:-1]))
+        repeated[1:] = same & (owner[1:] == owner[:-1])
+    kept = ~repeated
+    counts = np.bincount(owner[kept], minlength=len(is_null))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    return pa.ListArray.from_arrays(
+        pa.array(offsets), value.filter(pa.array(kept)), mask=pa.array(is_null)
+    )
+
+
+def _scattered(values: pa.Array, rows: np.ndarray, n: int) -> pa.Array:
+    """`values` at `rows` of an array of `n`, null elsewhere."""
+    where = np.full(n, -1, np.int64)
+    where[rows] = np.arange(len(rows))
+    return values.take(pa.array(np.maximum(where, 0), mask=where < 0))
+
+
+def _empty_lists(n: int, type_: pa.DataType) -> pa.Array:
+    return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)), pa.array([], type_))
+
+
+def _bools(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(pc.fill_null(values, False), dtype=bool)
 
 
 def member_row(**values: Any) -> dict[str, Any]:

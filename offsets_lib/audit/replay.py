@@ -9,7 +9,7 @@ those of groups without modern records, are built in group_rows.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +53,10 @@ partitions of every current assignment of a consumer group in turn). Of any
 other type it reads only the newest value of each key: an older value of the same key is
 replaced, or its group dropped, before the group's row is built, so a caller may pass
 `value=None` for those (batch_decode.decode_task_records does)."""
+RAW_VALUE_TYPES = frozenset({2})
+"""GroupMetadata: the replay reads a classic group's last value from the raw bytes, as columns
+with every other group's (group_rows.classic_group_rows), so the task's decoding leaves it
+undecoded where the layout walk vouches for it (the event then holds a `RawValue`)."""
 LAST_VALUE_TYPES = frozenset({8, 14, 22})
 """Current-assignment records: a tombstone keeps the member's state from the value before it
 (G-M4), so the replay also reads the newest value of each such key."""
@@ -105,6 +109,13 @@ class _Modern:
     target_after_leave: bool = False
 
 
+@dataclass(frozen=True)
+class RawValue:
+    """A value left undecoded (RAW_VALUE_TYPES): the decoded table's row that holds it."""
+
+    row: int
+
+
 @dataclass
 class Event:
     """One group-level record of the log, in the shape the replay needs."""
@@ -114,7 +125,7 @@ class Event:
     is_tombstone: bool = False
     member_id: str | None = None
     regular_expression: str | None = None
-    value: dict[str, Any] | None = None
+    value: dict[str, Any] | RawValue | None = None
     value_version: int | None = None
 
 
@@ -124,10 +135,13 @@ def replay_group(
     events: Iterable[Event],
     *,
     coordinator: Coordinator = Coordinator.NEW,
+    classic_row: Callable[[Any, int | None], dict[str, Any]] = classic_group_row,
 ) -> dict[str, Any]:
     """Replay one group's records in log order and return its row (state Dead when absent).
 
-    A Scala coordinator (`coordinator.is_scala`) skips record types >= 3.
+    A Scala coordinator (`coordinator.is_scala`) skips record types >= 3. `classic_row` builds
+    a classic group's row from its last GroupMetadata value and that value's version (a caller
+    replaying many groups collects them instead, to build their rows as columns).
     """
     # long: the loader's one dispatch over record types, in log order, read against the loader
     # The classic group is its last GroupMetadata value ({} = a simple group without one). Each
@@ -185,7 +199,7 @@ def replay_group(
         failures += _claim_failures(modern, event)
         _apply_modern(modern, event)
     if classic is not None:
-        row = classic_group_row(classic, classic_version) if classic else simple_group_row()
+        row = classic_row(classic, classic_version) if classic else simple_group_row()
     elif modern is not None:
         row = _modern_row(modern)
         notes += _writer_evidence(modern, row["state"])
@@ -390,7 +404,9 @@ def needed_records(events: list[Event]) -> list[bool]:
     # long: one backward pass whose cases mirror replay_group's, to be read side by side
     if any(_FAMILY_OF.get(e.record_type) == SHARE for e in events):
         return [True] * len(events)
-    if replay_group(-1, "", events)["load_failures"]:
+    if replay_group(-1, "", events, classic_row=lambda _v, _version: simple_group_row())[
+        "load_failures"
+    ]:
         return [True] * len(events)
     # forward: which records change the group's existence (family), as the replay does
     modern: str | None = None

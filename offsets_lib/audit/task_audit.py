@@ -165,7 +165,9 @@ def audit_records(
     }
     keys = compaction.latest_per_key(resolved.commits, coordinator=coordinator)
     summary = group_summary(keys)
-    groups = replay_groups(decoded, values, ok, is_control, record_type, summary, coordinator)
+    groups = replay_groups(
+        decoded, values, ok, is_control, record_type, summary, coordinator, records.value_bytes
+    )
     window_ms = _unread_marker_window_ms(decoded, coordinator)
     unread = (
         compaction.unread_marker_offsets(

@@ -57,6 +57,7 @@ def audit_decoded(batches: list[pa.RecordBatch]) -> ResolvedCommits:
             batches,
             every_value_of=replay.EVERY_VALUE_TYPES,
             newest_value_of=replay.LAST_VALUE_TYPES,
+            raw_value_of=replay.RAW_VALUE_TYPES,
         )
     )
 

@@ -3,7 +3,7 @@
 A field's `Flag`s (its metadata) say how the option is given: the long option of `offsets run`
 (cli/run_command.py builds its click options from `FLAGS`) and the TOML profile key, which is that
 option's name with underscores (job/config.py builds its keys from `FLAGS`). Values are checked
-in `RunOptions` itself, so a library caller (tools/bench.py, a notebook, a test) meets the same
+in `RunOptions` itself, so a library caller (bench/harness.py, a notebook, a test) meets the same
 one-line messages as the command line (`UsageError`, exit status 2 there).
 """
 

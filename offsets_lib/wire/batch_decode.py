@@ -51,6 +51,12 @@ class TaskRecords:
     values: dict[int, Any]
     source: np.ndarray
     counts: dict[str, np.ndarray]
+    raw_values: pa.ChunkedArray | None = None  # the input's value column, in input order
+
+    def value_bytes(self, rows: np.ndarray) -> fastpath.RowBytes:
+        """The raw value bytes of table rows `rows` (for wire.layout_read)."""
+        assert self.raw_values is not None
+        return fastpath.rows_buffers(self.raw_values, self.source[rows])
 
     def list_is_nonempty(self, name: str, rows: np.ndarray) -> np.ndarray:
         """Whether the value of each row has a non-empty top-level array `name`."""
@@ -92,6 +98,7 @@ def decode_task_records(
     *,
     every_value_of: frozenset[int] | None = None,
     newest_value_of: frozenset[int] = frozenset(),
+    raw_value_of: frozenset[int] = frozenset(),
 ) -> TaskRecords:
     """Decode a task's batches for the audit (no full-length merge of the paths' columns: the
     audit does not depend on row order).
@@ -102,7 +109,8 @@ def decode_task_records(
     key are replaced by it) and, for the types in `newest_value_of`, also the newest value of
     each key (a reader that updates the previous value on a tombstone needs it). The other
     records are still checked against their layouts, so errors, keys and every other column are
-    exactly what the codec gives.
+    exactly what the codec gives. The types in `raw_value_of` are left undecoded where the walk
+    vouches for them: their reader reads the raw bytes (`TaskRecords.value_bytes`) as columns.
     """
     if not batches:
         return TaskRecords(DECODED_ARROW.empty_table(), {}, np.zeros(0, dtype=np.int64), {})
@@ -120,7 +128,7 @@ def decode_task_records(
     if walked is not None and len(walked_rows):
         keep = _values_needed(
             source, walked, walked_rows, codec_rows, decoded, every_value_of, newest_value_of
-        )
+        ) & ~np.isin(np.asarray(walked.columns["record_type"]), list(raw_value_of))
         extra, extra_fields = _decode_rows(source, walked_rows[keep], as_json=False)
         fields.update((len(decoded) + j, v) for j, v in extra_fields.items())
         decoded += extra
@@ -139,7 +147,7 @@ def decode_task_records(
             full[len(fast_rows) : first_codec] = count
             counts[name] = full
     table = pa.Table.from_arrays(arrays, schema=DECODED_ARROW)
-    return TaskRecords(table, values, order, counts)
+    return TaskRecords(table, values, order, counts, source.column("value"))
 
 
 def _walk(source: pa.Table, slow_rows: np.ndarray) -> tuple[layout_scan.Scanned, np.ndarray]:
