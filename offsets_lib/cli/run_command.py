@@ -92,6 +92,7 @@ def run_command(**kw: object) -> None:
     try:
         options = run_options(kw, now_ms=now_ms)
         _check_output(options)
+        storage.check_reachable(*options.inputs, options.output, options.end_offsets)
         if options.source == "parquet":  # before the JVM starts: a typo fails at once
             check_local_inputs(list(options.inputs))
         ends_file = _end_offsets_file(options.end_offsets)
@@ -109,6 +110,8 @@ def run_command(**kw: object) -> None:
             report, lag_line = _run(options, progress, ends_file)
     except OutputLocked as exc:
         fail(EXIT_LOCKED, str(exc))
+    except storage.StoreUnreachable as exc:  # the lease: a store that lets us read, not write
+        fail(EXIT_INPUT, str(exc))
     except OSError as exc:  # the lock file: an output folder that cannot be created
         fail(EXIT_USAGE, f"--output {options.output}: cannot write there: {_os_error(exc)}")
     except KeyboardInterrupt:
