@@ -54,8 +54,8 @@ def test_a_log_hears_of_the_longest_running_stage(still_clock: None) -> None:
 def test_a_log_stays_quiet_between_steps(still_clock: None) -> None:
     out = io.StringIO()
     shown = progress.Progress(out, live=False, every_s=0.0)
-    shown.line("[decide+write] 11 tables (1.0 s)")
+    shown.line("[decide+write] 10 tables, runs next (1.0 s)")
     shown.watch(lambda: [])
     time.sleep(0.1)
     shown.close()
-    assert out.getvalue() == "[decide+write] 11 tables (1.0 s)\n"
+    assert out.getvalue() == "[decide+write] 10 tables, runs next (1.0 s)\n"
