@@ -21,12 +21,12 @@ check-java:
 # A tool's own output (pip's build warnings, Ivy's resolution table) only when it fails.
 quietly = log=$$(mktemp); $(1) >$$log 2>&1 || { status=$$?; cat $$log >&2; rm -f $$log; exit $$status; }; rm -f $$log
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml jobs/executor-constraints.txt
 	@$(MAKE) --no-print-directory check-java
 	@echo "setup: installing the project and its Python packages into $(VENV) (about a minute with warm caches)"
 	@$(PYTHON) -m venv $(VENV)
 	@$(call quietly,$(BIN)/pip install --quiet --upgrade pip)
-	@$(call quietly,$(BIN)/pip install --quiet -e '.[dev]')
+	@$(call quietly,$(BIN)/pip install --quiet -e '.[dev]' -c jobs/executor-constraints.txt)
 	@touch $(STAMP)
 
 # The JVM packages of a local run (Delta Lake, Spark's Kafka connector) in Ivy's cache: no JVM
