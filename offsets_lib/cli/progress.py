@@ -62,8 +62,8 @@ class Progress:
         self._start()
 
     def status(self, text: str) -> None:
-        """Replace the live line (terminal only)."""
-        if not self.live:
+        """Replace the live line (terminal only; the same text is not written again)."""
+        if not self.live or text == self._status:
             return
         with self._lock:
             self._clear()
@@ -110,6 +110,8 @@ class Progress:
             if oldest is not None:
                 stage_id, name, tasks, done, running = oldest
                 text = stage_text(stage_id, name, tasks, done, running, now - first_seen[stage_id])
+            elif self._step and now - self._step_since >= LONG_STAGE_S:  # e.g. a JVM starting
+                text = f"  {self._step}: {now - self._step_since:.0f} s"
             if self.live:
                 if text is not None:
                     self.status(text)
@@ -117,8 +119,8 @@ class Progress:
                     with self._lock:
                         self._clear()
                         self.stream.flush()
-            elif now - self._last_line >= self.every_s and (text or self._step):
-                self._write(text or f"  {self._step}: {now - self._step_since:.0f} s")
+            elif text is not None and now - self._last_line >= self.every_s:
+                self._write(text)
 
     def close(self) -> None:
         """Stop the poller and clear the live line."""

@@ -59,3 +59,15 @@ def test_a_log_stays_quiet_between_steps(still_clock: None) -> None:
     time.sleep(0.1)
     shown.close()
     assert out.getvalue() == "[decide+write] 10 tables, runs next (1.0 s)\n"
+
+
+def test_a_terminal_sees_the_step_time_on_its_live_line(still_clock: None) -> None:
+    out = io.StringIO()
+    shown = progress.Progress(out, live=True)
+    shown.step("starting Spark")
+    for _ in range(500):
+        if out.getvalue().endswith("starting Spark: 0 s"):
+            break
+        time.sleep(0.01)
+    shown.close()
+    assert out.getvalue() == "  starting Spark ...\n  starting Spark: 0 s\r\x1b[K"
