@@ -32,6 +32,13 @@ VENV = ROOT / ".venv-airflow"
 REQUIREMENTS = ("apache-airflow==3.3.2", "apache-airflow-providers-apache-spark==6.3.4")
 STAMP = VENV / ".installed"
 RELEASE = "/srv/offsets-audit/1.2.3"
+# a deployment's `spark_default`, as tests/cluster/test_airflow_dag.py's (a client-mode driver)
+CONNECTION = {
+    "conn_type": "spark",
+    "host": "spark://spark-master.example.internal",
+    "port": 7077,
+    "extra": {"deploy-mode": "client", "spark-binary": "spark-submit"},
+}
 DEPLOY_MD = ROOT / "docs" / "deploy.md"
 BEGIN, END = "<!-- BEGIN DAG COMMAND -->", "<!-- END DAG COMMAND -->"
 
@@ -157,7 +164,7 @@ def build_dag_report(home: Path) -> dict:
         AIRFLOW_HOME=str(home),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         AIRFLOW__CORE__DAGS_FOLDER=str(DAG_FILE.parent),
-        AIRFLOW_CONN_SPARK_DEFAULT="spark://local",
+        AIRFLOW_CONN_SPARK_DEFAULT=json.dumps(CONNECTION),
         OFFSETS_AUDIT_RELEASE=RELEASE,
     )
     done = subprocess.run(

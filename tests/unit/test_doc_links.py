@@ -61,7 +61,11 @@ def _exists(doc: Path, target: str) -> bool:
 def _cited(doc: Path) -> list[str]:
     text = doc.read_text()
     links = [t for t in _LINK.findall(text) if not re.match(r"^[a-z]+:", t)]
-    names = [n for n in _NAME.findall(text) if not _NOT_OURS.search(n.lstrip("./"))]
+    names = [
+        n
+        for n in _NAME.findall(text)
+        if not n.startswith("/") and not _NOT_OURS.search(n.lstrip("./"))
+    ]  # an absolute path is on a deployment's machine (/etc/pki/..., /srv/<release>/...)
     return links + names
 
 
