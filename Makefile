@@ -9,7 +9,7 @@ export PYSPARK_PYTHON := $(abspath $(BIN)/python)
 export PYSPARK_DRIVER_PYTHON := $(abspath $(BIN)/python)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup run test test-fast bench bench-large lint format package clean check-java broker-jars fonts browser verify-broker
+.PHONY: help setup jvm-packages run test test-fast bench bench-large lint format package clean check-java broker-jars fonts browser verify-broker
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,16 +18,25 @@ check-java:
 	@command -v java >/dev/null 2>&1 || { echo "Java 17 is required by Spark: install it (Debian: apt-get install -y openjdk-17-jre-headless) and rerun." >&2; exit 2; }
 	@java -version 2>&1 | grep -Eq 'version "(17|21)' || { echo "Java 17 (or 21) is required by Spark; found: $$(java -version 2>&1 | head -1). Install openjdk-17-jre-headless." >&2; exit 2; }
 
-$(STAMP): pyproject.toml
-	@$(MAKE) --no-print-directory check-java
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	$(BIN)/python -m offsets_lib.tools.jars  # hadoop-aws + AWS SDK bundle into Ivy's cache
-	touch $(STAMP)
+# A tool's own output (pip's build warnings, Ivy's resolution table) only when it fails.
+quietly = log=$$(mktemp); $(1) >$$log 2>&1 || { status=$$?; cat $$log >&2; rm -f $$log; exit $$status; }; rm -f $$log
 
-setup: $(STAMP) broker-jars fonts browser ## create .venv with the project (editable) and the dev tools; fetch the JVM packages, the chart fonts and the report tests' browser
-	@$(BIN)/python -m offsets_lib.job.session --warm
+$(STAMP): pyproject.toml jobs/executor-constraints.txt
+	@$(MAKE) --no-print-directory check-java
+	@echo "setup: installing the project and its Python packages into $(VENV) (about a minute with warm caches)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(call quietly,$(BIN)/pip install --quiet --upgrade pip)
+	@$(call quietly,$(BIN)/pip install --quiet -e '.[dev]' -c jobs/executor-constraints.txt)
+	@touch $(STAMP)
+
+# The JVM packages of a local run (Delta Lake, Spark's Kafka connector) in Ivy's cache: no JVM
+# when they are there already.
+jvm-packages: $(STAMP)
+	@$(call quietly,$(BIN)/python -m offsets_lib.job.session --warm --no-class-archive)
+
+setup: $(STAMP) jvm-packages broker-jars fonts browser ## create .venv with the project (editable) and the dev tools; fetch the JVM packages, the broker jars, the chart fonts and the report tests' browser
+	@$(call quietly,$(BIN)/python -m offsets_lib.tools.jars)  # hadoop-aws + AWS SDK bundle (s3a://) into Ivy's cache
+	@$(BIN)/python -m offsets_lib.job.session --warm  # the driver JVM's class archive, once
 
 # Apache Kafka broker jars for tests/broker (Maven Central -> ~/.cache/kafka-offsets-audit;
 # a no-op when the cache is complete), and the Java 11 runtime the 2.x brokers and their
@@ -54,7 +63,7 @@ verify-broker: setup ## real Kafka brokers as the oracle: per version and situat
 	BROKER_GENERATED_GROUPS=5000 BROKER_GENERATED_VERSIONS=4.4.0,3.9.1,2.8.2,2.3.1,2.0.1 \
 		$(BIN)/pytest -q tests/broker; status=$$?; $(BIN)/python tests/broker/recorder.py build/broker-checks.json; exit $$status
 
-run: setup ## generate a sample dump, audit its last three hours (hourly runs), print the summary and the report's path
+run: $(STAMP) jvm-packages fonts ## generate a sample dump, audit its last three hours (hourly runs), print the summary and the report's path
 	$(BIN)/offsets generate --out $(SAMPLE)/dump --groups 2000 --records 200000 --seed 7 --earlier-hours 2
 	set -o pipefail; for h in 2 1; do $(BIN)/offsets run --source parquet --input $(SAMPLE)/dump/_$${h}h-earlier --output $(SAMPLE)/tables \
 		--run-id sample-$${h}h-earlier --end-offsets $(SAMPLE)/dump/_$${h}h-earlier/_end_offsets.csv | tail -1 || exit; done

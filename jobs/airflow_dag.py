@@ -1,14 +1,9 @@
 """Hourly audit of Kafka's __consumer_offsets into Delta tables (Airflow, SparkSubmitOperator).
 
-Each run executes the spark-submit line below for the hour that just ended::
-
-    spark-submit --packages io.delta:delta-spark_4.2_2.13:4.4.0,\\
-    org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0,org.apache.hadoop:hadoop-aws:3.5.0 \\
-        --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \\
-        --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \\
-        --py-files $RELEASE/dist/offsets_lib.zip --files $RELEASE/conf/$PROFILE \\
-        $RELEASE/jobs/offsets_job.py --conf $PROFILE $OPTIONS \\
-        --as-of <data_interval_end> --run-id <airflow run_id>
+Each run submits ``$RELEASE/jobs/offsets_job.py --conf $PROFILE $OPTIONS --as-of
+<data_interval_end> --run-id <airflow run_id>`` with the packages and settings below: the whole
+spark-submit line, as Airflow's Spark provider builds it, is in docs/deploy.md (generated from
+this file by tests/airflow/test_dag.py).
 
 Set in the scheduler's environment (read when the DAG file is parsed):
 

@@ -1,14 +1,12 @@
 """spark-submit entry point of the audit; same options as `offsets run`, same code path.
 
-    # session.jvm_packages(): io.delta:delta-spark_4.2_2.13:4.4.0 and the Kafka connector
     spark-submit --py-files dist/offsets_lib.zip \
-        --packages io.delta:delta-spark_4.2_2.13:4.4.0,\
-    org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0 \
+        --packages "$(python -m offsets_lib.tools.jars --packages)" \
         --conf spark.sql.extensions=io.delta.sql.DeltaSparkSessionExtension \
         --conf spark.sql.catalog.spark_catalog=org.apache.spark.sql.delta.catalog.DeltaCatalog \
-        jobs/offsets_job.py \
-        --source kafka --bootstrap-servers broker:9092 --output s3://bucket/offsets-audit \
-        --database audit --as-of 2026-11-21T10:00:00Z --run-id scheduled__2026-11-21T10:00:00+00:00
+        jobs/offsets_job.py --conf prod-example.toml --as-of 2026-11-21T10:00:00Z
+
+The line the hourly DAG submits: docs/deploy.md.
 
 A Python job that has a session already (a Databricks job, an Airflow PythonOperator, a Dagster
 asset) calls the same run without the command line: ``offsets_lib.run(spark, **options)``.

@@ -138,7 +138,7 @@ else:
 # ## Offsets expiring soon
 #
 # Not expired at `as_of`, and `offset_decisions.expires_at` within the window. `rule` is the
-# row of the coordinator's decision table (semantics.md section 4) that set the expiry.
+# row of the coordinator's decision table (docs/semantics.md section 4) that set the expiry.
 
 # %%
 expiring_24h = q.expiring_within(decisions, run.as_of, pd.Timedelta(hours=24))

@@ -49,7 +49,7 @@ GROUPS = TableSpec(
                 "state",
                 StringType(),
                 "Group state inferred from the log: Empty, Stable, Assigning, Reconciling, "
-                "NotReady (streams groups) or Dead (semantics.md section 2).",
+                "NotReady (streams groups) or Dead (docs/semantics.md section 2).",
             ),
             column(
                 "generation",
@@ -123,8 +123,8 @@ MEMBERS = TableSpec(
                 "member_epoch",
                 IntegerType(),
                 "Member epoch of a modern member (-1 after its current-assignment tombstone, -2 "
-                "while a static member is temporarily away, semantics.md G-M4); the group "
-                "generation for classic members.",
+                "while a static member is temporarily away, docs/semantics.md G-M4); null for "
+                "classic members (their generation is groups.generation).",
             ),
             offsets_partition_column("the member's records"),
             column("rack_id", StringType(), "Client rack; null when not set."),

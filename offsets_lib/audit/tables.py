@@ -5,7 +5,7 @@ Each table is a :class:`TableSpec`: its name, a comment that states the row grai
 (:mod:`offsets_lib.io.sink`) turns these into the Delta schema, so the comments live only in
 these declarations.
 
-Names and required columns come from ``shared/spec/contract.md`` and are fixed; the other
+Names and required columns come from ``docs/contract.md`` and are fixed; the other
 columns are extras. Conventions: timestamps are UTC ``timestamp`` columns (never epoch ms);
 ``committed_offset`` is the consumer's position, ``log_offset``/``offsets_offset`` a position in
 ``__consumer_offsets``; NULL always has the meaning written in the column comment, never a

@@ -87,8 +87,9 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
 
     Returns:
         --output, or the folder of the database's tables from the catalog; exits 2 (bad usage)
-        or 3 (no tables in the database, or a catalog that cannot be reached).
+        or 3 (no tables in the database, a catalog or an object store that cannot be reached).
     """
+    from offsets_lib.io import storage
     from offsets_lib.io.catalog import (
         CatalogUnreachable,
         NoTablesInDatabase,
@@ -107,8 +108,10 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
             if spark is None:
                 check_metastore_ports(session.metastore_uris_to_start(warehouse))
                 spark = started = session.get_or_create(quick_start=True)  # only asks: C1
-        return resolve_tables_root(output, database, spark=spark, warehouse=warehouse)
-    except (NoTablesInDatabase, CatalogUnreachable) as exc:
+        root = resolve_tables_root(output, database, spark=spark, warehouse=warehouse)
+        storage.check_reachable(root)
+        return root
+    except (NoTablesInDatabase, CatalogUnreachable, storage.StoreUnreachable) as exc:
         fail(EXIT_INPUT, str(exc))
     except ValueError as exc:
         fail(EXIT_USAGE, str(exc))

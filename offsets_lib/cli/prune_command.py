@@ -59,6 +59,7 @@ def prune_command(
     from offsets_lib.audit.run_selection import Retention
     from offsets_lib.io.lock import OutputLocked
     from offsets_lib.io.run_pruning import prune
+    from offsets_lib.io.storage import StoreUnreachable
     from offsets_lib.job.options import UsageError, parse_retention
 
     try:
@@ -74,7 +75,7 @@ def prune_command(
     root = tables_root(output, database, warehouse)
     try:
         report = prune(root, retention, dry_run=dry_run, vacuum=not no_vacuum, vacuum_after=after)
-    except LookupError as exc:
+    except (LookupError, StoreUnreachable) as exc:  # the lease: a store we may not write
         fail(EXIT_INPUT, str(exc))
     except OutputLocked as exc:
         fail(EXIT_LOCKED, str(exc))

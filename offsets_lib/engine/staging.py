@@ -11,6 +11,7 @@ speculative task attempt, which no manifest names, are never read.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -124,8 +125,14 @@ class Staging:
         return hourly_sums(partials())
 
     def remove(self) -> None:
-        """Delete the folder (after the tables are written, or when the run failed)."""
+        """Delete the folder (after the tables are written, or when the run failed), and the
+        staging root once empty: nothing is left beside the tables."""
         _remove(self.uri)
+        fs, root = storage.filesystem(self.uri.rsplit("/", 1)[0])
+        found = fs.get_file_info(pafs.FileSelector(root, allow_not_found=True))
+        if not found:  # on an object store an empty folder is no object: nothing to delete
+            with contextlib.suppress(OSError):
+                fs.delete_dir(root)
 
 
 @dataclass(frozen=True)

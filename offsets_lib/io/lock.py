@@ -41,7 +41,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from threading import Event, Thread
-from typing import Any
 
 from offsets_lib.io import storage
 
@@ -156,17 +155,8 @@ class _ObjectStoreLease:
     """The output's lease object on S3 (conditional writes; see the module docstring)."""
 
     def __init__(self, output: str, run_id: str) -> None:
-        from obstore.store import from_url
-
         self.output, self.run_id = output, run_id
-        root = storage.arrow_uri(output).rstrip("/")
-        endpoint = storage.endpoint_url()
-        config: dict[str, Any] = {"region": storage.region()}
-        if endpoint:
-            config["endpoint"] = endpoint
-        self.store = from_url(
-            root, config=config, client_options={"allow_http": bool(endpoint)}
-        )  # credentials: the AWS environment or profile, read by the client itself
+        self.store = storage.object_store(output)
         self.where = f"{output.rstrip('/')}/{LOCK_NAME}"
         self.etag: str | None = None
         self.stop = Event()
@@ -179,23 +169,33 @@ class _ObjectStoreLease:
 
     def __enter__(self) -> None:
         import obstore
-        from obstore.exceptions import AlreadyExistsError, PreconditionError
+        from obstore.exceptions import AlreadyExistsError
 
         try:
             self.etag = obstore.put(self.store, LOCK_NAME, self._body(), mode="create")["e_tag"]
         except AlreadyExistsError:
-            holder, etag = self._holder()
-            if etag is None:  # released meanwhile: the next attempt of this run may retry
-                raise self._locked({}) from None
-            if holder.get("run_id") != self.run_id and not self._expired(holder):
-                raise self._locked(holder) from None
-            try:  # a dead run's lease, or this run's own earlier attempt
-                self.etag = obstore.put(self.store, LOCK_NAME, self._body(), mode={"e_tag": etag})[
-                    "e_tag"
-                ]
-            except PreconditionError:
-                raise self._locked(self._holder()[0]) from None
+            self._take_over()
+        except Exception as exc:  # e.g. a policy that allows reading but not writing
+            cause = storage.store_fault(str(exc))
+            raise storage.StoreUnreachable(f"{self.where}: {cause}") from None
         self.renewer.start()
+
+    def _take_over(self) -> None:
+        """The lease exists: take it if it is this run's own or a dead run's."""
+        import obstore
+        from obstore.exceptions import PreconditionError
+
+        holder, etag = self._holder()
+        if etag is None:  # released meanwhile: the next attempt of this run may retry
+            raise self._locked({}) from None
+        if holder.get("run_id") != self.run_id and not self._expired(holder):
+            raise self._locked(holder) from None
+        try:  # a dead run's lease, or this run's own earlier attempt
+            self.etag = obstore.put(self.store, LOCK_NAME, self._body(), mode={"e_tag": etag})[
+                "e_tag"
+            ]
+        except PreconditionError:
+            raise self._locked(self._holder()[0]) from None
 
     def __exit__(self, *_exc: object) -> None:
         import obstore

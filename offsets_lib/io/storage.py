@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
@@ -31,8 +32,11 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
 
+from offsets_lib.io.sources import InputNotReadable
+
 if TYPE_CHECKING:
     from deltalake import DeltaTable
+    from obstore.store import ObjectStore
 
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}  # Hadoop's names of S3 -> pyarrow's and delta-rs'
 OBJECT_STORE_SCHEMES = ("s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "az", "adl")
@@ -126,6 +130,95 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
         scheme="http" if endpoint and endpoint.startswith("http://") else "https",
     )
     return fs, bucket_and_key.rstrip("/")
+
+
+def object_store(
+    uri: str, retry_config: Mapping[str, object] | None = None, **client_options: object
+) -> ObjectStore:
+    """obstore's client for the folder a URI names (S3 only here): the endpoint and region of
+    this module, the credentials found by the client itself (environment or instance role)."""
+    from obstore.store import from_url
+
+    endpoint = endpoint_url()
+    config: dict[str, object] = {"region": region()}
+    if endpoint:
+        config["endpoint"] = endpoint
+    return from_url(
+        arrow_uri(uri).rstrip("/"),
+        config=config,
+        client_options={"allow_http": bool(endpoint), **client_options},
+        retry_config=retry_config,
+    )
+
+
+class StoreUnreachable(InputNotReadable):
+    """An object store that cannot be read: no endpoint, no or wrong credentials, no bucket,
+    access denied. `str(exc)` is one line naming the URI and the cause, never a secret."""
+
+
+# S3's error codes (the <Code> of an error response) -> the cause a user can act on
+_S3_CAUSES = {
+    "NoSuchBucket": "the bucket does not exist",
+    "InvalidAccessKeyId": "wrong credentials: the access key is not known to the store",
+    "SignatureDoesNotMatch": "wrong credentials: the secret key does not match the access key",
+    "InvalidToken": "wrong credentials: the session token is not valid",
+    "ExpiredToken": "the credentials have expired",
+    "AccessDenied": "access denied by the credentials' policy",
+    "AllAccessDisabled": "access denied: all access to the bucket is disabled",
+}
+_S3_CODE = re.compile(r"<Code>([A-Za-z]+)</Code>")
+_INSTANCE_METADATA = "169.254.169.254"  # where an SDK looks for an instance role's credentials
+PROBE_TIMEOUT_S = 5  # one list request: a store that answers does so well within this
+
+
+def check_reachable(*uris: str | None) -> None:
+    """Raise `StoreUnreachable` unless every object-store URI among `uris` can be listed: one
+    request each, no retry, within seconds, before a lock or Spark needs the store (whose
+    clients would retry for minutes and print an SDK's warnings and tracebacks).
+
+    Local paths, None and schemes other than S3's (checked by their own readers) pass.
+    """
+    for uri in dict.fromkeys(u for u in uris if u):
+        if scheme(arrow_uri(uri)) != "s3":
+            continue
+        import obstore
+
+        store = object_store(
+            uri,
+            retry_config={"max_retries": 0},
+            connect_timeout=f"{PROBE_TIMEOUT_S // 2}s",
+            timeout=f"{PROBE_TIMEOUT_S}s",
+        )
+        try:
+            next(iter(obstore.list(store, chunk_size=1)), None)
+        except Exception as exc:  # obstore's errors carry the HTTP exchange as text
+            raise StoreUnreachable(f"{uri}: {store_fault(str(exc))}") from None
+
+
+def store_fault(error: str) -> str:
+    """The cause an object-store client's error text names, in a few words (no secret: the
+    text's request details are dropped)."""
+    code = _S3_CODE.search(error)
+    if code:
+        return _S3_CAUSES.get(code.group(1), f"the store answered {code.group(1)}")
+    if _INSTANCE_METADATA in error or "credential" in error.lower():
+        return (
+            "no credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+            " (or run with an instance role)"
+        )
+    status = re.search(r"status code: (\d{3})", error)
+    if status:
+        return f"the store answered HTTP {status.group(1)}"
+    where = endpoint_url() or "the S3 endpoint"
+    for text, why in (
+        ("refused", "connection refused"),
+        ("timed out", "no answer (timed out)"),
+        ("dns error", "host name not found"),
+        ("certificate", "TLS certificate not trusted"),
+    ):
+        if text in error.lower():
+            return f"cannot reach {where}: {why}"
+    return f"cannot reach {where}"
 
 
 def delta_options(uri: str) -> dict[str, str]:

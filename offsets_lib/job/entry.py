@@ -135,7 +135,7 @@ class Plan:
         options = self.options
         self._stack.callback(_remove_if_empty, self._created)
         try:
-            # (io/storage.py's reachability check of an object-store output goes here)
+            storage.check_reachable(*options.inputs, options.output, options.end_offsets)
             # With --database alone the output is the catalog's location: locked in `run`.
             if options.output_given:
                 self._stack.enter_context(output_lock(options.output, options.run_id))

@@ -60,9 +60,10 @@ def check_reject_ratio(
 
 
 def written_summary(report: RunReport) -> str:
-    """The decide+write stage's line: tables, offsets, groups, offsets expired now."""
+    """The decide+write stage's line: tables (the summary lists `runs` too, written last),
+    offsets, groups, offsets expired now."""
     return (
-        f"{len(report.tables)} tables: {report.offsets_total} offsets,"
+        f"{len(report.tables)} tables, runs next: {report.offsets_total} offsets,"
         f" {sum(report.groups_by_type_state.values())} groups,"
         f" {report.offsets_expired} expired now"
     )

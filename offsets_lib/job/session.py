@@ -423,6 +423,7 @@ def _imported(modules: tuple[str, ...], batches: Iterator[Any]) -> Iterator[Any]
 def main(argv: list[str] | None = None) -> int:
     """``python -m offsets_lib.job.session --warm`` (``make setup``): fetch every JVM package
     into Ivy's cache by starting a local session once (no JVM when the cache holds them), then
+    (unless ``--no-class-archive``: `make run`, whose one run would not win back its ~100 s)
     build the driver JVM's class archive if there is none (local_tuning.build_class_archive,
     whose steps run here: ``--dump-classes`` / ``--check-classes ARCHIVE``)."""
     args = sys.argv[1:] if argv is None else argv
@@ -433,8 +434,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         local_tuning.record_classes(spark)
         return 0
-    if args != ["--warm"]:
-        print("usage: python -m offsets_lib.job.session --warm", file=sys.stderr)
+    if args not in (["--warm"], ["--warm", "--no-class-archive"]):
+        print(
+            "usage: python -m offsets_lib.job.session --warm [--no-class-archive]", file=sys.stderr
+        )
         return 2
     missing = local_tuning.missing_jars()
     if missing:
@@ -444,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             print(f"not in Ivy's cache after a session start: {missing}", file=sys.stderr)
             return 1
-    archive = local_tuning.class_archive()
+    archive = None if "--no-class-archive" in args else local_tuning.class_archive()
     if archive is not None and not archive.exists():
         local_tuning.build_class_archive(archive)  # a session without it only starts slower
     return 0

@@ -15,6 +15,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,15 @@ VENV = ROOT / ".venv-airflow"
 REQUIREMENTS = ("apache-airflow==3.3.2", "apache-airflow-providers-apache-spark==6.3.4")
 STAMP = VENV / ".installed"
 RELEASE = "/srv/offsets-audit/1.2.3"
+# a deployment's `spark_default`, as tests/cluster/test_airflow_dag.py's (a client-mode driver)
+CONNECTION = {
+    "conn_type": "spark",
+    "host": "spark://spark-master.example.internal",
+    "port": 7077,
+    "extra": {"deploy-mode": "client", "spark-binary": "spark-submit"},
+}
+DEPLOY_MD = ROOT / "docs" / "deploy.md"
+BEGIN, END = "<!-- BEGIN DAG COMMAND -->", "<!-- END DAG COMMAND -->"
 
 SCRIPT = textwrap.dedent(
     """
@@ -137,8 +147,12 @@ def ensure_airflow_venv() -> Path:
 
 @pytest.fixture(scope="module")
 def dag_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return build_dag_report(tmp_path_factory.mktemp("airflow_home"))
+
+
+def build_dag_report(home: Path) -> dict:
+    """What the DAG file gives in a real Airflow (SCRIPT's JSON), with AIRFLOW_HOME `home`."""
     python = ensure_airflow_venv()
-    home = tmp_path_factory.mktemp("airflow_home")
     script = home / "check_dag.py"
     script.write_text(SCRIPT)
     env = {
@@ -151,7 +165,7 @@ def dag_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
         AIRFLOW_HOME=str(home),
         AIRFLOW__CORE__LOAD_EXAMPLES="False",
         AIRFLOW__CORE__DAGS_FOLDER=str(DAG_FILE.parent),
-        AIRFLOW_CONN_SPARK_DEFAULT="spark://local",
+        AIRFLOW_CONN_SPARK_DEFAULT=json.dumps(CONNECTION),
         OFFSETS_AUDIT_RELEASE=RELEASE,
     )
     done = subprocess.run(
@@ -163,7 +177,8 @@ def dag_report(tmp_path_factory: pytest.TempPathFactory) -> dict:
         timeout=600,
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    assert done.returncode == 0 and lines, (done.stdout + done.stderr)[-4000:]
+    if done.returncode != 0 or not lines:
+        raise AssertionError((done.stdout + done.stderr)[-4000:])
     return json.loads(lines[-1].removeprefix("RESULT "))
 
 
@@ -403,3 +418,33 @@ def test_prune_job_accepts_the_dag_arguments(
     assert (code, err) == (0, ""), out
     doc = json.loads(out)
     assert (doc["output"], doc["removed"], doc["kept"]) == (str(tmp_path), ["old"], ["recent"])
+
+
+def command_block(command: list[str]) -> str:
+    """The spark-submit line as docs/deploy.md shows it: each option with its value on a line
+    of its own, the job script on one, shell-quoted."""
+    application = command.index(f"{RELEASE}/jobs/offsets_job.py")
+    groups = [[command[0]]]
+    for i, part in enumerate(command[1:], 1):
+        if part.startswith("--") or i == application:
+            groups.append([part])
+        else:
+            groups[-1].append(part)
+    line = " \\\n    ".join(shlex.join(group) for group in groups)
+    return f"{BEGIN}\n```sh\n{line}\n```\n{END}"
+
+
+def test_deploy_md_shows_the_line_the_dag_submits(dag_report: dict) -> None:
+    regenerate = "PYTHONPATH=. .venv/bin/python tests/airflow/test_dag.py"
+    assert command_block(dag_report["command"]) in DEPLOY_MD.read_text(), (
+        f"docs/deploy.md is out of date: run `{regenerate}`"
+    )
+
+
+if __name__ == "__main__":
+    with tempfile.TemporaryDirectory() as home:
+        block = command_block(build_dag_report(Path(home))["command"])
+    text = DEPLOY_MD.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END)
+    DEPLOY_MD.write_text(text[:start] + block + text[end:])
+    print(f"regenerated the spark-submit line of {DEPLOY_MD}")

@@ -29,6 +29,7 @@ from tests.kafka.test_kafka_job import (
     scenario_specs,
     table_rows,
 )
+from tests.support.cli_lines import said
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -187,7 +188,7 @@ def test_a_wrong_password_fails_on_the_driver_in_one_line_without_the_password(s
     wrong = {**LOGIN_RDKAFKA, "sasl.password": PASSWORD + "-wrong"}
     result = _kafka_run(sasl_dump, "wrong", wrong)
     assert result.exit_code == 3, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = said(result.stderr)
     assert len(lines) == 1, lines
     assert "authentication" in lines[0].lower() or "sasl" in lines[0].lower(), lines
     assert PASSWORD not in result.output and PASSWORD not in result.stderr
@@ -203,7 +204,7 @@ def test_a_user_without_acls_fails_on_the_driver_in_one_line_without_the_passwor
     }
     result = _kafka_run(sasl_dump, "no-acl", login, topic="__consumer_offsets")
     assert result.exit_code == 3, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = said(result.stderr)
     assert lines == [
         "offsets: kafka: not authorized to describe topic '__consumer_offsets'"
         f" (bootstrap.servers={sasl_dump['broker'].bootstrap}, security.protocol=SASL_PLAINTEXT)"
@@ -221,7 +222,7 @@ def test_a_user_who_may_describe_but_not_read_fails_before_the_read_in_one_line(
     }
     result = _kafka_run(sasl_dump, "describe-only", login, topic=OFFSETS_TOPIC)
     assert result.exit_code == 3, result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    lines = said(result.stderr)
     assert lines == [
         "offsets: kafka: not authorized to read topic '__consumer_offsets'"
         f" (bootstrap.servers={sasl_dump['broker'].bootstrap}, security.protocol=SASL_PLAINTEXT)"

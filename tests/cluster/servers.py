@@ -33,6 +33,9 @@ REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 BUCKET = "audit"
 ACCESS_KEY, SECRET_KEY = "cluster-test-key", "cluster-test-secret"  # test-only, local server
+# test-only identities whose policy denies: nothing on BUCKET, or reading it but not writing
+DENIED_KEY, DENIED_SECRET = "denied-test-key", "denied-test-secret"
+READER_KEY, READER_SECRET = "reader-test-key", "reader-test-secret"
 STARTUP_S = 120
 KAFKA_VERSION = "4.4.0"
 SASL_USER = "offsets-audit"  # conf/prod-example.toml's sasl_username
@@ -114,7 +117,17 @@ def run_s3(root: Path) -> Iterator[S3Server]:
                 "name": "audit",
                 "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
                 "actions": ["Admin", "Read", "Write", "List", "Tagging"],
-            }
+            },
+            {
+                "name": "denied",
+                "credentials": [{"accessKey": DENIED_KEY, "secretKey": DENIED_SECRET}],
+                "actions": ["Read:elsewhere", "List:elsewhere"],
+            },
+            {
+                "name": "reader",
+                "credentials": [{"accessKey": READER_KEY, "secretKey": READER_SECRET}],
+                "actions": [f"Read:{BUCKET}", f"List:{BUCKET}"],
+            },
         ]
     }
     (root / "s3.json").write_text(json.dumps(identities))

@@ -26,6 +26,7 @@ from offsets_lib.audit.tables import TABLES
 from offsets_lib.engine.pipeline import DECIDED_TABLES
 from offsets_lib.io import catalog, sink
 from offsets_lib.tools.generate import generate_dump
+from tests.support.cli_lines import said
 from tests.support.ports import free_ports
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -311,7 +312,7 @@ def _reader_fails(args: list[str], cwd: Path, env: dict[str, str] | None = None)
         timeout=180,
         cwd=cwd,
     )
-    return done.returncode, [line for line in done.stderr.splitlines() if line.strip()]
+    return done.returncode, said(done.stderr)
 
 
 FENCE_CHECK = ["fence-check", "--group", "g", "--member", "", "--member-epoch", "-1"]

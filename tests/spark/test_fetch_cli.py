@@ -373,6 +373,58 @@ pytestmark_spark = pytest.mark.spark
 
 
 @pytestmark_spark
+# ---- the column reference against the data ------------------------------------------------
+
+
+def _never_null(field) -> bool:
+    """What TABLES.md promises is always set: a column marked `no` in its null column, or
+    whose comment says "Never null"."""
+    return not field.nullable or "never null" in field.metadata["comment"].lower()
+
+
+def test_columns_the_doc_says_are_always_set_have_no_null(tables: str) -> None:
+    from offsets_lib.io import storage
+
+    checked, nulls, filled = 0, {}, set()
+    for spec in TABLES.values():
+        uri = storage.table_uri(tables, spec.name)
+        if not storage.is_delta_table(uri):
+            continue
+        data = storage.delta_dataset(uri).to_table()
+        for f in spec.schema.fields:
+            if _never_null(f) and f.name in data.column_names:
+                checked += 1
+                count = data.column(f.name).null_count
+                if count:
+                    nulls[f"{spec.name}.{f.name}"] = count
+        filled |= {spec.name} if data.num_rows else set()
+    assert (nulls, checked >= 20) == ({}, True)
+    assert {"offsets", "groups", "members", "offset_decisions", "group_decisions"} <= filled
+
+
+def test_classic_members_have_no_member_epoch_as_the_doc_says(tables: str) -> None:
+    """members.member_epoch: null for classic members; their generation is groups'."""
+    from offsets_lib.io import storage
+
+    members = storage.delta_dataset(storage.table_uri(tables, "members")).to_table()
+    groups = storage.delta_dataset(storage.table_uri(tables, "groups")).to_table()
+    classic = {
+        (g["group_id"], g["generation"])
+        for g in groups.to_pylist()
+        if g["group_type"] == "classic" and g["protocol_type"] is not None
+    }
+    generation = dict(classic)
+    rows = [m for m in members.to_pylist() if m["group_id"] in generation]
+    assert {
+        (m["group_id"], m["member_id"], m["member_epoch"]) for m in rows if m["group_id"] == "cl"
+    } == {
+        ("cl", "m1", None),
+        ("cl", "s1", None),
+    }
+    assert generation["cl"] == 4
+    assert [m for m in rows if m["member_epoch"] is not None] == []
+
+
 def test_fetch_all_groups_describe_table(tables: str) -> None:
     result = invoke("fetch", "--output", tables, "--all-groups")
     assert result.exit_code == 0, result.output

@@ -239,7 +239,7 @@ def test_base_run_accounts_for_every_record(base):
         wire.decode_record(r["key"], r["value"]).error is not None for r in base["rows"]
     )
     assert run["records_rejected"] == expected_rejects == base["counts"]["rejects"]
-    assert list((base["output"] / STAGING_DIR).iterdir()) == []  # task results cleaned up
+    assert not (base["output"] / STAGING_DIR).exists()  # task results cleaned up
 
 
 @pytest.mark.spark
@@ -440,7 +440,7 @@ def test_killed_run_leaves_the_previous_run_and_reruns_exactly_once(base, tmp_pa
     assert latest_successful(output) == "crash"
     assert_base_intact(base, output)
     assert not (output / LOCK_NAME).exists()
-    assert list((output / STAGING_DIR).iterdir()) == []  # the dead run's staged files are gone
+    assert not (output / STAGING_DIR).exists()  # the dead run's staged files are gone
 
 
 def _pid_of_dead(pid: int) -> int:

@@ -56,7 +56,7 @@ def test_only_files_of_the_manifest_are_read_and_empty_kinds_are_empty(spark, tm
     assert frames["offset"].count() == 0
     assert frames["group"].columns == KIND_ARROW["group"].names
     staging.remove()
-    assert list((tmp_path / "out" / STAGING_DIR).iterdir()) == []
+    assert not (tmp_path / "out" / STAGING_DIR).exists()  # nothing left beside the tables
 
 
 def test_a_fresh_staging_folder_removes_what_a_killed_run_left(tmp_path):
