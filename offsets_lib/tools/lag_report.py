@@ -1,9 +1,9 @@
 """`offsets lag`'s rows: one run's lag, from its `lag` table or against log-end offsets asked now.
 
 Without a source of log-end offsets the run's own `lag` table is read with delta-rs (no Spark).
-With a file or a cluster the log-end offsets are read first (a missing file or a dead broker
-fails before a JVM starts), then the run's committed offsets are joined with them by the one
-lag rule on Spark (`audit.lag.lag_frame`), as `offsets run` joins them.
+With a file or a cluster the log-end offsets are read (Spark only for a file system pyarrow
+cannot reach), then the run's committed offsets are joined with them by the one lag rule
+(`audit.lag.lag_rows`), as the audit tasks of `offsets run` join them.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from offsets_lib.audit import lag
 from offsets_lib.io import log_end_offsets, runs, sink, storage
@@ -87,26 +88,23 @@ def _joined_rows(
     kafka_options: Sequence[str],
     groups: Sequence[str],
 ) -> list[dict[str, Any]]:
-    """The run's committed offsets joined on Spark with log-end offsets read now (`lag_report`)."""
-    from offsets_lib.job import session
-
+    """The run's committed offsets joined with log-end offsets read now (`lag_report`)."""
     as_of = offsets.column("as_of")[0].as_py() if offsets.num_rows else datetime.now(UTC)
-    # the log-end offsets before the JVM starts: a missing file or a dead broker fails at once
-    ends = None
     if end_offsets and log_end_offsets.pyarrow_reaches(end_offsets):
         ends = log_end_offsets.from_file(end_offsets)
-    elif not end_offsets:
+    elif end_offsets:  # a file system only Spark reaches
+        from offsets_lib.job import session
+
+        ends = log_end_offsets.from_file(end_offsets, session.get_or_create())
+    else:
         settings = kafka_client_settings(bootstrap_servers, kafka_options)
         topics = sorted({t for t in offsets.column("topic").to_pylist() if t})
         ends = log_end_offsets.from_cluster(settings, topics)
-    spark = session.get_or_create()
-    if ends is None:  # a file system only Spark reaches
-        ends = log_end_offsets.from_file(end_offsets, spark)
-    frame = spark.createDataFrame(
-        offsets.select(["group_id", "topic", "partition", "committed_offset", "commit_timestamp"])
+    offsets = offsets.select(
+        ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"]
     )
     if groups:
-        frame = frame.filter(frame.group_id.isin(list(groups)))
-    as_of_ms = int(as_of.timestamp() * 1000)
-    result = lag.lag_frame(frame, ends, as_of_ms=as_of_ms).toArrow()
-    return result.select(list(lag.LAG_COLUMNS)).to_pylist()
+        offsets = offsets.filter(pc.is_in(offsets.column("group_id"), pa.array(list(groups))))
+    joined = lag.with_end_offsets(offsets, lag.latest_end_offsets(ends))
+    rows = lag.lag_rows(joined, as_of_ms=int(as_of.timestamp() * 1000))
+    return rows.select(list(lag.LAG_COLUMNS)).to_pylist()
