@@ -20,9 +20,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import write_deltalake
+from offsets_lib.tools.bench import ensure_dump
 
 from offsets_lib.io import sink, storage
-from offsets_lib.tools.bench import ensure_dump
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "bench" / "data"

@@ -1,20 +1,16 @@
 """Consumer lag: committed offsets against the log-end offsets of the consumed partitions.
 
-One rule (`lag_rows`, Arrow), used by the audit tasks that write the lag table themselves
-(`with_end_offsets` joins the run's log-end offsets in) and, through `lag_frame`, by Spark. The
+One rule (`lag_rows`, Arrow), used by the audit tasks that write the lag table themselves and
+by `offsets lag` against log-end offsets asked later (`with_end_offsets` joins them in). The
 log-end offsets are read by `io.log_end_offsets`; `latest_end_offsets` makes them one row per
 partition for both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame
-from pyspark.sql import types as T
 
 LAG_COLUMNS = (
     "group_id",
@@ -26,19 +22,6 @@ LAG_COLUMNS = (
     "last_commit_at",
     "seconds_since_commit",
 )
-_LAG_SCHEMA = T.StructType(
-    [
-        T.StructField("group_id", T.StringType()),
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("committed_offset", T.LongType()),
-        T.StructField("log_end_offset", T.LongType()),
-        T.StructField("lag", T.LongType()),
-        T.StructField("last_commit_at", T.TimestampType()),
-        T.StructField("seconds_since_commit", T.DoubleType()),
-    ]
-)
-
 
 END_OFFSETS_ARROW = pa.schema(
     [("topic", pa.string()), ("partition", pa.int32()), ("log_end_offset", pa.int64())]
@@ -101,18 +84,3 @@ def with_end_offsets(offsets: pa.Table, end_offsets: pa.Table | None) -> pa.Tabl
         return offsets
     ends = end_offsets.select(["topic", "partition", "log_end_offset"]).cast(END_OFFSETS_ARROW)
     return offsets.join(ends, ["topic", "partition"], join_type="left outer", use_threads=False)
-
-
-def lag_frame(offsets: DataFrame, end_offsets: pa.Table | None, *, as_of_ms: int) -> DataFrame:
-    """`lag_rows` over the rows of the ``offsets`` frame/table, with the log-end offsets joined
-    (`latest_end_offsets`)."""
-    base = offsets.select("group_id", "topic", "partition", "committed_offset", "commit_timestamp")
-    if end_offsets is not None:
-        latest = offsets.sparkSession.createDataFrame(latest_end_offsets(end_offsets))
-        base = base.join(latest, ["topic", "partition"], "left")
-
-    def rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            yield from lag_rows(pa.Table.from_batches([batch]), as_of_ms=as_of_ms).to_batches()
-
-    return base.mapInArrow(rows, _LAG_SCHEMA)

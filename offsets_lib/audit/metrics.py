@@ -20,7 +20,7 @@ One row per UTC hour of the records' log timestamps and per __consumer_offsets p
 
 Undecodable records (``error`` not null) and transaction markers are not counted. Records
 without a log timestamp fall into the hour null. ``run_id``/``as_of`` are added by
-``pipeline.conform`` like for every other table.
+``table_rows.table_rows`` like for every other table.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ The tables `offsets`, `offset_decisions`, `groups`, `members`, `group_decisions`
 `load_failures`, `unread_marker_offsets` and `rejects` are plain projections of the tasks'
 result tables (task_audit.KIND_ARROW, decisions included): renamed columns, epoch milliseconds
 shown as UTC timestamps, members, load failures and unread-marker offsets unnested. The projections
-are defined here once: `pipeline` applies them to Spark frames (Delta's Spark writer),
-`table_rows` to Arrow tables, so that an audit task writes those tables' files itself.
+are defined here once: `table_rows` applies them to Arrow tables, so that an audit task
+writes those tables' files itself (for either writer).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Table rows from one audit task's results, in Arrow (pure; runs in the executors).
 
-The Arrow twin of the plain projections in pipeline.py (`projections.PROJECTIONS`), plus the
-lag rows (`lag.lag_rows`, the one lag rule, with the run's log-end offsets when it has some):
-same columns, same values, same types as the Spark frames after `pipeline.conform`, so a task
-can write these tables' files itself.
+The projections of `projections.PROJECTIONS`, plus the lag rows (`lag.lag_rows`, the one lag
+rule, with the run's log-end offsets when it has some), with `run_id` and `as_of`, in the
+table's Arrow schema: an audit task writes these tables' files itself, which either writer
+commits.
 """
 
 from __future__ import annotations

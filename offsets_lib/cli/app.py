@@ -93,6 +93,7 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
     from offsets_lib.io.catalog import (
         CatalogUnreachable,
         NoTablesInDatabase,
+        SessionNeeded,
         check_metastore_ports,
         resolve_tables_root,
     )
@@ -101,14 +102,18 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
     output, database = _command_line_wins(output, database)
     spark = started = None
     try:
-        if database is not None and output is None and warehouse is None:
-            # another catalog: the running session's, else one of this command's own, stopped
-            # once it answered
+        try:
+            root = resolve_tables_root(output, database, warehouse=warehouse)
+        except SessionNeeded:
+            # a catalog only Spark reads: the running session's, else one of this command's
+            # own, stopped once it answered
             spark = session.running_session()
             if spark is None:
                 check_metastore_ports(session.metastore_uris_to_start(warehouse))
-                spark = started = session.get_or_create(quick_start=True)  # only asks: C1
-        root = resolve_tables_root(output, database, spark=spark, warehouse=warehouse)
+                spark = started = session.get_or_create(
+                    warehouse=warehouse, quick_start=True
+                )  # only asks: C1
+            root = resolve_tables_root(output, database, spark=spark, warehouse=warehouse)
         storage.check_reachable(root)
         return root
     except (NoTablesInDatabase, CatalogUnreachable, storage.StoreUnreachable) as exc:

@@ -6,7 +6,8 @@ rows and caching them converted 1.3M wide rows Arrow -> JVM rows -> cache at 10M
 writing them as Parquet itself and Spark reading them back with its vectorized reader is ~5 s
 faster there, and nothing is cached. Each task returns a manifest (one row per file it wrote,
 plus its stats row); the driver reads exactly the listed files, so the files of a failed or
-speculative task attempt, which no manifest names, are never read.
+speculative task attempt, which no manifest names, are never read. Most tasks' results are
+the tables' own files (`TableFiles`); what is staged is the rest (the meters' partial counts).
 """
 
 from __future__ import annotations
@@ -20,9 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
 
-from offsets_lib.audit.schemas import spark_schema
 from offsets_lib.audit.tables import RUN_ID
 from offsets_lib.audit.task_audit import KEPT, KIND_ARROW, METRIC, STATS
 from offsets_lib.engine.exchange import kept_task_metadata
@@ -91,23 +90,6 @@ class Staging:
                     {"kind": kind, "path": f"{self.uri}/{name}", "num_rows": table.num_rows}
                 )
         yield pa.RecordBatch.from_pylist(rows, schema=MANIFEST_ARROW)
-
-    def read(
-        self, spark: SparkSession, manifest: Sequence[Mapping[str, Any]]
-    ) -> dict[str, DataFrame]:
-        """The staged tables by kind, as DataFrames over exactly the files of the manifest."""
-        frames = {}
-        for kind, schema in KIND_ARROW.items():
-            if kind == STATS:
-                continue
-            paths = [row["path"] for row in manifest if row["kind"] == kind]
-            frame_schema = spark_schema(schema)
-            frames[kind] = (
-                spark.read.schema(frame_schema).parquet(*paths)
-                if paths
-                else spark.createDataFrame([], frame_schema)
-            )
-        return frames
 
     def metric_sums(self, manifest: Sequence[Mapping[str, Any]]) -> pa.Table:
         """The `metrics` counts of the run (audit.metrics.hourly_sums) from the tasks' staged

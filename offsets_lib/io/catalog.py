@@ -8,9 +8,10 @@ Delta reads their schema, comments and partitioning from the table's log). The r
 fetch`, `fence-check`, `lag`, the lag-audit notebook) read the tables of a root folder with
 delta-rs and pyarrow, no Spark. For a database this module asks the catalog for every table's
 location in one metastore query (``SHOW TABLE EXTENDED``, no Delta log is read) and returns
-that root, so the path-based readers work unchanged. The local catalog of ``--warehouse`` (Hive's
-metastore on embedded Derby) is read without Spark (`local_catalog_locations`); any other
-catalog needs a Spark session, which the caller passes (none is started here)::
+that root, so the path-based readers work unchanged. With a local catalog (``--warehouse``) the
+database's own folder, ``<warehouse>/<database>.db`` (`database_folder`), holding the tables
+answers without a JVM; any other catalog needs a Spark session, which the caller passes (none
+is started here)::
 
     root = resolve_tables_root(None, "audit", spark=spark)
 
@@ -36,7 +37,6 @@ from pyspark.sql import SparkSession
 from offsets_lib.audit.run_selection import latest_succeeded_sql
 from offsets_lib.audit.tables import RUN_ID, TABLES
 from offsets_lib.io import storage
-from offsets_lib.io.local_catalog import METASTORE_FOLDER, read_local_database
 from offsets_lib.io.metastore import (
     CatalogUnreachable,
     check_metastore,
@@ -51,19 +51,18 @@ __all__ = [
     "CatalogEntries",
     "CatalogUnreachable",
     "NoTablesInDatabase",
+    "SessionNeeded",
     "catalog_entries",
     "check_metastore",
     "check_metastore_ports",
     "create_latest_views",
+    "database_folder",
     "ensure_database",
     "identifier",
     "latest_view_sql",
-    "local_catalog_entries",
-    "local_catalog_locations",
     "metastore_failure",
     "register_tables",
     "resolve_tables_root",
-    "run_root",
     "run_root_and_entries",
     "shown_uris",
     "sql_string",
@@ -73,6 +72,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+METASTORE_FOLDER = "metastore_db"  # job/session.py's catalog_conf: <warehouse>/metastore_db
 REGISTER_JOBS = 4  # concurrent registrations: Delta reads each table's log in a job of its own
 
 
@@ -172,24 +172,10 @@ def _unreachable_line(spark: SparkSession, exc: Exception) -> str:
     return f"the catalog cannot be reached (metastore {where}): {cause}"
 
 
-def local_catalog_locations(warehouse: str | os.PathLike[str], database: str) -> dict[str, str]:
-    """Location of every table of ``database`` in the local catalog of ``--warehouse``, read
-    without Spark (`local_catalog.read_local_database`); NoTablesInDatabase when it has no
-    such database."""
-    return local_catalog_entries(warehouse, database)[1].locations
-
-
-def local_catalog_entries(
-    warehouse: str | os.PathLike[str], database: str
-) -> tuple[str, CatalogEntries]:
-    """The folder of ``database`` and `catalog_entries` of it, read from the local catalog of
-    ``--warehouse`` without Spark; NoTablesInDatabase when it has no such database."""
-    found = read_local_database(warehouse, database, DEFINITION_PROPERTY)
-    if found is None:
-        metastore = Path(warehouse).resolve() / METASTORE_FOLDER
-        where = "" if metastore.is_dir() else f" (no {metastore})"
-        raise NoTablesInDatabase(f"no database {database!r} in the catalog{where}")
-    return found.location, CatalogEntries(found.tables, found.views)
+def database_folder(warehouse: str | os.PathLike[str], database: str) -> str:
+    """The folder Spark gives a database it creates in the local catalog of ``--warehouse``
+    (``<warehouse>/<database>.db``): where a run with no ``--output`` writes its tables."""
+    return storage.table_uri(os.path.realpath(warehouse), f"{database.lower()}.db")
 
 
 LATEST_VIEW_PREFIX = "latest_"
@@ -265,6 +251,10 @@ def tables_root(database: str, locations: Mapping[str, str]) -> str:
     return roots.pop()
 
 
+class SessionNeeded(ValueError):
+    """A database whose tables only a Spark session's catalog can place."""
+
+
 def resolve_tables_root(
     output: str | None,
     database: str | None,
@@ -272,24 +262,34 @@ def resolve_tables_root(
     spark: SparkSession | None = None,
     warehouse: str | None = None,
 ) -> str:
-    """The root folder the readers read: ``output`` as given, or the database's: asked of the
-    catalog of ``spark`` (whose metastore service must answer `check_metastore` first), else
-    read from the local catalog of ``warehouse`` without Spark (`local_catalog_locations`).
-    No session is ever started here: a database of another catalog without ``spark`` is a
-    ValueError."""
+    """The root folder the readers read: ``output`` as given, or the database's. With a local
+    catalog (``warehouse``) and no session given, the database's own folder when it holds the
+    tables (`database_folder`, as `offsets run --database` without ``--output`` writes them: no
+    JVM), and no database when the catalog is not made yet. Otherwise the catalog of ``spark``
+    (whose metastore service must answer `check_metastore` first). No session is ever started
+    here: a catalog that needs one, without ``spark``, is `SessionNeeded`.
+
+    Why not the local catalog's Derby tables read by hand: the folder answers the readers' same
+    question as fast (`fetch`/`lag` by database within the time by path) without a JVM, for
+    the tables a run writes there; tables registered elsewhere are the catalog's to tell."""
     if (output is None) == (database is None):
         raise ValueError("give the tables as --output PATH or as --database NAME (one of them)")
     if output is not None:
         return output
-    if spark is not None:
-        check_metastore(spark)
-        return tables_root(database, table_locations(spark, database))
-    if warehouse is None:
-        raise ValueError(
+    if spark is None and warehouse is not None:
+        folder = database_folder(warehouse, database)
+        if storage.is_delta_table(storage.table_uri(folder, "runs")):
+            return folder
+        metastore = Path(warehouse).resolve() / METASTORE_FOLDER
+        if not metastore.is_dir():
+            raise NoTablesInDatabase(f"no database {database!r} in the catalog (no {metastore})")
+    if spark is None:
+        raise SessionNeeded(
             f"database {database!r}: its catalog is a Spark session's; pass the session"
             " (or --warehouse, the folder of a local catalog)"
         )
-    return tables_root(database, local_catalog_locations(warehouse, database))
+    check_metastore(spark)
+    return tables_root(database, table_locations(spark, database))
 
 
 # ---- the database and registration (Spark SQL) ----------------------------------------------
@@ -328,11 +328,6 @@ def _is_default_warehouse(warehouse: str) -> bool:
     folder = storage.local_path(warehouse)
     default = Path.cwd() / "spark-warehouse"
     return folder is not None and os.path.realpath(folder) == os.path.realpath(default)
-
-
-def run_root(spark: SparkSession, database: str, output: str | None) -> str:
-    """`run_root_and_entries`' root."""
-    return run_root_and_entries(spark, database, output)[0]
 
 
 def run_root_and_entries(

@@ -1,19 +1,18 @@
-"""Delta sink: executors write Parquet, the driver commits one delta-rs transaction per table.
+"""Delta sink: the audit tasks write Parquet, the driver commits one delta-rs transaction per table.
 
 No Delta JVM classes are needed (see shared/notes/feasibility.md section 2). For every table:
 
-1. driver: the DataFrame's columns and types must equal the
-   :class:`~offsets_lib.audit.tables.TableSpec`
-   (extra columns are dropped, a missing column or another type fails), and an existing table's
-   schema must equal the spec too; delta-rs itself does not check schemas on commit;
-2. executors: Spark's own Parquet writer appends the spec's columns (partition column dropped,
-   timestamps as INT64 micros) to ``<output>/<table>/run_id=<quoted run_id>/``; a row of another
-   run or a null in a non-nullable column fails the write (``raise_error``), before any commit;
-3. driver: reads the footers of the files that write added (Delta stats: numRecords, min/max,
-   null counts) and commits ONE transaction: a new table is created with the files; an existing
-   one gets an ``overwrite`` restricted to ``run_id = <run_id>``, so a rerun replaces that run's
-   rows and adds none, and other runs stay untouched. (``write_rows``, for a few driver-side
-   rows, writes its file with pyarrow.)
+1. executors (`engine.staging.TableFiles`): each audit task writes its rows of the table
+   (`write_task_files`: the spec's columns, partition column dropped, timestamps as INT64
+   micros) into ``<output>/<table>/run_id=<quoted run_id>/``, checked like every write (a row of
+   another run or a null in a non-nullable column fails the task, before any commit), with the
+   Delta stats read from each file's own footer;
+2. driver: an existing table's schema must equal the
+   :class:`~offsets_lib.audit.tables.TableSpec` (delta-rs itself does not check schemas on
+   commit), then ONE transaction: a new table is created with the files; an existing one gets
+   an ``overwrite`` restricted to ``run_id = <run_id>``, so a rerun replaces that run's rows and
+   adds none, and other runs stay untouched. (``write_rows``, for a few driver-side rows,
+   writes its file with pyarrow.)
 
 Column comments travel as Arrow field metadata ``{"comment": ...}`` into the Delta schema (they
 round-trip through delta-rs 1.6); the table comment (row grain) is the Delta table description.
@@ -22,17 +21,18 @@ Every commit carries ``run_id``, ``table``, ``num_records`` and ``num_files`` (a
 
 Public API::
 
-    versions = write_run_tables({"offsets": df, ...}, output="/data/audit", run_id="2024-06-01")
+    written = write_task_files(rows, spec, output="/data/audit", run_id="2024-06-01")  # a task
+    versions = write_run_tables({"offsets": [add_action(w, "2024-06-01") for w in written]},
+                                output="/data/audit", run_id="2024-06-01")
     publish_run({"run_id": "2024-06-01", "status": "succeeded", ...}, output="/data/audit")
     read_table("/data/audit", "offsets", run_id="2024-06-01")          # -> pyarrow.Table
-    write_frame(df, spec, output=..., run_id=...)  # any TableSpec (e.g. the internal _kept)
 
 ``write_run_tables`` refuses ``runs``: that row is committed last with :func:`publish_run`, so a
 ``runs`` row means the run's tables are complete. Files of failed or speculative task attempts
 are never referenced by the log; ``DeltaTable.vacuum`` removes them.
 
-Catalog tables (``--database``) are written the same way, at their folder (``catalog.run_root``:
-where the catalog has them, else ``--output``, else the database's folder);
+Catalog tables (``--database``) are written the same way, at their folder (where the catalog
+has them, else ``--output``, else the database's folder: ``catalog.run_root_of``);
 ``catalog.register_tables`` then registers the ones the catalog lacks (``CREATE TABLE ... USING
 delta LOCATION``). The schemas and row checks are in `delta_schema`, the file stats in
 `delta_stats`, Delta's own Spark writer (``--delta-writer spark``) in `spark_writer`.
@@ -50,8 +50,6 @@ import logging
 import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal, get_args
 
 import pyarrow as pa
@@ -59,15 +57,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema
 from deltalake.transaction import AddAction, create_table_with_add_actions
-from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.audit.tables import RUN_ID, TableSpec, table_spec
-from offsets_lib.io import spark_settings, storage
+from offsets_lib.io import storage
 from offsets_lib.io.delta_checksum import write_version_checksum
 from offsets_lib.io.delta_schema import (
     RunRows,
     arrow_schema,
-    check_frame_schema,
     check_run_id,
     check_runs_row,
     check_table_schema,
@@ -84,9 +80,8 @@ __all__ = [
     "commit_files",
     "publish_run",
     "read_table",
+    "table_files",
     "table_uri",
-    "write_files",
-    "write_frame",
     "write_rows",
     "write_run_tables",
     "write_task_files",
@@ -216,25 +211,20 @@ def _commit(spec: TableSpec, uri: str, actions: list[AddAction], *, run_id: str)
     return version
 
 
-WRITE_JOBS = 4  # concurrent table-writing Spark jobs in write_run_tables
-
-
 def write_run_tables(
-    frames: Mapping[str, DataFrame | list[AddAction]],
+    files: Mapping[str, list[AddAction]],
     *,
     output: str,
     run_id: str,
     on_commit: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
-    """Write one run's DataFrames into their Delta tables, replacing that run's earlier rows.
-
-    All schemas are checked before anything is written; then each DataFrame is written by the
-    executors and committed in one delta-rs transaction per table, in the order of ``frames``.
+    """Commit one run's table files (written by :func:`write_task_files`) into their Delta
+    tables, replacing that run's earlier rows: one delta-rs transaction per table, in the order
+    of ``files``, once every existing table's schema is checked.
 
     Args:
-        frames: table name (a key of ``offsets_lib.audit.tables.TABLES``, not ``runs``) -> DataFrame
-            holding at least the table's columns, with ``run_id`` equal to ``run_id``; or the
-            add actions of the files the executors already wrote (:func:`write_task_files`).
+        files: table name (a key of ``offsets_lib.audit.tables.TABLES``, not ``runs``) -> the
+            add actions of its files in the run's partition folder under ``output``.
         output: root folder (or URI) of the tables.
         run_id: the run's id; rows of other runs are never touched.
         on_commit: called with the table name after each table's commit.
@@ -243,32 +233,25 @@ def write_run_tables(
         The committed Delta version of each table.
     """
     check_run_id(run_id)
-    specs = {name: table_spec(name) for name in frames}
+    specs = {name: table_spec(name) for name in files}
     if "runs" in specs:
         raise ValueError("the runs row is committed last, with publish_run(), not here")
-    pending = {name: df for name, df in frames.items() if isinstance(df, DataFrame)}
-    for name in frames:
-        if name in pending:
-            check_frame_schema(pending[name], specs[name])
+    for name in files:
         dt = _open_table(table_uri(output, name))
         if dt is not None:
             check_table_schema(dt, specs[name])
-    # The tables' Spark jobs run concurrently (small ones fill the cores while big ones finish);
-    # nothing is committed before every file of every table is written.
-    spark = next(iter(pending.values())).sparkSession if pending else None
-    with _micros_timestamps(spark), ThreadPoolExecutor(max_workers=WRITE_JOBS) as pool:
-        futures = {
-            name: pool.submit(write_files, df, specs[name], output=output, run_id=run_id)
-            for name, df in pending.items()
-        }
-        files = {name: future.result() for name, future in futures.items()}
     versions = {}
-    for name, frame in frames.items():
-        actions = files[name] if name in pending else list(frame)
-        versions[name] = commit_files(specs[name], actions, output=output, run_id=run_id)
+    for name, actions in files.items():
+        versions[name] = commit_files(specs[name], list(actions), output=output, run_id=run_id)
         if on_commit is not None:
             on_commit(name)  # e.g. the crash-safety test's fault injection
     return versions
+
+
+def table_files(root: str, name: str, actions: list[AddAction]) -> list[str]:
+    """The URIs of a table's files written under ``root`` (their add actions' paths, which are
+    relative to the table's folder)."""
+    return [f"{table_uri(root, name)}/{action.path}" for action in actions]
 
 
 def publish_run(runs_row: Mapping[str, Any], *, output: str) -> int:
@@ -284,24 +267,6 @@ def publish_run(runs_row: Mapping[str, Any], *, output: str) -> int:
     if dt is not None:
         check_table_schema(dt, spec)
     return write_rows([runs_row], spec, output=output, run_id=run_id)
-
-
-def write_files(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> list[AddAction]:
-    """Spark's own Parquet writer writes the frame into the table's run_id partition folder
-    (no commit); the driver then reads the new files' footers for the Delta stats.
-
-    No row goes through Python: at 10M records this wrote the three largest tables in 2.8-3.7 s
-    against 4.8-5.0 s for Arrow batches written by Python workers. A row with another run_id,
-    or a null in a non-nullable column, fails the write (before anything is committed).
-    """
-    fs, root = _partition_folder(output, spec, run_id)
-    before = _data_files(fs, root)
-    RunRows.of(spec, run_id).spark(df, spec).write.mode("append").option(
-        "maxRecordsPerFile", MAX_ROWS_PER_FILE
-    ).parquet(f"{table_uri(output, spec.name)}/{_partition_dir(run_id)}")
-    return _add_actions(
-        fs, root, sorted(_data_files(fs, root).keys() - before.keys()), spec, run_id
-    )
 
 
 def _partition_folder(output: str, spec: TableSpec, run_id: str) -> tuple[pafs.FileSystem, str]:
@@ -329,39 +294,9 @@ def _add_actions(
     return actions
 
 
-def _data_files(fs: pafs.FileSystem, root: str) -> dict[str, pafs.FileInfo]:
-    """The Parquet files directly in a partition folder (not Spark's _SUCCESS or _temporary)."""
-    if fs.get_file_info(root).type == pafs.FileType.NotFound:
-        return {}
-    found = fs.get_file_info(pafs.FileSelector(root, recursive=False))
-    return {
-        i.base_name: i
-        for i in found
-        if i.type == pafs.FileType.File and i.base_name.endswith(".parquet")
-    }
-
-
 def commit_files(spec: TableSpec, actions: list[AddAction], *, output: str, run_id: str) -> int:
     """One Delta transaction: the files replace the run_id partition; returns the version."""
     return _commit(spec, table_uri(output, spec.name), actions, run_id=run_id)
-
-
-def write_frame(df: DataFrame, spec: TableSpec, *, output: str, run_id: str) -> int:
-    """Write and commit one frame into any table declared by a TableSpec (e.g. internal ones)."""
-    with _micros_timestamps(df.sparkSession):
-        actions = write_files(df, spec, output=output, run_id=run_id)
-    return commit_files(spec, actions, output=output, run_id=run_id)
-
-
-_TIMESTAMP_TYPE = "spark.sql.parquet.outputTimestampType"
-
-
-def _micros_timestamps(spark: SparkSession | None) -> AbstractContextManager[None]:
-    """Spark writes timestamps as INT64 micros while the tables are written (its INT96 default
-    has no Parquet statistics, so the Delta stats would lack them); the setting is restored."""
-    if spark is None:
-        return nullcontext()
-    return spark_settings.setting(spark, _TIMESTAMP_TYPE, "TIMESTAMP_MICROS")
 
 
 def write_rows(rows: list[Mapping[str, Any]], spec: TableSpec, *, output: str, run_id: str) -> int:
@@ -400,7 +335,7 @@ def read_table(
 # the ones the catalog lacks: register_tables). Measured on the `make run` sample (200k
 # records; FIGURES).
 # Delta's Spark writer stays for --delta-writer spark (e.g. a catalog whose tables only Spark
-# may write); it writes every table in a Spark job of its own after the audit.
+# may write); it writes the rows of the audit tasks' files in a Spark job per table.
 DeltaWriter = Literal["delta-rs", "spark"]  # the run options' type (job/options.py)
 DELTA_WRITERS: tuple[str, ...] = get_args(DeltaWriter)
 DEFAULT_WRITER: DeltaWriter = "delta-rs"

@@ -1,5 +1,6 @@
 """``--delta-writer spark``: the tables written by Delta Lake's own Spark writer, one table per
-call (``write_with_spark_delta``), the ``runs`` row last (``publish_run_with_spark``).
+call (``write_with_spark_delta``) over the files the audit tasks wrote (``files_frame``), the
+``runs`` row last (``publish_run_with_spark``).
 
 For clusters whose tables only Spark may write. Local sessions of job/session.py load Delta
 Lake; on a cluster ``delta_spark_available(spark)`` tells whether it can run. The rows are
@@ -14,6 +15,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from deltalake.transaction import AddAction
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -22,10 +24,12 @@ from offsets_lib.audit.tables import RUN_ID, TableSpec, table_spec
 from offsets_lib.io import storage
 from offsets_lib.io.catalog import identifier, sql_string
 from offsets_lib.io.delta_schema import RunRows, check_frame_schema, check_run_id, check_runs_row
+from offsets_lib.io.sink import table_files
 
 __all__ = [
     "create_table_sql",
     "delta_spark_available",
+    "files_frame",
     "publish_run_with_spark",
     "replace_where",
     "table_identifier",
@@ -40,6 +44,20 @@ DELTA_EXTENSION = "DeltaSparkSessionExtension"
 def delta_spark_available(spark: SparkSession) -> bool:
     """True when the session is configured with Delta Lake's SQL extension (no JVM access)."""
     return DELTA_EXTENSION in (spark.conf.get("spark.sql.extensions", "") or "")
+
+
+def files_frame(
+    spark: SparkSession, name: str, actions: list[AddAction], *, root: str, run_id: str
+) -> DataFrame:
+    """One frame over a table's files of run `run_id` written under ``root`` (by the audit
+    tasks: `sink.write_task_files`, whose add actions `staging.written_files` made): the rows
+    delta-rs would commit, in the table's columns, for Delta's Spark writer to write."""
+    spec = table_spec(name)
+    schema = T.StructType([f for f in spec.schema.fields if f.name not in spec.partition_by])
+    paths = table_files(root, name, actions)
+    files = spark.read.schema(schema).parquet(*paths) if paths else None
+    frame = files if files is not None else spark.createDataFrame([], schema)
+    return frame.withColumn(RUN_ID, F.lit(run_id)).select(*spec.columns)
 
 
 def replace_where(run_id: str) -> str:

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from obstore.store import ObjectStore
 
 _SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3"}  # Hadoop's names of S3 -> pyarrow's and delta-rs'
-OBJECT_STORE_SCHEMES = ("s3", "s3a", "s3n", "gs", "gcs", "abfs", "abfss", "az", "adl")
 DEFAULT_REGION = "us-east-1"  # what S3-compatible servers expect when no region is configured
 # RFC 3986's scheme, at least two letters long: "C:" is a Windows drive, not a scheme
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):")
@@ -85,11 +84,6 @@ def location(uri: str) -> str:
 def table_uri(root: str, name: str) -> str:
     """Location of table (or folder) ``name`` under the tables' root ``root`` (`location`)."""
     return f"{location(root).rstrip('/')}/{name}"
-
-
-def is_object_store(uri: str) -> bool:
-    """True for S3/GCS/Azure URIs: no rename, no flock, shared by driver and executors."""
-    return scheme(uri) in OBJECT_STORE_SCHEMES
 
 
 def arrow_uri(uri: str) -> str:

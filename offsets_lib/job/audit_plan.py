@@ -3,23 +3,20 @@
 The file shuffle's inputs (`plan_inputs`: the dump's files pyarrow reads, else the records
 Spark reads: a Kafka run's, or a dump pyarrow cannot reach), the number of audit tasks
 (`audit_tasks`, `incremental_tasks`), and the split audit: which tasks are oversized
-(`oversized_tasks`, `SKEWED_TASK`) and its first step over them (`split_first_step`); which
-tables the audit tasks write and which frames are left to build (`direct_tables`,
-`frames_needed`). `job/run.py` holds the rest of the run: the clock, the writes, the report.
+(`oversized_tasks`, `SKEWED_TASK`) and its first step over them (`split_first_step`).
+`job/run.py` holds the rest of the run: the clock, the writes, the report.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from deltalake.transaction import AddAction
 from pyspark.sql import DataFrame, SparkSession
 
-from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.routing import RECORDS_PER_TASK
 from offsets_lib.engine.staging import KeptFiles, Staging
@@ -252,17 +249,3 @@ def _first_step_sizes(spark: SparkSession, pieces: list[dict[str, Any]], tasks: 
     """Records of each task of the split audit's first step (key_split.gathered)."""
     cores = spark_settings.parallelism(spark)
     return exchange.task_sizes(*key_split.gathered(pieces, tasks=tasks, cores=cores))
-
-
-def direct_tables(options: RunOptions) -> tuple[str, ...]:
-    """Tables the audit tasks write themselves (delta-rs commits them; the Spark writer writes
-    every table itself)."""
-    return () if options.delta_writer == "spark" else DIRECT_TABLES
-
-
-def frames_needed(written: Mapping[str, list[AddAction]]) -> list[str]:
-    """The frames to build: tables no task wrote, and `offsets` for a lag table built in Spark."""
-    needed = [t for t in pipeline.DECIDED_TABLES if t not in written]
-    if "lag" not in written and "offsets" not in needed:
-        needed.append("offsets")
-    return needed

@@ -3,10 +3,10 @@
 Reads the clock only in this shell (`--as-of now`, run timestamps: `run_report.now_ms`, the
 runs row's times); everything between reading and writing is the audit per task
 (`exchange` after the file shuffle), decisions included, at the evaluation time fixed before
-the tasks run. With delta-rs the audit tasks also write the tables that are projections of
-their results (table_rows.DIRECT_TABLES); the driver sums the tasks' partial meters and writes
-`metrics` (with delta-rs; `pipeline.table_frames` builds the frames of the rest);
-`job.run_output` commits every table, then the runs row; `job.run_report` is what the run tells.
+the tasks run. The audit tasks also write the tables that are projections of their results
+(table_rows.DIRECT_TABLES); the driver sums the tasks' partial meters and writes `metrics`;
+`job.run_output` commits every table (or has Delta's Spark writer write their files' rows),
+then the runs row; `job.run_report` is what the run tells.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import pyarrow as pa
 from deltalake.transaction import AddAction
 from pyspark.sql import DataFrame, SparkSession
 
-from offsets_lib.audit import lag
 from offsets_lib.audit.rules import Params
+from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, key_split, pipeline
 from offsets_lib.engine.staging import (
     Staging,
@@ -97,12 +97,13 @@ def _execute(
         stages.step(audit_plan.audit_line(inputs, increment))
         audited = _audit(spark, options, report, staging, inputs, increment, end_offsets)
         stages.done("read+audit", audited.summary(report, inputs))
-        tables = _frames(spark, audited, options, report, staging)
+        root = run_output.files_root(options, staging)
+        tables = _tables(spark, audited, options, report, staging, root)
         if catalog_side is not None:  # asked beside the audit: its answer before any commit
             stages.step(f"waiting for the catalog of database {options.database}")
             entries = catalog_side.ready()
         stages.step(f"writing {len(tables)} tables under {options.output}")
-        run_output.write_tables(spark, tables, options, report)
+        run_output.write_tables(spark, tables, options, report, root)
         _summarise(report, audited.stats)
         stages.done("decide+write", run_output.written_summary(report))
         if increment is not None:  # after every audit table, before the runs row
@@ -138,19 +139,17 @@ def _input_text(options: RunOptions, increment: incremental.Increment | None) ->
 @dataclass(frozen=True)
 class _Audited:
     """What the audit tasks returned: their manifest, its totals, and the table files the
-    tasks wrote themselves (by table name)."""
+    tasks wrote (by table name)."""
 
     manifest: list[Any]
     stats: pipeline.RunStats
     written: dict[str, list[AddAction]]
-    direct: tuple[str, ...]
-    end_offsets: pa.Table | None  # for a lag table built in Spark
 
     def summary(self, report: RunReport, inputs: audit_plan.Inputs) -> str:
         return (
             f"{report.records_read} records read, {report.records_decoded} decoded,"
-            f" {report.records_rejected} rejected, {inputs.tasks} tasks, read by {inputs.reader}"
-            + (f", {len(self.direct)} tables written by the audit tasks" if self.direct else "")
+            f" {report.records_rejected} rejected, {inputs.tasks} tasks, read by {inputs.reader},"
+            f" {len(self.written)} tables written by the audit tasks"
         )
 
 
@@ -169,7 +168,6 @@ def _audit(
     keep = increment is not None  # the tasks choose and write the kept records while they audit
     tasks = inputs.tasks
     kept_emit = audit_plan.kept_emitter(options, increment, tasks)
-    direct = audit_plan.direct_tables(options)
     # the map stage first: its pieces tell the evaluation time, which the audit tasks decide at
     # (and write the tables with)
     pieces, oversized = audit_plan.mapped_pieces(
@@ -196,40 +194,25 @@ def _audit(
     report.records_read = stats.records_read
     report.records_rejected = stats.records_rejected
     report.records_decoded = report.records_read - report.records_rejected
-    written = written_files(manifest, direct, options.run_id)
-    return _Audited(manifest, stats, written, direct, ends)
+    written = written_files(manifest, DIRECT_TABLES, options.run_id)
+    return _Audited(manifest, stats, written)
 
 
-def _frames(
+def _tables(
     spark: SparkSession,
     audited: _Audited,
     options: RunOptions,
     report: RunReport,
     staging: Staging,
-) -> dict[str, DataFrame | list[AddAction]]:
-    """The tables to commit, in their usual order: files the tasks wrote (and the driver, for
-    `metrics`), else frames over their staged results (the `lag` frame with the log-end offsets
-    joined)."""
-    sums = staging.metric_sums(audited.manifest)
+    root: str,
+) -> dict[str, list[AddAction]]:
+    """The tables to commit, in their usual order: the files the tasks wrote, and the driver's
+    `metrics` file from the tasks' summed meters."""
     written = dict(audited.written)
-    if options.delta_writer != "spark":
-        written["metrics"] = run_output.metric_files(sums, options, report)
-    frames = pipeline.table_frames(
-        staging.read(spark, audited.manifest),
-        orphaned_offsets=audited.stats.orphaned_offsets,
-        tables=audit_plan.frames_needed(written),
-        metric_sums=sums,
-    )
-    run_output.check_reject_ratio(spark, report, options, written, frames)
-    built = dict(frames.frames)
-    if "lag" not in written:
-        built["lag"] = lag.lag_frame(
-            built["offsets"], audited.end_offsets, as_of_ms=report.as_of_ms
-        )
-    return {
-        name: written[name] if name in written else built[name]
-        for name in (*pipeline.DECIDED_TABLES, "lag")
-    }
+    sums = staging.metric_sums(audited.manifest)
+    written["metrics"] = run_output.metric_files(sums, options, report, root)
+    run_output.check_reject_ratio(spark, report, options, written, root)
+    return {name: written[name] for name in (*pipeline.DECIDED_TABLES, "lag")}
 
 
 def _store_increment(
@@ -272,20 +255,17 @@ def _report_task_sizes(report: RunReport, steps: list[np.ndarray]) -> None:
 def _table_emitter(
     options: RunOptions, report: RunReport, staging: Staging, ends: pa.Table | None
 ) -> pipeline.TaskEmitter:
-    """What the audit tasks hand their results to: the staging folder, and with delta-rs the
+    """What the audit tasks hand their results to: the staging folder, and the files of the
     tables that are projections of the results, written by the tasks at the run's evaluation
-    time (at 20k records on the 2-worker cluster, building those tables
-    from the staged results in Spark took 24.6 s of the run's 125 s)."""
-    direct = audit_plan.direct_tables(options)
-    if not direct:
-        return staging
+    time under `run_output.files_root` (at 20k records on the 2-worker cluster, building those
+    tables from the staged results in Spark took 24.6 s of the run's 125 s)."""
     assert report.as_of_ms is not None
     return TableFiles(
         staging,
-        options.output,
+        run_output.files_root(options, staging),
         options.run_id,
         report.as_of_ms,
-        direct,
+        DIRECT_TABLES,
         end_offsets_uri=stage_end_offsets(staging, ends) if ends is not None else None,
     )
 

@@ -1,22 +1,16 @@
-"""The catalog's side of `offsets run --database`: the tables' folder, and the catalog read
-before the audit or asked beside it.
+"""The catalog's side of `offsets run --database`: the tables' folder, and the catalog asked
+beside the audit.
 
 The audit needs only the folder of the tables; the session's catalog (Spark's Hive client)
 answers its first question ~7 s after the session starts (embedded Derby, the `make run`
-sample, quiet machine; 18-20 s at load 8-13), its start ~5 s of CPU that on 2 cores competes
-with the audit. Three ways, the cheapest that applies:
-
-1. The local catalog of ``--warehouse``, made already, with delta-rs writing: read with Derby's
-   own tools while the session starts (`catalog.local_catalog_entries`). A run whose tables
-   and views are registered already then never starts the session's Hive client; one that
-   must register a table or replace a view starts it after its commits, as before.
-2. The folder known without the catalog (``--output`` given; with ``--warehouse`` alone, a
-   local catalog not made yet, or the database's own folder holding the tables already): a
-   thread asks the catalog (the database created unless it exists, where its tables are, its
-   views) while the audit's Spark jobs run, and the run waits for that answer before its first
-   commit; a catalog that fails there cancels the audit's jobs, and the run commits nothing.
-3. Otherwise (Delta's Spark writer, whose every write goes through the catalog; tables the
-   local catalog may hold elsewhere) the catalog is asked first, as the run's first step.
+sample, quiet machine; 18-20 s at load 8-13). So when the folder is known without the catalog
+(``--output`` given; with ``--warehouse`` alone, the database's own folder
+``<warehouse>/<database>.db`` when the catalog is not made yet or that folder holds the tables
+already) a thread asks the catalog (the database created unless it exists, where its tables
+are, its views) while the audit's Spark jobs run, and the run waits for that answer before its
+first commit; a catalog that fails there cancels the audit's jobs, and the run commits nothing.
+Otherwise (Delta's Spark writer, whose every write goes through the catalog; tables the catalog
+may hold elsewhere) the catalog is asked first, as the run's first step.
 """
 
 from __future__ import annotations
@@ -29,7 +23,6 @@ from pyspark.sql import SparkSession
 
 from offsets_lib.io import catalog, storage
 from offsets_lib.job.options import RunOptions, UsageError
-from offsets_lib.job.session import is_launched_by_spark_submit, metastore_uris_to_start
 
 
 @dataclass
@@ -42,19 +35,11 @@ class CatalogSide:
     _root: str = ""
     _refused: UsageError | None = None
     _pool: ThreadPoolExecutor | None = None
-    _local: Future[tuple[str, catalog.CatalogEntries]] | None = None
 
     @classmethod
     def prepare(cls, options: RunOptions) -> CatalogSide | None:
-        """None without --database. The local catalog of --warehouse is read now, while the
-        session starts, when `_reads_local_catalog`."""
-        if options.database is None:
-            return None
-        side = cls(options.database)
-        if _reads_local_catalog(options):
-            read = catalog.local_catalog_entries
-            side._local = side._thread().submit(read, options.warehouse, options.database)
-        return side
+        """None without --database."""
+        return cls(options.database) if options.database is not None else None
 
     def start(self, spark: SparkSession, options: RunOptions) -> RunOptions:
         """The run's options with the tables' folder as its output; the catalog is asked in a
@@ -62,16 +47,6 @@ class CatalogSide:
         tables of another folder, or nowhere to create the database)."""
         catalog.check_metastore(spark)  # an unreachable metastore service: at once
         given = options.output if options.output_given else None
-        local = self._local_answer(spark, options)
-        if local is not None:  # the catalog needs no question of the session's Hive client
-            location, entries = local
-            try:
-                self._root = catalog.run_root_of(self.database, given, location, entries)
-            except ValueError as exc:
-                raise UsageError(str(exc)) from None
-            self._answer = Future()
-            self._answer.set_result((self._root, entries))
-            return replace(options, output=self._root)
         known = _known_root(spark, options)
         if known is None:
             self._answer = Future()
@@ -113,23 +88,6 @@ class CatalogSide:
             spark.interruptAll()
             raise
 
-    def _local_answer(
-        self, spark: SparkSession, options: RunOptions
-    ) -> tuple[str, catalog.CatalogEntries] | None:
-        """The database's folder and entries as the local catalog read holds them, when the
-        session's catalog is that of --warehouse; None otherwise, or when the read found no
-        such database or failed (the session's Hive client is asked then, and says why)."""
-        if self._local is None:
-            return None
-        try:
-            found = self._local.result()
-        except (catalog.CatalogUnreachable, catalog.NoTablesInDatabase):
-            return None
-        metastore = os.path.join(os.path.realpath(options.warehouse), catalog.METASTORE_FOLDER)
-        url = spark.conf.get("spark.hadoop.javax.jdo.option.ConnectionURL", "") or ""
-        is_read_one = f"databaseName={metastore};" in url  # session.catalog_conf's Derby
-        return found if is_read_one and _is_warehouse_catalog(spark, options) else None
-
     def _thread(self) -> ThreadPoolExecutor:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offsets-catalog")
@@ -166,31 +124,11 @@ def _known_root(spark: SparkSession, options: RunOptions) -> str | None:
     assert options.database is not None
     if not _is_warehouse_catalog(spark, options):
         return None
-    warehouse = os.path.realpath(options.warehouse)
-    root = storage.table_uri(warehouse, f"{options.database.lower()}.db")
-    made = os.path.isdir(os.path.join(warehouse, catalog.METASTORE_FOLDER))
+    root = catalog.database_folder(options.warehouse, options.database)
+    made = os.path.isdir(os.path.join(options.warehouse, catalog.METASTORE_FOLDER))
     if not made or storage.is_delta_table(storage.table_uri(root, "runs")):
         return root
     return None
-
-
-def _reads_local_catalog(options: RunOptions) -> bool:
-    """Whether the run reads the local catalog of --warehouse without Spark before its session
-    starts (`catalog.local_catalog_entries`, Derby's own tools): delta-rs writes (Delta's
-    Spark writer asks the catalog at every write), a metastore made already, and no Spark
-    session in this process yet (one that runs keeps its own catalog).
-
-    Why: a run whose tables and views are registered already then never starts the session's
-    Hive client, whose start (~5 s of CPU: DataNucleus, the Derby metastore) competed with the
-    audit on 2 cores; Derby's read takes ~0.6 s of CPU while the JVM starts."""
-    from pyspark import SparkContext
-
-    if not options.warehouse or options.delta_writer == "spark":
-        return False
-    if SparkContext._active_spark_context is not None or is_launched_by_spark_submit():
-        return False
-    made = os.path.isdir(os.path.join(options.warehouse, catalog.METASTORE_FOLDER))
-    return made and metastore_uris_to_start(options.warehouse) is None  # not a service's
 
 
 def _is_warehouse_catalog(spark: SparkSession, options: RunOptions) -> bool:

@@ -1,8 +1,8 @@
 """A run's output: its tables written and committed, the `runs` row last, then the catalog.
 
-delta-rs commits one transaction per table (the files the audit tasks and the driver wrote, or
-Spark frames written as Parquet by the executors), or Delta's Spark writer writes each table on
-request (`--delta-writer spark`). `job.run` calls these once the audit tasks are done.
+The audit tasks write every table's files (and the driver `metrics`'); delta-rs commits them,
+one transaction per table, or on request (`--delta-writer spark`) Delta's Spark writer writes
+each table's files as one frame. `job.run` calls these once the audit tasks are done.
 """
 
 from __future__ import annotations
@@ -13,19 +13,28 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake.transaction import AddAction
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from offsets_lib.audit import table_rows, task_audit
 from offsets_lib.audit.tables import table_spec
-from offsets_lib.engine import pipeline
+from offsets_lib.engine.staging import Staging
 from offsets_lib.io import catalog, delta_schema, sink, spark_writer
 from offsets_lib.job.options import RunOptions
 from offsets_lib.job.run_report import RejectRatioExceeded, RunReport
 
 
-def metric_files(sums: pa.Table, options: RunOptions, report: RunReport) -> list[AddAction]:
-    """The `metrics` table's file of the run, written by the driver (a few rows per hour and
-    partition), for delta-rs to commit with the others."""
+def files_root(options: RunOptions, staging: Staging) -> str:
+    """Where the tables' files are written: into the tables, for delta-rs to commit them there;
+    for Delta's Spark writer, which writes rows of its own, in the staging folder (removed with
+    it)."""
+    return f"{staging.uri}/tables" if options.delta_writer == "spark" else options.output
+
+
+def metric_files(
+    sums: pa.Table, options: RunOptions, report: RunReport, root: str
+) -> list[AddAction]:
+    """The `metrics` table's file of the run, written by the driver under `root` (a few rows per
+    hour and partition), to be committed with the others."""
     spec = table_spec("metrics")
     assert report.as_of_ms is not None
     rows = table_rows.table_rows(
@@ -35,7 +44,7 @@ def metric_files(sums: pa.Table, options: RunOptions, report: RunReport) -> list
         as_of_ms=report.as_of_ms,
         schema=delta_schema.arrow_schema(spec, with_comments=False),
     )
-    written = sink.write_task_files(rows, spec, output=options.output, run_id=options.run_id)
+    written = sink.write_task_files(rows, spec, output=root, run_id=options.run_id)
     return [sink.add_action(file, options.run_id) for file in written]
 
 
@@ -44,14 +53,13 @@ def check_reject_ratio(
     report: RunReport,
     options: RunOptions,
     written: Mapping[str, list[AddAction]],
-    frames: pipeline.AuditFrames,
+    root: str,
 ) -> None:
     """Too many undecodable records: write the rejects (for the person who looks) and fail."""
     ratio = report.records_rejected / report.records_read if report.records_read else 0.0
     if ratio <= options.max_reject_ratio:
         return
-    rejects = written["rejects"] if "rejects" in written else frames.frames["rejects"]
-    write_tables(spark, {"rejects": rejects}, options, report)
+    write_tables(spark, {"rejects": written["rejects"]}, options, report, root)
     raise RejectRatioExceeded(
         f"{report.records_rejected} of {report.records_read} records could not be decoded"
         f" ({ratio:.2%} > --max-reject-ratio {options.max_reject_ratio:.2%}); see the rejects"
@@ -71,31 +79,26 @@ def written_summary(report: RunReport) -> str:
 
 def write_tables(
     spark: SparkSession,
-    frames: Mapping[str, DataFrame | list[AddAction]],
+    files: Mapping[str, list[AddAction]],
     options: RunOptions,
     report: RunReport,
+    root: str,
 ) -> None:
-    """Write and commit the tables, in the order of `frames` (DataFrames, or the add actions of
-    files the audit tasks wrote)."""
-    conformed = {
-        name: pipeline.conform(df, name, run_id=options.run_id, as_of_ms=report.as_of_ms)
-        if isinstance(df, DataFrame)
-        else df
-        for name, df in frames.items()
-    }
+    """Commit the tables, in the order of `files` (the add actions of each table's files,
+    written under `root`: `files_root`)."""
     if options.delta_writer == "spark":
-        for name, df in conformed.items():
+        for name, actions in files.items():
             spark_writer.write_with_spark_delta(
                 spark,
-                df,
+                spark_writer.files_frame(spark, name, actions, root=root, run_id=options.run_id),
                 name,
                 output=external_output(options),
                 run_id=options.run_id,
                 database=options.database,
             )
     else:
-        sink.write_run_tables(conformed, output=options.output, run_id=options.run_id)
-    for name in conformed:
+        sink.write_run_tables(files, output=options.output, run_id=options.run_id)
+    for name in files:
         report.tables[name] = table_name(options, name)
 
 

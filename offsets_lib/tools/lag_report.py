@@ -105,6 +105,9 @@ def _joined_rows(
         settings = kafka_client_settings(bootstrap_servers, kafka_options)
         topics = sorted({t for t in offsets.column("topic").to_pylist() if t})
         ends = log_end_offsets.from_cluster(settings, topics)
+    offsets = offsets.select(
+        ["group_id", "topic", "partition", "committed_offset", "commit_timestamp"]
+    )
     if groups:
         offsets = offsets.filter(pc.is_in(offsets.column("group_id"), pa.array(list(groups))))
     joined = lag.with_end_offsets(offsets, lag.latest_end_offsets(ends))

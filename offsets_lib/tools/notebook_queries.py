@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from offsets_lib.io import sink
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "NOTEBOOK_TABLES",
@@ -74,23 +78,27 @@ class AuditRun:
         return frame is not None
 
 
-def tables_root(output: str | None, database: str | None, warehouse: str | None = None) -> str:
+def tables_root(
+    output: str | None,
+    database: str | None,
+    warehouse: str | None = None,
+    spark: SparkSession | None = None,
+) -> str:
     """The folder to read: ``output``, or the tables' folder of a catalog database.
 
     Args:
         output: the tables' root folder (or URI), or None.
         database: a catalog database of `offsets run --database`, or None.
         warehouse: a local session's catalog folder, as for run.
+        spark: the session whose catalog holds ``database`` (none is started here; a local
+            catalog's database folder needs none).
 
     Returns:
         The root folder the tables are read from.
     """
     from offsets_lib.io.catalog import resolve_tables_root
-    from offsets_lib.job import session
 
-    return resolve_tables_root(
-        output, database, warehouse=warehouse, open_session=session.get_or_create
-    )
+    return resolve_tables_root(output, database, warehouse=warehouse, spark=spark)
 
 
 def table_exists(output: str, name: str) -> bool:

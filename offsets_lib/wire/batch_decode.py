@@ -7,7 +7,6 @@ codec, which is also the oracle the fast path is tested against.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +28,6 @@ _PASS_THROUGH = (
     "is_control",
 )
 _ROW_COLUMNS = [f.name for f in DECODED_ARROW if f.name not in _PASS_THROUGH]
-
-
-def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """Decode a batch of raw rows (log position, key, value, batch metadata) into DECODED_ARROW."""
-    return _decode(batch, as_json=True)[0]
 
 
 @dataclass
@@ -124,12 +118,12 @@ def decode_task_records(
     if every_value_of is not None and len(slow_rows):
         walked, walked_rows = _walk(source, slow_rows)
     codec_rows = np.setdiff1d(slow_rows, walked_rows, assume_unique=True)
-    decoded, fields = _decode_rows(source, codec_rows, as_json=False)
+    decoded, fields = _decode_rows(source, codec_rows)
     if walked is not None and len(walked_rows):
         keep = _values_needed(
             source, walked, walked_rows, codec_rows, decoded, every_value_of, newest_value_of
         ) & ~np.isin(np.asarray(walked.columns["record_type"]), list(raw_value_of))
-        extra, extra_fields = _decode_rows(source, walked_rows[keep], as_json=False)
+        extra, extra_fields = _decode_rows(source, walked_rows[keep])
         fields.update((len(decoded) + j, v) for j, v in extra_fields.items())
         decoded += extra
         codec_rows = np.concatenate([codec_rows, walked_rows[keep]])
@@ -222,18 +216,14 @@ def _subset(walked: layout_scan.Scanned, mask: np.ndarray) -> layout_scan.Scanne
 
 
 def _decode_rows(
-    source: pa.RecordBatch | pa.Table, rows: np.ndarray, *, as_json: bool
+    source: pa.RecordBatch | pa.Table, rows: np.ndarray
 ) -> tuple[list[dict[str, Any]], dict[int, Any]]:
-    """The codec's rows for `rows` of the source, and (not as_json) their values by position."""
+    """The codec's rows for `rows` of the source, and their values by position."""
     keys = fastpath.take_rows(source.column("key"), rows).to_pylist()
     raw_values = fastpath.take_rows(source.column("value"), rows).to_pylist()
     controls = fastpath.take_rows(source.column("is_control"), rows).to_pylist()
-    decoded = [
-        _decode_row(*row, as_json=as_json) for row in zip(keys, raw_values, controls, strict=True)
-    ]
-    values = (
-        {} if as_json else {j: row["fields"] for j, row in enumerate(decoded) if "fields" in row}
-    )
+    decoded = [_decode_row(*row) for row in zip(keys, raw_values, controls, strict=True)]
+    values = {j: row["fields"] for j, row in enumerate(decoded) if "fields" in row}
     return decoded, values
 
 
@@ -247,60 +237,22 @@ def _columns(rows: list[dict[str, Any]]) -> dict[str, pa.Array]:
     return absent_as_null({f.name: rows_array.field(i) for i, f in enumerate(_ROW_STRUCT)})
 
 
-def _decode(batch: pa.RecordBatch, *, as_json: bool) -> tuple[pa.RecordBatch, dict[int, Any]]:
-    fast = fastpath.decode_offset_commits(batch)
-    columns, values = _merge_slow_rows(batch, fast, as_json=as_json)
-    return _assemble(batch, columns, pa.RecordBatch), values
-
-
-def _merge_slow_rows(
-    source: pa.RecordBatch | pa.Table, fast: fastpath.FastResult, *, as_json: bool
-) -> tuple[dict[str, Any], dict[int, Any]]:
-    """The fast path's columns with every row it left decoded by the codec instead."""
-    slow_rows = np.flatnonzero(~fast.handled)
-    if not len(slow_rows):
-        return fast.columns, {}
-    decoded, fields = _decode_rows(source, slow_rows, as_json=as_json)
-    values = {int(slow_rows[j]): v for j, v in fields.items()}
-    return fastpath.merge(fast, slow_rows, _columns(decoded), source.num_rows), values
-
-
-def _assemble(source: pa.RecordBatch | pa.Table, columns: dict[str, Any], kind: type) -> Any:
-    arrays = [
-        source.column(name) if name in _PASS_THROUGH else columns[name]
-        for name in DECODED_ARROW.names
-    ]
-    return kind.from_arrays(
-        [
-            pa.array(a, type=f.type)
-            if not isinstance(a, pa.Array | pa.ChunkedArray)
-            else a.cast(f.type)
-            for a, f in zip(arrays, DECODED_ARROW, strict=True)
-        ],
-        schema=DECODED_ARROW,
-    )
-
-
-def _decode_row(
-    key: bytes | None, value: bytes | None, is_control: bool | None, *, as_json: bool = True
-) -> dict[str, Any]:
+def _decode_row(key: bytes | None, value: bytes | None, is_control: bool | None) -> dict[str, Any]:
     if is_control:
         control = wire.decode_control(key, value)
         row = {"control_type": control.type, "error": control.error}
     else:
-        row = decode_record_row(key, value, as_json=as_json)
+        row = decode_record_row(key, value)
     if row.get("error"):
         row["key"], row["value"] = key, value
     return row
 
 
-def decode_record_row(
-    key: bytes | None, value: bytes | None, *, as_json: bool = True
-) -> dict[str, Any]:
+def decode_record_row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     """One record through the generic codec, flattened into decoded columns.
 
-    Values of records other than offset commits go to `value_json`, or with `as_json=False`
-    to the non-column entry `fields` (the codec's dict).
+    Values of records other than offset commits go to the non-column entry `fields` (the
+    codec's dict; `value_json` stays null: the audit reads the values in Python).
     """
     record = wire.decode_record(key, value)
     row: dict[str, Any] = {"error": record.error, "record_type": record.record_type}
@@ -325,13 +277,6 @@ def decode_record_row(
             expire_timestamp_ms=fields.get("expireTimestamp", -1),
             topic_id=None if fields.get("topicId") is None else str(fields["topicId"]),
         )
-    elif as_json:
-        row["value_json"] = json.dumps(fields, separators=(",", ":"), default=_json_leaf)
     else:
         row["fields"] = fields
     return row
-
-
-def _json_leaf(value: object) -> str:
-    """JSON for the leaves json cannot write itself (same text as wire.to_jsonable)."""
-    return wire.to_jsonable(value)

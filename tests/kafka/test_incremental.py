@@ -220,6 +220,8 @@ def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_p
     from offsets_lib.engine import pipeline
     from offsets_lib.engine.staging import KeptFiles, Staging
     from tests.reference.decode import decode_records
+    from tests.reference.frames import conform
+    from tests.staged_audit import table_files, task_tables
 
     raw = spark.createDataFrame(_transactional_rows()).cache()
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=int(AS_OF))
@@ -227,9 +229,7 @@ def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_p
 
     def conformed(frames) -> dict[str, list[str]]:
         return {
-            name: sorted(
-                map(repr, pipeline.conform(frames[name], name, run_id="r", as_of_ms=0).collect())
-            )
+            name: sorted(map(repr, conform(frames[name], name, run_id="r", as_of_ms=0).collect()))
             for name in names
         }
 
@@ -243,7 +243,8 @@ def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_p
         staging = Staging(str(tmp_path / f"staging-{i}"))
         stored = exchange.stored_pieces(cuts, tasks)
         new = exchange.map_records(part, staging_uri=staging.uri, tasks=tasks)
-        emit = staging if cut is None else KeptFiles(staging, str(tmp_path), f"k{i}", tasks)
+        written = table_files(staging, params.as_of_ms)
+        emit = written if cut is None else KeptFiles(staging, str(tmp_path), f"k{i}", tasks)
         manifest = exchange.audit_pieces(
             spark,
             stored + new,
@@ -267,8 +268,6 @@ def test_kept_records_stored_by_audit_task_audit_like_the_whole_log(spark, tmp_p
     assert has_stored_marker  # the chain carried transaction markers in the stored files
     stats = pipeline.run_stats(manifest)
     assert stats.records_read == raw.filter(raw["offset"] >= low).count()
-    audited = pipeline.table_frames(
-        staging.read(spark, manifest), orphaned_offsets=stats.orphaned_offsets
-    )
+    audited = task_tables(spark, staging, manifest, params.as_of_ms)
     whole = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
-    assert conformed(audited.frames) == conformed(whole.frames)
+    assert conformed(audited) == conformed(whole.frames)

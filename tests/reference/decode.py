@@ -9,8 +9,11 @@ frame is what the reference audit (spark_audit.py) and the tests read.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
@@ -53,8 +56,6 @@ def _positioned(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 def _decode_batches(
     batches: Iterator[pa.RecordBatch], *, keep_raw: bool = False
 ) -> Iterator[pa.RecordBatch]:
-    from offsets_lib.wire.batch_decode import decode_batch  # imported in the executor
-
     for batch in batches:
         decoded = decode_batch(batch)
         if keep_raw:
@@ -62,3 +63,30 @@ def _decode_batches(
                 index = decoded.schema.get_field_index(name)
                 decoded = decoded.set_column(index, name, batch.column(name))
         yield decoded
+
+
+def decode_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """A batch of raw rows (log position, key, value, batch metadata) decoded by the audit's
+    decoder (`batch_decode.decode_task_records`, every value decoded), in input order, with
+    `value_json`: the values of records other than offset commits as JSON."""
+    from offsets_lib.wire.batch_decode import decode_task_records  # imported in the executor
+
+    records = decode_task_records([batch])
+    table = records.table.take(pa.array(np.argsort(records.source)))
+    texts: list[str | None] = [None] * table.num_rows
+    for row, fields in records.values.items():
+        texts[int(records.source[row])] = value_json(fields)
+    index = table.schema.get_field_index("value_json")
+    table = table.set_column(index, "value_json", pa.array(texts, pa.string()))
+    return table.combine_chunks().to_batches()[0] if table.num_rows else _empty(table)
+
+
+def _empty(table: pa.Table) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist([], schema=table.schema)
+
+
+def value_json(fields: Any) -> str:
+    """A record's value as JSON (`wire.to_jsonable` for bytes and UUIDs)."""
+    from offsets_lib import wire
+
+    return json.dumps(fields, separators=(",", ":"), default=wire.to_jsonable)

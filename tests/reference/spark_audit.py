@@ -23,9 +23,9 @@ from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COL
 from offsets_lib.audit.replay import OFFSET_SUMMARY, Event
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
-from offsets_lib.engine.pipeline import GROUP_KEY, AuditFrames, projected_frame
 from offsets_lib.wire.decoded import GROUP_METADATA_TYPE, OFFSET_COMMIT_TYPES
 from tests.reference import compact
+from tests.reference.frames import GROUP_KEY, AuditFrames, projected_frame
 from tests.reference.spark_rules import (
     group_deletion,
     subscription_facts,

@@ -1,21 +1,20 @@
 """Decisions the broker makes on cases no golden scenario covers, through the production path:
-one audit task (`task_audit.task_tables`, which applies the EXP/ODEL/DEL rules) and the
-table frames (`pipeline.table_frames`).
+one audit task (`task_audit.task_tables`, which applies the EXP/ODEL/DEL rules) and the rows
+it writes of each table (`table_rows.table_rows`).
 
 Each case is its own group in one small log, audited once per coordinator.
 """
 
 from __future__ import annotations
 
-import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import DataFrame
 
 from offsets_lib.audit import task_audit
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
-from offsets_lib.audit.schemas import spark_schema
-from offsets_lib.engine import pipeline
+from offsets_lib.audit.table_rows import table_rows
+from offsets_lib.audit.tables import table_spec
+from offsets_lib.io.delta_schema import arrow_schema
 from tests.log_builder import batch, commit, group_record, marker, tombstone
 
 pytestmark = pytest.mark.spark
@@ -73,27 +72,27 @@ LOG = [
 ]  # fmt: skip
 
 
-def _decide(spark, tmp_path, coordinator: Coordinator) -> dict[str, list[dict]]:
+def _decide(coordinator: Coordinator) -> dict[str, list[dict]]:
     params = Params(retention_ms=RETENTION, as_of_ms=AS_OF)
     tables = task_audit.task_tables(iter([batch(LOG)]), coordinator=coordinator, params=params)
-    results: dict[str, DataFrame] = {}
-    for kind in (task_audit.OFFSET, task_audit.GROUP, task_audit.METRIC, task_audit.REJECT):
-        path = tmp_path / f"{coordinator}-{kind}.parquet"
-        pq.write_table(tables[kind], path)
-        schema = spark_schema(task_audit.KIND_ARROW[kind])
-        results[kind] = spark.read.schema(schema).parquet(str(path))
-    frames = pipeline.table_frames(
-        results,
-        orphaned_offsets=0,
-        tables=("offsets", "offset_decisions", "groups", "group_decisions", "load_failures"),
-    ).frames
-    return {name: [r.asDict() for r in frame.collect()] for name, frame in frames.items()}
+    names = ("offsets", "offset_decisions", "groups", "group_decisions", "load_failures")
+    return {
+        name: table_rows(
+            name,
+            tables,
+            run_id="r",
+            as_of_ms=AS_OF,
+            schema=arrow_schema(table_spec(name), with_comments=False),
+        )
+        .drop_columns(["run_id", "as_of"])
+        .to_pylist()
+        for name in names
+    }
 
 
 @pytest.fixture(scope="module")
-def decided(spark, tmp_path_factory) -> dict[Coordinator, dict[str, list[dict]]]:
-    root = tmp_path_factory.mktemp("decisions")
-    return {c: _decide(spark, root, c) for c in (Coordinator.NEW, Coordinator.CLASSIC_2_4)}
+def decided() -> dict[Coordinator, dict[str, list[dict]]]:
+    return {c: _decide(c) for c in (Coordinator.NEW, Coordinator.CLASSIC_2_4)}
 
 
 def _offsets(tables: dict, group: str) -> dict[str, tuple]:

@@ -17,7 +17,7 @@ from offsets_lib.job import audit_plan, run
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit
 from tests.reference.decode import decode_records
-from tests.staged_audit import assert_staged_equals_reference
+from tests.staged_audit import assert_staged_equals_reference, table_files
 
 pytestmark = pytest.mark.spark
 
@@ -82,7 +82,12 @@ def _oversized_only(
         oversized = {int(sizes.argmax())}
     pieces, reduced, steps = audit_plan.split_first_step(spark, by_group, oversized, staging, tasks)
     audited = exchange.audit_pieces(
-        spark, pieces, coordinator=coordinator, params=params, tasks=tasks, emit=staging
+        spark,
+        pieces,
+        coordinator=coordinator,
+        params=params,
+        tasks=tasks,
+        emit=table_files(staging, params.as_of_ms),
     )
     manifest = key_split.staged_rows(reduced) + [r.asDict() for r in audited.collect()]
     return manifest, sizes, *steps

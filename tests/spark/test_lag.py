@@ -1,5 +1,6 @@
-"""Lag: the pure join (lag.lag_frame), end offsets from a file, the lag table of `offsets run`
-and the `offsets lag` command, on a tiny Parquet dump (one golden scenario)."""
+"""Lag: the pure join (lag.with_end_offsets, lag.lag_rows), end offsets from a file, the lag
+table of `offsets run` and the `offsets lag` command, on a tiny Parquet dump (one golden
+scenario)."""
 
 from __future__ import annotations
 
@@ -28,15 +29,42 @@ def _ts(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, UTC)
 
 
-def test_lag_frame_joins_clamps_and_measures_time(spark):
-    offsets = spark.createDataFrame(
+def test_lag_rows_join_the_latest_ends_clamp_and_measure_time():
+    offsets = pa.Table.from_pylist(
         [
-            ("g", "t", 0, 10, _ts(1_000)),
-            ("g", "t", 1, 50, _ts(2_000)),  # end offset below the commit (truncated): lag 0
-            ("g", "u", 0, 5, None),  # no end offset known, no commit timestamp
+            {
+                "group_id": "g",
+                "topic": "t",
+                "partition": 0,
+                "committed_offset": 10,
+                "commit_timestamp": _ts(1_000),
+            },
+            # end offset below the commit (truncated): lag 0
+            {
+                "group_id": "g",
+                "topic": "t",
+                "partition": 1,
+                "committed_offset": 50,
+                "commit_timestamp": _ts(2_000),
+            },
+            # no end offset known, no commit timestamp
+            {
+                "group_id": "g",
+                "topic": "u",
+                "partition": 0,
+                "committed_offset": 5,
+                "commit_timestamp": None,
+            },
         ],
-        "group_id string, topic string, partition int, committed_offset long, "
-        "commit_timestamp timestamp",
+        schema=pa.schema(
+            [
+                ("group_id", pa.string()),
+                ("topic", pa.string()),
+                ("partition", pa.int32()),
+                ("committed_offset", pa.int64()),
+                ("commit_timestamp", pa.timestamp("us", "UTC")),
+            ]
+        ),
     )
     ends = pa.Table.from_pylist(
         [
@@ -45,16 +73,17 @@ def test_lag_frame_joins_clamps_and_measures_time(spark):
         ],  # t-0 twice: the max
         schema=lag.END_OFFSETS_ARROW,
     )
+    joined = lag.with_end_offsets(offsets, lag.latest_end_offsets(ends))
     rows = sorted(
-        lag.lag_frame(offsets, ends, as_of_ms=11_500).collect(),
+        lag.lag_rows(joined, as_of_ms=11_500).to_pylist(),
         key=lambda r: (r["topic"], r["partition"]),
     )
-    assert [tuple(r) for r in rows] == [
-        ("g", "t", 0, 10, 25, 15, _ts(1_000).replace(tzinfo=None), 10.5),  # collect(): naive UTC
-        ("g", "t", 1, 50, 40, 0, _ts(2_000).replace(tzinfo=None), 9.5),
+    assert [tuple(r.values()) for r in rows] == [
+        ("g", "t", 0, 10, 25, 15, _ts(1_000), 10.5),
+        ("g", "t", 1, 50, 40, 0, _ts(2_000), 9.5),
         ("g", "u", 0, 5, None, None, None, None),
     ]
-    nothing = lag.lag_frame(offsets, None, as_of_ms=0).collect()
+    nothing = lag.lag_rows(lag.with_end_offsets(offsets, None), as_of_ms=0).to_pylist()
     assert {(r["log_end_offset"], r["lag"]) for r in nothing} == {(None, None)}
 
 

@@ -8,10 +8,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from offsets_lib.audit.tables import TABLES
-from offsets_lib.engine import pipeline
 from offsets_lib.io.sources.parquet import read_parquet_dump
 from tests.reference import scenario
 from tests.reference.decode import decode_records
+from tests.reference.frames import conform
 from tests.reference.spark_audit import metrics_frame
 
 pytestmark = pytest.mark.spark
@@ -163,6 +163,6 @@ def test_metrics_per_hour_and_partition(spark, decoded) -> None:
 
 
 def test_metrics_frame_conforms_to_the_metrics_table(decoded) -> None:
-    frame = pipeline.conform(metrics_frame(decoded), "metrics", run_id="r1", as_of_ms=H1)
+    frame = conform(metrics_frame(decoded), "metrics", run_id="r1", as_of_ms=H1)
     assert frame.columns == TABLES["metrics"].columns
     assert {r["run_id"] for r in frame.select("run_id").collect()} == {"r1"}

@@ -13,8 +13,8 @@ import polars as pl
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
+from deltalake.transaction import AddAction
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from offsets_lib.audit.tables import TABLES, TableSpec
@@ -63,8 +63,30 @@ def offset_row(group: str, topic: str, partition: int, offset: int, run_id: str)
     }
 
 
-def frame(spark: SparkSession, spec: TableSpec, rows: list[dict[str, Any]]) -> DataFrame:
-    return spark.createDataFrame([tuple(r.values()) for r in rows], spec.schema).repartition(2)
+def files(spec: TableSpec, rows: list[dict[str, Any]], out: str, run_id: str) -> list[AddAction]:
+    """The rows as an audit task writes them (`sink.write_task_files`), two files when there
+    are two rows or more: the add actions the run commits."""
+    schema = pa.schema(
+        [f.with_nullable(True) for f in delta_schema.arrow_schema(spec, with_comments=False)]
+    )
+    table = pa.Table.from_pylist(rows, schema=schema)
+    half = (len(rows) + 1) // 2
+    written = [
+        w
+        for part in (table.slice(0, half), table.slice(half))
+        for w in sink.write_task_files(part, spec, output=out, run_id=run_id)
+    ]
+    return [sink.add_action(w, run_id) for w in written]
+
+
+def frame(
+    spark: SparkSession, spec: TableSpec, rows: list[dict[str, Any]], scratch: Path, run_id: str
+) -> DataFrame:
+    """The rows as Delta's Spark writer gets them: the files of a task (`files`, under
+    `scratch`) read as one frame (`spark_writer.files_frame`)."""
+    root = str(scratch / "task-files" / spec.name)
+    actions = files(spec, rows, root, run_id)
+    return spark_writer.files_frame(spark, spec.name, actions, root=root, run_id=run_id)
 
 
 def rows_of(table: pa.Table, keys: list[str]) -> list[dict[str, Any]]:
@@ -123,7 +145,7 @@ def test_create_rerun_replaces_and_new_run_appends(spark: SparkSession, tmp_path
 
     def write(rows: list[dict[str, Any]], run_id: str) -> dict[str, int]:
         return sink.write_run_tables(
-            {"offsets": frame(spark, spec, rows)}, output=out, run_id=run_id
+            {"offsets": files(spec, rows, out, run_id)}, output=out, run_id=run_id
         )
 
     first = [offset_row("g1", "t", p, 10 + p, "r1") for p in range(3)]
@@ -155,7 +177,9 @@ def test_schema_and_comments_round_trip(spark: SparkSession, tmp_path: Path) -> 
     spec, out = TABLES["offsets"], str(tmp_path)
     for run_id in ("a", "b"):  # create, then an overwrite commit: comments must survive both
         rows = [offset_row("g", "t", 0, 1, run_id)]
-        sink.write_run_tables({"offsets": frame(spark, spec, rows)}, output=out, run_id=run_id)
+        sink.write_run_tables(
+            {"offsets": files(spec, rows, out, run_id)}, output=out, run_id=run_id
+        )
     dt = DeltaTable(os.path.join(out, "offsets"))
     fields = json.loads(dt.schema().to_json())["fields"]
     assert [f["name"] for f in fields] == spec.columns
@@ -199,8 +223,8 @@ def test_nested_columns_and_several_tables(spark: SparkSession, tmp_path: Path) 
     }
     versions = sink.write_run_tables(
         {
-            "members": frame(spark, members, [member, unknown]),
-            "rejects": frame(spark, rejects, [reject]),
+            "members": files(members, [member, unknown], out, "r"),
+            "rejects": files(rejects, [reject], out, "r"),
         },
         output=out,
         run_id="r",
@@ -215,54 +239,51 @@ def test_empty_frame_still_makes_a_table_and_clears_the_run(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     spec, out = TABLES["offsets"], str(tmp_path)
-    empty = spark.createDataFrame([], spec.schema)
-    assert sink.write_run_tables({"offsets": empty}, output=out, run_id="r") == {"offsets": 0}
+    assert sink.write_run_tables({"offsets": []}, output=out, run_id="r") == {"offsets": 0}
     table = sink.read_table(out, "offsets")
     assert table.num_rows == 0
     assert set(table.column_names) == set(spec.columns)
 
     rows = [offset_row("g", "t", 0, 1, "r"), offset_row("g", "t", 1, 1, "keep")]
-    sink.write_run_tables({"offsets": frame(spark, spec, rows[:1])}, output=out, run_id="r")
-    sink.write_run_tables({"offsets": frame(spark, spec, rows[1:])}, output=out, run_id="keep")
-    sink.write_run_tables({"offsets": empty}, output=out, run_id="r")  # the run now has no rows
+    sink.write_run_tables({"offsets": files(spec, rows[:1], out, "r")}, output=out, run_id="r")
+    kept = files(spec, rows[1:], out, "keep")
+    sink.write_run_tables({"offsets": kept}, output=out, run_id="keep")
+    sink.write_run_tables({"offsets": []}, output=out, run_id="r")  # the run now has no rows
     assert sink.read_table(out, "offsets").to_pylist() == rows[1:]
 
 
 def test_frame_schema_mismatch_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
     spec, out = TABLES["offsets"], str(tmp_path)
-    good = frame(spark, spec, [offset_row("g", "t", 0, 1, "r")])
+    good = frame(spark, spec, [offset_row("g", "t", 0, 1, "r")], tmp_path, "r")
     bad = good.withColumn("partition", good["partition"].cast("string")).drop("as_of")
     with pytest.raises(delta_schema.SchemaMismatchError) as err:
-        sink.write_run_tables({"offsets": good, "offset_decisions": bad}, output=out, run_id="r")
+        spark_writer.write_with_spark_delta(spark, bad, "offset_decisions", output=out, run_id="r")
     message = str(err.value)
     assert "'offset_decisions'" in message
     assert "column partition: expected int, got string" in message
     assert "missing column as_of timestamp" in message
-    assert not (tmp_path / "offsets").exists()  # checked before anything is written
+    assert not (tmp_path / "offset_decisions").exists()  # checked before anything is written
 
 
 def test_existing_table_with_other_schema_is_rejected(spark: SparkSession, tmp_path: Path) -> None:
     spec, out = TABLES["offsets"], str(tmp_path)
     alien = pa.table({"group_id": ["g"], "partition": pa.array([0], pa.int64()), "run_id": ["x"]})
     write_deltalake(str(tmp_path / "offsets"), alien, partition_by=["run_id"])
-    good = frame(spark, spec, [offset_row("g", "t", 0, 1, "r")])
+    good = files(spec, [offset_row("g", "t", 0, 1, "r")], out, "r")
     expected = r"column partition: expected int32, got int64"
     with pytest.raises(delta_schema.SchemaMismatchError, match=expected):
         sink.write_run_tables({"offsets": good}, output=out, run_id="r")
     assert DeltaTable(str(tmp_path / "offsets")).version() == 0
 
 
-def test_rows_of_another_run_are_refused(spark: SparkSession, tmp_path: Path) -> None:
-    spec = TABLES["offsets"]
-    wrong = frame(spark, spec, [offset_row("g", "t", 0, 1, "other")])
-    with pytest.raises(Exception, match="rows with run_id \\['other'\\]"):
-        sink.write_run_tables({"offsets": wrong}, output=str(tmp_path), run_id="r")
-    no_as_of = frame(spark, spec, [offset_row("g", "t", 0, 1, "r")]).withColumn(
-        "as_of", F.lit(None).cast("timestamp")
-    )
-    with pytest.raises(Exception, match="null values in non-nullable columns \\['as_of'\\]"):
-        sink.write_run_tables({"offsets": no_as_of}, output=str(tmp_path), run_id="r")
-    assert not DeltaTable.is_deltatable(str(tmp_path / "offsets"))
+def test_rows_of_another_run_are_refused(tmp_path: Path) -> None:
+    spec, out = TABLES["offsets"], str(tmp_path)
+    with pytest.raises(ValueError, match="rows with run_id \\['other'\\]"):
+        files(spec, [offset_row("g", "t", 0, 1, "other")], out, "r")
+    no_as_of = {**offset_row("g", "t", 0, 1, "r"), "as_of": None}
+    with pytest.raises(ValueError, match="null values in non-nullable columns \\['as_of'\\]"):
+        files(spec, [no_as_of], out, "r")
+    assert not (tmp_path / "offsets").exists()
 
 
 def test_special_characters_in_run_id_and_other_readers(
@@ -272,9 +293,9 @@ def test_special_characters_in_run_id_and_other_readers(
     run_id = "manual__2024-06-01T00:00:00+00:00 / é'%20=x"
     rows = [offset_row("g", "t", p, 5 * p, run_id) for p in range(4)]
     plain = [offset_row("g", "t", 0, 1, "plain")]
-    sink.write_run_tables({"offsets": frame(spark, spec, rows)}, output=out, run_id=run_id)
-    sink.write_run_tables({"offsets": frame(spark, spec, plain)}, output=out, run_id="plain")
-    sink.write_run_tables({"offsets": frame(spark, spec, rows)}, output=out, run_id=run_id)
+    sink.write_run_tables({"offsets": files(spec, rows, out, run_id)}, output=out, run_id=run_id)
+    sink.write_run_tables({"offsets": files(spec, plain, out, "plain")}, output=out, run_id="plain")
+    sink.write_run_tables({"offsets": files(spec, rows, out, run_id)}, output=out, run_id=run_id)
     assert rows_of(sink.read_table(out, "offsets", run_id=run_id), OFFSET_KEYS) == rows
     path = os.path.join(out, "offsets")
     assert sorted(d for d in os.listdir(path) if d.startswith("run_id=")) == [
@@ -299,9 +320,7 @@ def test_special_characters_in_run_id_and_other_readers(
 def test_publish_run_writes_the_runs_row_last(spark: SparkSession, tmp_path: Path) -> None:
     out = str(tmp_path)
     with pytest.raises(ValueError, match="publish_run"):
-        sink.write_run_tables(
-            {"runs": spark.createDataFrame([], TABLES["runs"].schema)}, output=out, run_id="r"
-        )
+        sink.write_run_tables({"runs": []}, output=out, run_id="r")
     row = {
         "run_id": "r",
         "status": "failed",
@@ -339,7 +358,7 @@ def test_spark_writer_creates_replaces_and_appends(spark: SparkSession, tmp_path
 
     def write(rows: list[dict[str, Any]], run_id: str) -> None:
         spark_writer.write_with_spark_delta(
-            spark, frame(spark, spec, rows), "offsets", output=out, run_id=run_id
+            spark, frame(spark, spec, rows, tmp_path, run_id), "offsets", output=out, run_id=run_id
         )
 
     first = [offset_row("g1", "t", p, 10 + p, "r1") for p in range(3)]
@@ -354,10 +373,16 @@ def test_spark_writer_creates_replaces_and_appends(spark: SparkSession, tmp_path
     dt = DeltaTable(os.path.join(out, "offsets"))
     assert [h.get("userMetadata") for h in dt.history()][:3] == ["r2", "r1", "r1"]
     with pytest.raises(Exception, match="rows with run_id \\['r1'\\] in a write for run_id 'r3'"):
-        write(first, "r3")
+        spark_writer.write_with_spark_delta(
+            spark, frame(spark, spec, first, tmp_path, "r1"), "offsets", output=out, run_id="r3"
+        )
     with pytest.raises(delta_schema.SchemaMismatchError):
         spark_writer.write_with_spark_delta(
-            spark, frame(spark, spec, first).drop("topic"), "offsets", output=out, run_id="r1"
+            spark,
+            frame(spark, spec, first, tmp_path, "r1").drop("topic"),
+            "offsets",
+            output=out,
+            run_id="r1",
         )
 
 
@@ -404,13 +429,13 @@ def test_both_writers_give_tables_read_identically(spark: SparkSession, tmp_path
     }
     by_rs, by_spark = str(tmp_path / "rs"), str(tmp_path / "spark")
     sink.write_run_tables(
-        {n: frame(spark, spec, rows) for n, (spec, rows) in frames.items()},
+        {n: files(spec, rows, by_rs, "r") for n, (spec, rows) in frames.items()},
         output=by_rs,
         run_id="r",
     )
     for name, (spec, rows) in frames.items():
         spark_writer.write_with_spark_delta(
-            spark, frame(spark, spec, rows), name, output=by_spark, run_id="r"
+            spark, frame(spark, spec, rows, tmp_path, "r"), name, output=by_spark, run_id="r"
         )
     runs_row = {"run_id": "r", "status": "succeeded", "started_at": AS_OF, "records_read": 3}
     sink.publish_run(runs_row, output=by_rs)
@@ -450,7 +475,7 @@ def test_spark_writer_registers_catalog_tables(spark: SparkSession, tmp_path: Pa
     for _ in range(2):  # a rerun replaces
         spark_writer.write_with_spark_delta(
             spark,
-            frame(spark, spec, rows),
+            frame(spark, spec, rows, tmp_path, "r"),
             "offsets",
             output=None,
             run_id="r",
@@ -467,7 +492,7 @@ def test_spark_writer_registers_catalog_tables(spark: SparkSession, tmp_path: Pa
     catalog.ensure_database(spark, "audit_external")
     spark_writer.write_with_spark_delta(
         spark,
-        frame(spark, spec, rows),
+        frame(spark, spec, rows, tmp_path, "r"),
         "offsets",
         output=external,
         run_id="r",
@@ -489,15 +514,16 @@ def test_choose_writer_is_the_one_place() -> None:
 def test_delta_rs_tables_are_registered_once_where_they_are(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """A catalog run writes with delta-rs at the tables' folder (`run_root`), then registers
-    the tables the catalog lacks, external at that folder; Spark reads them by name."""
+    """A catalog run writes with delta-rs at the tables' folder (`run_root_and_entries`), then
+    registers the tables the catalog lacks, external at that folder; Spark reads them by name."""
     spec = TABLES["offsets"]
     rows = [offset_row("g", "t", p, 7 * p, "r") for p in range(3)]
     location = catalog.ensure_database(spark, "audit_rs")
-    assert catalog.run_root(spark, "audit_rs", None) == location  # nothing registered yet
+    # nothing registered yet
+    assert catalog.run_root_and_entries(spark, "audit_rs", None)[0] == location
     root = str(tmp_path / "tables")
-    assert catalog.run_root(spark, "audit_rs", root) == root
-    sink.write_run_tables({"offsets": frame(spark, spec, rows)}, output=root, run_id="r")
+    assert catalog.run_root_and_entries(spark, "audit_rs", root)[0] == root
+    sink.write_run_tables({"offsets": files(spec, rows, root, "r")}, output=root, run_id="r")
     sink.publish_run(
         {"run_id": "r", "status": "succeeded", "started_at": AS_OF, "records_read": 3}, output=root
     )
@@ -509,7 +535,7 @@ def test_delta_rs_tables_are_registered_once_where_they_are(
     assert rows_of(got, OFFSET_KEYS) == rows_of(sink.read_table(root, "offsets"), OFFSET_KEYS)
     assert spark.sql("DESCRIBE DETAIL audit_rs.offsets").first()["description"] == spec.comment
     # where the catalog has them: the next run's folder, and no other --output
-    assert catalog.run_root(spark, "audit_rs", None) == root
-    assert catalog.run_root(spark, "audit_rs", root) == root
+    assert catalog.run_root_and_entries(spark, "audit_rs", None)[0] == root
+    assert catalog.run_root_and_entries(spark, "audit_rs", root)[0] == root
     with pytest.raises(ValueError, match="has tables of another folder than"):
-        catalog.run_root(spark, "audit_rs", str(tmp_path / "elsewhere"))
+        catalog.run_root_and_entries(spark, "audit_rs", str(tmp_path / "elsewhere"))[0]

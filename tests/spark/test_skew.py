@@ -19,6 +19,8 @@ from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit
 from tests.reference.decode import decode_records
+from tests.reference.frames import conform
+from tests.staged_audit import table_files, task_tables
 
 pytestmark = pytest.mark.spark
 
@@ -42,18 +44,23 @@ def test_small_groups_of_a_busy_partition_spread_and_tables_match(spark, skewed,
     staging = Staging(str(tmp_path / "staging"))
     pieces = exchange.map_records(skewed, staging_uri=staging.uri, tasks=4)
     result = exchange.audit_pieces(
-        spark, pieces, coordinator=Coordinator.NEW, params=params, tasks=4, emit=staging
+        spark,
+        pieces,
+        coordinator=Coordinator.NEW,
+        params=params,
+        tasks=4,
+        emit=table_files(staging, as_of_ms),
     )
     manifest = result.collect()
-    group_files = [row for row in manifest if row["kind"] == "group"]  # one per task with groups
+    # one file of the groups table per task with groups
+    group_files = [row for row in manifest if row["table"] == "groups"]
     assert len(group_files) >= 3  # one partition's groups landed in several tasks
     stats = pipeline.run_stats(manifest)
     assert stats.records_read == skewed.count()
-    fast = pipeline.table_frames(staging.read(spark, manifest), orphaned_offsets=0)
+    fast = task_tables(spark, staging, manifest, as_of_ms)
     reference = spark_audit.audit(
         decode_records(skewed), coordinator=Coordinator.NEW, params=params
     )
     for name, frame in reference.frames.items():
-        expected = pipeline.conform(frame, name, run_id="r", as_of_ms=as_of_ms)
-        actual = pipeline.conform(fast.frames[name], name, run_id="r", as_of_ms=as_of_ms)
-        assert_df_equality(actual, expected, ignore_row_order=True, ignore_nullable=True)
+        expected = conform(frame, name, run_id="r", as_of_ms=as_of_ms)
+        assert_df_equality(fast[name], expected, ignore_row_order=True, ignore_nullable=True)

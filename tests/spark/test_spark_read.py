@@ -21,7 +21,7 @@ from offsets_lib.io.sources.parquet import read_parquet_dump
 from offsets_lib.tools.generate import generate_dump
 from tests.reference import spark_audit
 from tests.reference.decode import decode_records
-from tests.staged_audit import assert_staged_equals_reference
+from tests.staged_audit import assert_staged_equals_reference, table_files
 
 pytestmark = pytest.mark.spark
 
@@ -50,7 +50,12 @@ def test_records_spark_reads_audit_to_the_reference(
     pieces = exchange.map_records(raw, staging_uri=staging.uri, tasks=tasks)
     assert exchange.latest_timestamp_ms(pieces) == as_of_ms
     manifest = exchange.audit_pieces(
-        spark, pieces, coordinator=coordinator, params=params, tasks=tasks, emit=staging
+        spark,
+        pieces,
+        coordinator=coordinator,
+        params=params,
+        tasks=tasks,
+        emit=table_files(staging, params.as_of_ms),
     )
     assert_staged_equals_reference(
         spark, raw, reference, staging, manifest.collect(), coordinator=coordinator, params=params

@@ -1,4 +1,5 @@
-"""The Arrow table rows an audit task writes itself equal the Spark frames' rows (table_rows)."""
+"""The Arrow table rows an audit task writes itself (table_rows) equal the reference's Spark
+frames' rows (tests/reference/frames.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from offsets_lib.audit.projections import MAX_TIMESTAMP_MS, PROJECTIONS
 from offsets_lib.audit.table_rows import DIRECT_TABLES, TABLES_OF_KIND, table_rows, timestamps
 from offsets_lib.audit.tables import table_spec
 from offsets_lib.audit.task_audit import GROUP, KIND_ARROW, OFFSET, REJECT
-from offsets_lib.engine import pipeline
 from offsets_lib.io import delta_schema
 from offsets_lib.io.log_end_offsets import END_OFFSETS_COLUMNS
+from tests.reference.frames import conform, lag_frame, projected_frame
 
 pytestmark = pytest.mark.spark
 
@@ -96,8 +97,9 @@ def _spark_frames(spark, tmp_path, results: dict[str, pa.Table], ends):
     for kind, table in results.items():
         pq.write_table(table, tmp_path / f"{kind}.parquet")
         frames[kind] = spark.read.parquet(str(tmp_path / f"{kind}.parquet"))
-    built = pipeline.table_frames(frames, orphaned_offsets=0, tables=DIRECT_TABLES).frames
-    built["lag"] = lag.lag_frame(built["offsets"], ends, as_of_ms=AS_OF_MS)
+    built = {name: projected_frame(frames, name) for name in PROJECTIONS}
+    ends_frame = spark.createDataFrame(ends) if ends is not None else None
+    built["lag"] = lag_frame(built["offsets"], ends_frame, as_of_ms=AS_OF_MS)
     return built
 
 
@@ -119,7 +121,7 @@ def test_task_rows_equal_the_spark_frames(
     schema = delta_schema.arrow_schema(table_spec(table), with_comments=False)
     frames = _spark_frames(spark, tmp_path, results, ends)
     expected = (
-        pipeline.conform(frames[table], table, run_id=RUN_ID, as_of_ms=AS_OF_MS)
+        conform(frames[table], table, run_id=RUN_ID, as_of_ms=AS_OF_MS)
         .toArrow()
         .cast(pa.schema([f.with_nullable(True) for f in schema]))
     )

@@ -90,7 +90,7 @@ def _check(pairs: list[tuple[bytes | None, bytes | None]]) -> layout_scan.Scanne
     vouched = scanned.rows.tolist()
     assert vouched == [i for i, (k, v) in enumerate(pairs) if _vouchable(k, v)]
     for j, i in enumerate(vouched):
-        row = decode_record_row(*pairs[i], as_json=False)
+        row = decode_record_row(*pairs[i])
         for name, column in scanned.columns.items():
             assert column[j].as_py() == row.get(name), (name, pairs[i])
         fields = row.get("fields") or {}

@@ -11,8 +11,9 @@ from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.cli import main
 from offsets_lib.engine.pipeline import DECIDED_TABLES
+from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink
-from offsets_lib.job import audit_plan, run
+from offsets_lib.job import audit_plan, run, run_output
 from offsets_lib.job.config import KAFKA_PARAM, RUN_KEYS
 from offsets_lib.job.options import (
     FLAGS,
@@ -79,18 +80,16 @@ def test_usage_errors_exit_2_with_one_line(args: list[str], message: str) -> Non
     assert len(result.output.strip().splitlines()) == 1
 
 
-def test_tables_the_audit_tasks_write_and_the_frames_left_to_build() -> None:
-    """delta-rs commits every direct table (the decisions and lag included: the tasks decide
-    and join the log-end offsets); the Spark writer builds every frame itself, and the offsets
-    frame is built when lag is."""
-    options = run.RunOptions(output="o", run_id="r", inputs=("dump",))
-    assert audit_plan.direct_tables(options) == DIRECT_TABLES
-    spark_writer = run.RunOptions(output="o", run_id="r", inputs=("dump",), delta_writer="spark")
-    assert audit_plan.direct_tables(spark_writer) == ()
-    assert audit_plan.frames_needed({t: [] for t in DIRECT_TABLES}) == ["metrics"]
-    without_lag = {t: [] for t in DIRECT_TABLES if t not in ("lag", "offsets")}
-    assert audit_plan.frames_needed(without_lag) == ["offsets", "metrics"]
-    assert audit_plan.frames_needed({}) == list(DECIDED_TABLES)
+def test_the_audit_tasks_write_every_table_but_metrics_where_the_writer_reads_them() -> None:
+    """Both writers commit the tasks' files (the decisions and lag included: the tasks decide
+    and join the log-end offsets; the driver writes `metrics`): delta-rs at the tables,
+    Delta's Spark writer reads them from the staging folder."""
+    assert sorted((*DIRECT_TABLES, "metrics")) == sorted((*DECIDED_TABLES, "lag"))
+    staging = Staging("/o/_staging/r-1")
+    options = run.RunOptions(output="/o", run_id="r", inputs=("dump",))
+    assert run_output.files_root(options, staging) == "/o"
+    spark_writer = run.RunOptions(output="/o", run_id="r", inputs=("dump",), delta_writer="spark")
+    assert run_output.files_root(spark_writer, staging) == "/o/_staging/r-1/tables"
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,6 @@ def test_hadoop_uris_are_named_as_pyarrow_and_delta_rs_name_them() -> None:
     assert storage.arrow_uri("s3n://b/x") == "s3://b/x"
     assert storage.arrow_uri("file:/data/x") == "file:///data/x"
     assert storage.arrow_uri("/data/x") == "/data/x"
-    assert storage.is_object_store("s3a://b/x") and not storage.is_object_store("/data/x")
 
 
 @pytest.mark.parametrize(
