@@ -281,6 +281,11 @@ def resolve_tables_root(
         metastore = Path(warehouse).resolve() / METASTORE_FOLDER
         if not metastore.is_dir():
             raise NoTablesInDatabase(f"no database {database!r} in the catalog (no {metastore})")
+        if not (metastore / "service.properties").is_file():  # every Derby database has one
+            # Hive's client would print thousands of lines of DataNucleus' stack traces
+            raise CatalogUnreachable(
+                f"the catalog in {metastore} cannot be read: not a Derby database"
+            )
     spark = open_session(warehouse=warehouse, verbose=verbose, quick_start=True)
     check_metastore(spark)
     return tables_root(database, table_locations(spark, database))
