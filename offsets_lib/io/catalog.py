@@ -283,6 +283,11 @@ def resolve_tables_root(
         metastore = Path(warehouse).resolve() / METASTORE_FOLDER
         if not metastore.is_dir():
             raise NoTablesInDatabase(f"no database {database!r} in the catalog (no {metastore})")
+        if not (metastore / "service.properties").is_file():  # every Derby database has one
+            # Hive's client would print thousands of lines of DataNucleus' stack traces
+            raise CatalogUnreachable(
+                f"the catalog in {metastore} cannot be read: not a Derby database"
+            )
     if spark is None:
         raise SessionNeeded(
             f"database {database!r}: its catalog is a Spark session's; pass the session"
