@@ -21,12 +21,12 @@ _LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
 # A file name: a path-like word ending in one of the repository's own kinds of files
 _KINDS = "md|py|toml|ipynb|txt|cfg|properties|png|csv|json|yaml|yml"
 _NAME = re.compile(rf"(?<![\w./*<>-])((?:\.{{0,2}}/)?[\w][\w./-]*\.(?:{_KINDS}))(?![\w/*-])")
-# What a run or a build writes (not in a checkout), and Kafka's own source files that
+# What a run, a report or a build writes (not in a checkout), and Kafka's own source files that
 # docs/semantics.md cites by their path in Kafka's repository
 _NOT_OURS = re.compile(
     r"^(sample|dist|build|bench/data|bench/results\.json|dump|tables)(/|$)"
     r"|^(core|group-coordinator|clients|server-common|metadata)/"
-    r"|end_offsets\.csv$|^out\.ipynb$"
+    r"|end_offsets\.csv$|^out\.ipynb$|^report\.(json|html)$"
 )
 
 
