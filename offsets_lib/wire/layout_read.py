@@ -11,6 +11,7 @@ their members, so the group replay builds member rows as columns.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,8 @@ class _Structs:
 
 
 _Node = _Ints | _Blobs | _Lists | _Structs
+Array = np.ndarray  # a cursor's positions, ends or flags, one per value being read
+_Read = tuple[np.ndarray, np.ndarray, _Node]  # (positions after, still ok, what was read)
 
 
 def arrow_type(fields: tuple[Field, ...]) -> pa.StructType:
@@ -199,7 +202,10 @@ class _Reader:
         self.data = data
         self.walker = _Walker(data)
 
-    def struct(self, fields, version, flexible, pos, end, ok):
+    def struct(
+        self, fields: tuple[Field, ...], version: int, flexible: bool, pos: Array, end: Array,
+        ok: Array,
+    ) -> _Read:  # fmt: skip
         positional, _, _ = plan(fields, version, flexible)
         read: dict[str, _Node] = {}
         for f in positional:
@@ -211,14 +217,19 @@ class _Reader:
         nodes = {f.name: read[f.name] if f.name in read else _default(f, n) for f in fields}
         return pos, ok, _Structs(nodes, n)
 
-    def field(self, f: Field, version, flexible, pos, end, ok):
+    def field(
+        self, f: Field, version: int, flexible: bool, pos: Array, end: Array, ok: Array
+    ) -> _Read:
         if f.is_array:
             return self.array(f, version, flexible, pos, end, ok)
         if f.is_struct:  # a nullable struct: the codec's
             return pos, np.zeros(len(pos), bool), _default(f, len(pos))
         return self.scalar(f, f.type, version, flexible, pos, end, ok)
 
-    def scalar(self, f: Field, type_: str, version, flexible, pos, end, ok):
+    def scalar(
+        self, f: Field, type_: str, version: int, flexible: bool, pos: Array, end: Array,
+        ok: Array,
+    ) -> _Read:  # fmt: skip
         if type_ in _INTS:
             width = _WIDTH[type_]
             values = fastpath.be_ints(self.data, pos, width)
@@ -234,7 +245,9 @@ class _Reader:
         node = _Blobs(pos, n, present & ok, text)
         return np.where(ok, pos + n, pos), ok, node
 
-    def array(self, f: Field, version, flexible, pos, end, ok):
+    def array(
+        self, f: Field, version: int, flexible: bool, pos: Array, end: Array, ok: Array
+    ) -> _Read:
         n, present, pos, ok = self.walker.length(f, version, flexible, 4, pos, end, ok)
         elem = f.element
         width = _WIDTH.get(elem, 1)
@@ -292,7 +305,9 @@ def read_struct(
     return ok, _to_arrow(node, pa.py_buffer(data)).cast(arrow_type(fields))
 
 
-def read_message(message: Message, values: fastpath.RowBytes, *, exact: bool = True):
+def read_message(
+    message: Message, values: fastpath.RowBytes, *, exact: bool = True
+) -> tuple[np.ndarray, pa.Array, np.ndarray]:
     """Each value of `message` (an int16 version, then that version's struct) -> (vouched,
     an `arrow_type(message.fields)` array, null where not vouched, the versions)."""
     n = len(values.start)
@@ -354,7 +369,13 @@ def _assigned_partitions(data: bytes) -> list[dict[str, Any]] | None:
     return None if decoded.get("error") else decoded.get("AssignedPartitions")
 
 
-def _merged(raw, rows, read, one_by_one, type_: pa.DataType) -> pa.Array:
+def _merged(
+    raw: pa.Array,
+    rows: np.ndarray,
+    read: pa.Array,
+    one_by_one: Callable[[bytes], Any],
+    type_: pa.DataType,
+) -> pa.Array:
     """`read` (the values of `rows`) with every other non-empty value of `raw` decoded one by
     one (`one_by_one`, None for a value that does not parse), in `raw`'s order."""
     n = len(raw)

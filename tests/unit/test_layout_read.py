@@ -5,6 +5,8 @@ those built for each alone."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,7 +14,7 @@ from hypothesis import strategies as st
 from offsets_lib import wire
 from offsets_lib.audit.group_rows import GROUP_METADATA, classic_group_row, classic_group_rows
 from offsets_lib.wire import fastpath, layout_read
-from offsets_lib.wire.layouts import ASSIGNMENT, SUBSCRIPTION
+from offsets_lib.wire.layouts import ASSIGNMENT, SUBSCRIPTION, Message
 from tests.unit.strategies import message_values
 from tests.unit.test_wire_fuzz import _mutations
 
@@ -21,7 +23,9 @@ GROUP_METADATA_VERSIONS = range(0, 5)
 
 
 @st.composite
-def payloads(draw: st.DrawFn, message, encode, versions: range) -> bytes | None:
+def payloads(
+    draw: st.DrawFn, message: Message, encode: Callable[[int, dict], bytes], versions: range
+) -> bytes | None:
     """A payload of `message`, clean or mutated, or none at all."""
     version = draw(st.sampled_from(versions))
     raw = encode(version, draw(message_values(message, min(version, message.valid[1]))))
@@ -62,7 +66,9 @@ def _assigned(raw: bytes | None) -> list | None:
     st.lists(payloads(SUBSCRIPTION, wire.encode_subscription, range(0, 5)), max_size=8),
     st.lists(payloads(ASSIGNMENT, wire.encode_assignment, range(0, 5)), max_size=8),
 )
-def test_embedded_payloads_read_at_once_equal_the_codec(subscriptions, assignments) -> None:
+def test_embedded_payloads_read_at_once_equal_the_codec(
+    subscriptions: list[bytes | None], assignments: list[bytes | None]
+) -> None:
     topics = layout_read.subscription_topic_lists(pa.array(subscriptions, pa.binary()))
     assert topics.to_pylist() == [
         wire.subscription_topics(raw) if raw else None for raw in subscriptions
@@ -89,7 +95,7 @@ def consumer_groups(draw: st.DrawFn) -> tuple[dict, int]:
 
 @SETTINGS
 @given(st.lists(consumer_groups(), min_size=1, max_size=6))
-def test_classic_rows_of_many_groups_equal_each_built_alone(groups) -> None:
+def test_classic_rows_of_many_groups_equal_each_built_alone(groups: list[tuple[dict, int]]) -> None:
     values = pa.array([value for value, _ in groups], GROUP_METADATA)
     built = classic_group_rows(values, pa.array([v for _, v in groups], pa.int16()))
     assert built.to_pylist() == [classic_group_row(value, v) for value, v in groups]
