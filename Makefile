@@ -100,7 +100,7 @@ format: setup ## apply ruff's formatter and fixes
 package: setup ## build the wheel and the --py-files zip into dist/
 	rm -rf dist && mkdir -p dist
 	$(BIN)/pip wheel --quiet --no-deps -w dist .
-	$(BIN)/python -m offsets_lib.tools.package dist/offsets_lib.zip
+	$(BIN)/python -m offsets_lib.job.package dist/offsets_lib.zip
 
 clean: ## remove generated data, tables and build output
 	rm -rf $(SAMPLE) dist build bench/data bench/results.json .pytest_cache

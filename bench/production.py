@@ -170,7 +170,7 @@ def _baseline_client_env(broker: KafkaBroker) -> dict[str, str]:
     """The baseline's Kafka login: passed as the job's is, from the environment."""
     assert broker.tls is not None
     return {
-        "BENCH_KAFKA_CA": str(broker.tls.ca_pem),
+        "BENCH_KAFKA_CA": str(Path(broker.tls.ca_pem).resolve()),  # executors: own folders
         "BENCH_KAFKA_USER": SASL_USER,
         "KAFKA_SASL_PASSWORD": SASL_PASSWORD,
     }

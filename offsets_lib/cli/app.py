@@ -77,7 +77,8 @@ def tables_options(command: F) -> F:
 def tables_root(output: str | None, database: str | None, warehouse: str | None) -> str:
     """The folder the reading commands read.
 
-    A local catalog (--warehouse) is read without Spark; another catalog starts a Spark session,
+    The catalog of a session this process runs is asked; else a local catalog (--warehouse) is
+    read without Spark, and another catalog starts a Spark session,
     stopped once it answered. The tables are read without it.
 
     Args:
@@ -102,17 +103,17 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
     output, database = _command_line_wins(output, database)
     spark = started = None
     try:
+        if database is not None and output is None:
+            spark = session.running_session()  # its catalog is asked (a notebook's, a test's)
         try:
-            root = resolve_tables_root(output, database, warehouse=warehouse)
+            root = resolve_tables_root(output, database, spark=spark, warehouse=warehouse)
         except SessionNeeded:
-            # a catalog only Spark reads: the running session's, else one of this command's
-            # own, stopped once it answered
-            spark = session.running_session()
-            if spark is None:
-                check_metastore_ports(session.metastore_uris_to_start(warehouse))
-                spark = started = session.get_or_create(
-                    warehouse=warehouse, quick_start=True
-                )  # only asks: C1
+            # another catalog than a local one: a session of this command's own, stopped once
+            # it answered
+            check_metastore_ports(session.metastore_uris_to_start(warehouse))
+            spark = started = session.get_or_create(
+                warehouse=warehouse, quick_start=True
+            )  # only asks: C1
             root = resolve_tables_root(output, database, spark=spark, warehouse=warehouse)
         storage.check_reachable(root)
         return root

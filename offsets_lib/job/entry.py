@@ -179,7 +179,6 @@ class Plan:
                 _check_workers_reach(spark, options.output)
             if self._catalog_side is not None:  # asked beside the audit where it can
                 options = self.options = self._catalog_side.start(spark, options)
-            taken: list[pa.Table] = []
             with _source_reading(spark, self.ends):
                 raw, increment = _read_source(spark, options, self.ends, self._held_back)
                 report = run_module.execute(
@@ -189,10 +188,9 @@ class Plan:
                     echo=echo,
                     step=step,
                     increment=increment,
-                    end_offsets=_kept(self._end_offsets_source(spark, options), taken),
+                    end_offsets=self._end_offsets_source(spark, options),
                     catalog_side=self._catalog_side,
                 )
-            report.log_end_offsets = taken[0].num_rows if taken else None
             return report
         except Exception as exc:  # a Spark action wrapping an executor's InputNotReadable
             inner = unwrap_input_not_readable(exc)
@@ -336,18 +334,3 @@ def _read_source(
         end_offsets=ends,
     )
     return raw, increment
-
-
-def _kept(
-    source: Callable[[], pa.Table] | None, taken: list[pa.Table]
-) -> Callable[[], pa.Table] | None:
-    """`source`, keeping what it gave in `taken` (for the summary's lag line)."""
-    if source is None:
-        return None
-
-    def take() -> pa.Table:
-        table = source()
-        taken.append(table)
-        return table
-
-    return take

@@ -175,6 +175,7 @@ def _audit(
     )
     report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
     ends = end_offsets() if end_offsets is not None else None
+    report.log_end_offsets = ends.num_rows if ends is not None else None
     emit = kept_emit(_table_emitter(options, report, staging, ends))
     pieces, first_step, steps = audit_plan.split_first_step(
         spark, pieces, oversized, staging, tasks

@@ -373,7 +373,7 @@ def ship_package(spark: SparkSession) -> None:
     a client's Python code: a zip added as a `pyfile` artifact of the session)."""
     import tempfile
 
-    from offsets_lib.tools.package import build_pyfiles
+    from offsets_lib.job.package import build_pyfiles
 
     with tempfile.TemporaryDirectory(prefix="offsets-artifact-") as folder:
         archive = build_pyfiles(Path(folder) / "offsets_lib.zip")

@@ -90,14 +90,17 @@ def tables_root(
         output: the tables' root folder (or URI), or None.
         database: a catalog database of `offsets run --database`, or None.
         warehouse: a local session's catalog folder, as for run.
-        spark: the session whose catalog holds ``database`` (none is started here; a local
-            catalog's database folder needs none).
+        spark: the session whose catalog holds ``database``, else the running one (none is
+            started here; a local catalog's database folder needs none).
 
     Returns:
         The root folder the tables are read from.
     """
     from offsets_lib.io.catalog import resolve_tables_root
+    from offsets_lib.job import session
 
+    if spark is None and database is not None and output is None:
+        spark = session.running_session()  # the notebook's own, when it has one
     return resolve_tables_root(output, database, warehouse=warehouse, spark=spark)
 
 

@@ -222,7 +222,7 @@ class SparkCluster:
 @contextmanager
 def run_cluster(root: Path, s3: S3Server) -> Iterator[SparkCluster]:
     """A master and two workers (one core, 2 GB each) under `root`, stopped on exit."""
-    from offsets_lib.tools.package import build_pyfiles
+    from offsets_lib.job.package import build_pyfiles
 
     root.mkdir(parents=True, exist_ok=True)
     pyfiles = build_pyfiles(root / "dist" / "offsets_lib.zip")  # what `make package` builds

@@ -21,7 +21,7 @@ from tests.kafka.test_kafka_job import (
     table_rows,
 )
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
 TABLES = (
     "offsets", "groups", "members", "offset_decisions", "group_decisions", "lag", "metrics",

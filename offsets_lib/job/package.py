@@ -1,6 +1,6 @@
 """The `--py-files` archive of the job: every file of `offsets_lib` (what `make package` builds).
 
-python -m offsets_lib.tools.package dist/offsets_lib.zip
+python -m offsets_lib.job.package dist/offsets_lib.zip
 """
 
 from __future__ import annotations
