@@ -107,7 +107,7 @@ def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, Group
         if item.group_id in views:
             views[item.group_id].listed = True
             views[item.group_id].group_type = item.type.name.lower()
-    for exact in java_admin(bootstrap, "describe", groups):
+    for exact in _java_admin_chunks(bootstrap, "describe", groups):
         view = views[exact["group"]]
         if exact.get("error"):
             view.exact_state = "Dead" if exact["error"] == "GROUP_ID_NOT_FOUND" else exact["error"]
@@ -121,7 +121,7 @@ def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, Group
             view.state = _librdkafka_state(exact["state"])
             view.members = sorted((m["member_id"],) for m in exact["members"])
             view.modern_only = True
-    for row in java_admin(bootstrap, "offsets", groups):
+    for row in _java_admin_chunks(bootstrap, "offsets", groups):
         if row.get("error") is None:  # a share group has no offsets to fetch
             key = (row["topic"], row["partition"])
             offset = (row["offset"], row["leader_epoch"], row["metadata"])
@@ -161,6 +161,18 @@ def broker_view(admin, groups: Iterable[str], bootstrap: str) -> dict[str, Group
         except KafkaException as exc:
             views[group].unstable = "UNSTABLE" in str(exc)
     return views
+
+
+JAVA_ADMIN_CHUNK = 300  # groups per run of KafkaAdmin.java (one request per group, 2 min limit)
+
+
+def _java_admin_chunks(bootstrap: str, command: str, groups: list[str]) -> list[dict]:
+    """KafkaAdmin.java's answers for `groups`, asked in chunks (thousands of generated groups)."""
+    return [
+        line
+        for at in range(0, len(groups), JAVA_ADMIN_CHUNK)
+        for line in java_admin(bootstrap, command, groups[at : at + JAVA_ADMIN_CHUNK])
+    ]
 
 
 def _describe_all(admin, groups: list[str]) -> dict:
