@@ -28,9 +28,10 @@ output location is written once. Without it every run would add a ``run_id`` par
 every table for good (8,760 a year).
 
 After a successful run, ``report_run`` submits ``jobs/report_job.py`` (``offsets report
---next-to-tables``) the same way: the run's page and its ``report.json`` go next to the tables,
+--next-to-tables``) the same way: the page of the latest succeeded run (this DAG run's, as
+``max_active_runs`` is 1) and its ``report.json`` go next to the tables,
 ``<output>/_reports/<run_id>.html`` and ``_reports/latest.html`` (also on S3); the task's log
-prints where.
+prints where. The driver's Python needs ``plotly`` (a dependency of the project).
 
 The profile's secret (``KAFKA_SASL_PASSWORD``) must be in the driver's environment (the
 worker's in client mode), never in a file or an option. Retries and backfills are safe: a rerun
@@ -142,7 +143,7 @@ with DAG(
         "report_run",
         "report_job.py",
         "kafka-offsets-report",
-        [*location_options(OPTIONS), "--run-id", "{{ run_id }}", "--next-to-tables"],
+        [*location_options(OPTIONS), "--next-to-tables"],
         timedelta(minutes=20),
     )
     audit >> [report, prune]

@@ -69,6 +69,8 @@ def report_command(
     root = tables_root(output, database, warehouse)
     try:
         data = report_page.gather(root, run_id, history, pd.Timestamp(report_page.report_time()))
+    except KeyError:
+        raise  # a bug, not unreadable input (KeyError is a LookupError)
     except (NoRunsTable, NoSucceededRun, LookupError, FileNotFoundError) as exc:
         fail(EXIT_INPUT, str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     page = report_page.render(data, rules_url or default_rules_url())

@@ -268,7 +268,7 @@ def stale_unsubscribed(
             merged["topic"], merged["subscribed_topics"], merged["state"], strict=True
         )
     ]
-    merged = merged[unsubscribed]
+    merged = merged[np.array(unsubscribed, dtype=bool)]  # a plain empty list picks no columns
     if offsets is not None:
         keys = ["group_id", "topic", "partition"]
         merged = merged.merge(offsets[[*keys, "commit_timestamp"]], on=keys, how="left")

@@ -188,7 +188,7 @@ def deployment(
     release, dags = root / "release", root / "dags"
     for folder in (release / "jobs", release / "dist", release / "conf", dags):
         folder.mkdir(parents=True)
-    for job in ("offsets_job.py", "prune_job.py"):
+    for job in ("offsets_job.py", "prune_job.py", "report_job.py"):
         (release / "jobs" / job).symlink_to(REPO / "jobs" / job)
     (release / "dist" / "offsets_lib.zip").symlink_to(cluster.pyfiles)
     (release / "conf" / PROFILE.name).symlink_to(PROFILE)

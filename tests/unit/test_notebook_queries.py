@@ -77,6 +77,14 @@ def test_stale_unsubscribed_leaves_out_unknown_subscriptions_and_empty_groups() 
     assert list(q.stale_unsubscribed(DECISIONS, groups)["topic"]) == ["w"]
 
 
+def test_stale_unsubscribed_without_stale_offsets_keeps_its_columns() -> None:
+    stale = q.stale_unsubscribed(DECISIONS.iloc[0:0], GROUPS)
+    assert stale.empty
+    assert list(stale.columns) == [
+        "group_id", "group_type", "state", "topic", "partition", "rule", "expired", "expires_at",
+    ]  # fmt: skip
+
+
 def test_expiry_timeline_bins_and_cumulative() -> None:
     timeline = q.expiry_timeline(DECISIONS, AS_OF, pd.Timedelta(days=7), freq="1D")
     assert timeline["bin_start"].iloc[0] == ts("2026-11-21")
