@@ -178,6 +178,8 @@ def replay_group(
         if family is None or not coordinator.reads_modern_records:
             continue
         metadata_type = _MODERN_TYPES[family][0]
+        if event.is_tombstone and replaces_simple_group(family, classic, modern):
+            classic, modern = None, _Modern(family)
         if modern is not None and modern.family == family:
             failures += load_check_failures(modern, event)
         if event.is_tombstone and kind == metadata_type:
@@ -213,6 +215,18 @@ def replay_group(
         load_failures=failures,
     )
     return row
+
+
+def replaces_simple_group(
+    family: str, classic: dict[str, Any] | RawValue | None, modern: _Modern | None
+) -> bool:
+    """G-U4 for tombstones: a consumer-group tombstone (types 3-8, 16) of an id held only by a
+    simple group (offsets, no GroupMetadata: `classic == {}`) first replaces it with an Empty
+    consumer group (target-assignment epoch 0), as a value does: the new coordinator's replay
+    looks the group up with `getOrMaybeCreatePersistedConsumerGroup`, which swaps a simple group
+    even for a tombstone. So tombstones 6, 4, 3 remove the group (Dead: no DEL-NEW tombstone
+    left to write), and a lone tombstone 3 fails LOG-6 (no target-assignment tombstone)."""
+    return family == CONSUMER and modern is None and classic == {}
 
 
 def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
@@ -424,6 +438,10 @@ def needed_records(events: list[Event]) -> list[bool]:
             needed[i] = True  # offsets' summary, unknown types; accumulating topic names
             if family is not None and modern != family:
                 resets[i], modern = True, family
+        elif event.is_tombstone and modern is None and family == CONSUMER:
+            # may replace a simple group (replaces_simple_group; whether one exists depends
+            # on the offsets' summary): kept, and it resets nothing of another family
+            needed[i] = True
         elif event.is_tombstone and (kind == _MODERN_TYPES[family][0] or modern != family):
             if modern == family:  # the group is removed; else nothing happens
                 needed[i] = resets[i] = True

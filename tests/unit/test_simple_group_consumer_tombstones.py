@@ -11,12 +11,11 @@ as a simple classic group by replacing it with a consumer group
   "Received a tombstone record to delete group ... but did not receive
   ConsumerGroupTargetAssignmentMetadataValue tombstone"; the audit predicts no failure).
 
-Not fixed yet: the rule lives in the replay (offsets_lib/audit/replay.py), which another
-change reworks; strict xfail marks go when it is fixed."""
+The rule lives in the replay (offsets_lib/audit/replay.py, `replaces_simple_group`). A group
+the broker removed is a Dead row of the groups table (contract.md: Dead groups included), like
+a consumer group removed by its own tombstones, with nothing left to delete."""
 
 from __future__ import annotations
-
-import pytest
 
 from offsets_lib.audit import task_audit
 from offsets_lib.audit.coordinator import Coordinator
@@ -33,14 +32,17 @@ def audit(log: list) -> dict:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="simple group replaced by a consumer group: replay.py")
 def test_consumer_tombstones_remove_a_simple_group() -> None:
     log = [commit(5), tombstone(), *(group_record(t, "g", None) for t in (6, 4, 3))]
     groups = audit(log)[task_audit.GROUP].to_pylist()
-    assert [g["group_id"] for g in groups] == []
+    fields = ("group_id", "group_type", "state", "load_failures", "deleted", "blocked_by")
+    assert [tuple(g[f] for f in fields) for g in groups] == [
+        ("g", "classic", "Dead", [], False, "DEAD")
+    ]
 
 
-@pytest.mark.xfail(strict=True, reason="simple group replaced by a consumer group: replay.py")
 def test_a_lone_group_tombstone_on_a_simple_group_fails_the_load() -> None:
     (group,) = audit([commit(5), group_record(3, "g", None)])[task_audit.GROUP].to_pylist()
-    assert len(group["load_failures"]) == 1
+    assert [(f["failed_check"], f["log_offset"]) for f in group["load_failures"]] == [
+        ("GROUP_TOMBSTONE_WITHOUT_TARGET_ASSIGNMENT_TOMBSTONE", 1)
+    ]

@@ -21,6 +21,7 @@ from offsets_lib import wire
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.group_rows import GROUP_STATE_ARROW
 from offsets_lib.audit.replay import (
+    GROUP_KEEPS_TARGET_EPOCH,
     OFFSET_SUMMARY,
     Event,
     needed_records,
@@ -604,6 +605,24 @@ def test_a_member_tombstone_for_a_removed_member_keeps_the_removal():
     ]  # fmt: skip
     kept = _replays_like_the_whole_history(history, [], scala=False)
     assert replay(*kept)["load_failures"] == []
+
+
+def test_a_tombstone_that_replaces_a_simple_group_is_kept():
+    """A consumer-group tombstone replaces a simple group (replaces_simple_group): the
+    target-assignment tombstone written on it decides whether a later group tombstone passes
+    LOG-6, so it is kept although it changes no cell another record wrote."""
+    history = [offsets_at(0), ev(1, 6, None), ev(2, 4, None)]
+    kept = _replays_like_the_whole_history(history, [ev(3, 3, None)], scala=False)
+    assert [e.log_offset for e in kept] == [0, 1, 2]
+    assert replay(*kept, ev(3, 3, None))["state"] == "Dead"
+    without = replay(offsets_at(0), ev(3, 3, None))["load_failures"]  # the tombstones dropped
+    assert [f["failed_check"] for f in without] == [GROUP_KEEPS_TARGET_EPOCH]
+
+
+def test_the_scala_loader_keeps_a_simple_group_under_consumer_tombstones():
+    """The Scala coordinators skip record types >= 3: the simple group stays."""
+    row = replay(offsets_at(0), ev(1, 6, None), ev(2, 3, None), scala=True)
+    assert (row["group_type"], row["state"], row["load_failures"]) == ("classic", "Empty", [])
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
