@@ -152,11 +152,6 @@ def _decode_key_generic(key: bytes | None) -> DecodedKey:
         return DecodedKey(None, {}, _describe(exc))
 
 
-def _parse(message: Message, data: Any, version: int, start: int) -> tuple[dict, Reader]:
-    reader = Reader(data, start)
-    return reader.struct(message.fields, version, message.is_flexible(version)), reader
-
-
 def decode_value(record_type: int, value: bytes | None) -> DecodedValue:
     """Decode a value with the table of its own version; None is a tombstone, not an error.
 
