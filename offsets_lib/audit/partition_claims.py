@@ -13,6 +13,9 @@ Streams groups only log a warning, share groups do not track epochs: consumer gr
 
 Without an earlier failing claim every held partition is held at its holder's epoch, so the
 releases of those older brokers (which fail on an epoch that does not match) fail nowhere else.
+
+The load_failures rows of every rule are named here too (`rule_of`, `refusing_brokers`), with
+DEC-LIMIT's releases (`refuses_reader_limits`, `reader_limit_failure`).
 """
 
 from __future__ import annotations
