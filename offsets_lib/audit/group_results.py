@@ -108,8 +108,12 @@ def replay_groups(
     `value_bytes`: the raw value bytes of decoded rows (TaskRecords.value_bytes)."""
     # long: columns to Python lists once (no per-row Arrow access), then one loop over groups
     group_ids = decoded.column("group_id")
-    is_event = ok & ~is_control & (record_type >= 2) & as_bools(pc.is_valid(group_ids))
-    rows = np.flatnonzero(is_event)
+    has_group = ~is_control & as_bools(pc.is_valid(group_ids))
+    is_event = ok & has_group & (record_type >= 2)
+    # DEC-LIMIT: any record of the group over the readers' limits, decoded or not
+    over_limit = has_group & as_bools(pc.is_valid(decoded.column("reader_limit")))
+    over_limit &= coordinator.reads_modern_records
+    rows = np.flatnonzero(is_event | over_limit)
     records = decoded.select(
         [
             "log_partition",
@@ -119,6 +123,7 @@ def replay_groups(
             "member_id",
             "regular_expression",
             "value_version",
+            "reader_limit",
         ]
     )
     records = take_rows(records, rows)
@@ -147,7 +152,8 @@ def replay_groups(
     )
     n_records = len(rows)
     order, spans = group_spans(group_codes(partitions, groups), offsets)
-    types = record_type[rows].tolist()
+    types = np.where(is_event[rows], record_type[rows], replay.READER_LIMIT).tolist()
+    limits = records.column("reader_limit").to_pylist()
     tombstones = as_bools(records.column("is_tombstone")).tolist()
     members = records.column("member_id").to_pylist()
     regexes = records.column("regular_expression").to_pylist()
@@ -186,6 +192,7 @@ def replay_groups(
                         regular_expression=regexes[i],
                         value=event_values[i],
                         value_version=value_versions[i],
+                        reader_limit=limits[i],
                     )
                 )
         first = order_list[start]

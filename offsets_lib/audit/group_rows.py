@@ -74,7 +74,8 @@ GROUP_STATE_ARROW = pa.schema(
         # DEL-STREAMS-PLUGIN: a streams group's StoredDescriptionTopologyEpoch (-1 when absent);
         # null for other groups
         ("stored_description_topology_epoch", pa.int32()),
-        # LOG-6: the group's tombstones the new coordinator refuses to replay (empty: none)
+        # the group's records the new coordinator refuses to replay (LOG-6, LOG-7) or to read
+        # (DEC-LIMIT); empty: none
         ("load_failures", pa.list_(LOAD_FAILURE)),
     ]
 )

@@ -210,7 +210,8 @@ GROUP_DECISIONS = TableSpec(
 
 LOAD_FAILURES = TableSpec(
     name="load_failures",
-    comment="One row per record the new coordinator's loader refuses to replay (LOG-6, LOG-7), "
+    comment="One row per record the new coordinator's loader refuses to replay (LOG-6, LOG-7) "
+    "or to read (DEC-LIMIT, 4.2.2+/4.3.2+/4.4.0), "
     "per run: the broker fails to load that offsets partition, and serves no group of it.",
     schema=StructType(
         [
@@ -220,9 +221,8 @@ LOAD_FAILURES = TableSpec(
                 "failed_check",
                 StringType(),
                 "The check that fails: GROUP_TOMBSTONE_* and MEMBER_TOMBSTONE_* (LOG-6), "
-                "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_EQUAL_OR_HIGHER_EPOCH or "
-                "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_LOWER_EPOCH (LOG-7); "
-                "docs/rules.md.",
+                "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_* (LOG-7), TAGGED_FIELD_COUNT_* or "
+                "ARRAY_OVER_1000000_ELEMENTS (DEC-LIMIT); docs/rules.md.",
             ),
             column(
                 "log_offset",
@@ -232,14 +232,15 @@ LOAD_FAILURES = TableSpec(
             column(
                 "member_id",
                 StringType(),
-                "Member of a member tombstone or of a claiming member record; null for a group "
-                "tombstone.",
+                "Member of a member tombstone, of a claiming member record or of a member record "
+                "over a reader limit; null for a group tombstone and other records.",
             ),
             column(
                 "detail",
                 StringType(),
                 "What the group still held, e.g. 'members a, b remain', 'member epoch 3' or "
-                "'<topic id>-1 claimed at epoch 5, held at epoch 6'.",
+                "'<topic id>-1 claimed at epoch 5, held at epoch 6', or the count a reader "
+                "refuses and who refuses it.",
             ),
             run_id_column(),
             as_of_column(),

@@ -13,12 +13,17 @@ Streams groups only log a warning, share groups do not track epochs: consumer gr
 
 Without an earlier failing claim every held partition is held at its holder's epoch, so the
 releases of those older brokers (which fail on an epoch that does not match) fail nowhere else.
+
+The load_failures rows of every rule are named here too (`rule_of`, `refusing_brokers`), with
+DEC-LIMIT's releases (`refuses_reader_limits`, `reader_limit_failure`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
+
+from offsets_lib.wire.codec import READER_LIMIT_CHECKS
 
 Partition = tuple[str, int]  # (topic id, partition)
 
@@ -110,9 +115,35 @@ def detail(check: str, what: str) -> str:
     return what
 
 
+def refuses_reader_limits(release: Release) -> bool:
+    """DEC-LIMIT: the releases whose generated readers refuse a count over the limits
+    (`wire.codec.exceeds_reader_limits`): 4.2.2+, 4.3.2+ and 4.4.0 on."""
+    return (4, 2, 2) <= release < (4, 3, 0) or release >= (4, 3, 2)
+
+
+READER_LIMIT_REFUSERS = "a broker of 4.2.2+, 4.3.2+ or 4.4.0+"
+
+
+def reader_limit_failure(
+    log_offset: int | None, member_id: str | None, reader_limit: str
+) -> dict[str, Any]:
+    """DEC-LIMIT: the load_failures element of a record whose `reader_limit` (the decoded
+    column, 'CHECK: what') is set; the detail names the releases that refuse it."""
+    check, _, what = reader_limit.partition(": ")
+    return {
+        "failed_check": check,
+        "log_offset": log_offset,
+        "member_id": member_id,
+        "detail": f"{what} (refused by {READER_LIMIT_REFUSERS})",
+    }
+
+
 def rule_of(check: str) -> str:
-    """The rule a load_failures check belongs to: LOG-7's claims, else LOG-6's tombstones."""
-    return "LOG-7" if check in CLAIM_CHECKS else "LOG-6"
+    """The rule a load_failures check belongs to: LOG-7's claims, DEC-LIMIT's reader limits,
+    else LOG-6's tombstones."""
+    if check in CLAIM_CHECKS:
+        return "LOG-7"
+    return "DEC-LIMIT" if check in READER_LIMIT_CHECKS else "LOG-6"
 
 
 def checks_by_rule(failures: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
@@ -125,5 +156,8 @@ def checks_by_rule(failures: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
 
 def refusing_brokers(checks: Iterable[str]) -> str:
     """Who fails the load for these checks of one rule: every broker of the regime, unless
-    only lower-epoch claims fail."""
-    return LOWER_EPOCH_REFUSERS if set(checks) == {CLAIM_OVER_LOWER_EPOCH} else "the broker"
+    only lower-epoch claims fail, or the checks are DEC-LIMIT's."""
+    checks = set(checks)
+    if checks == {CLAIM_OVER_LOWER_EPOCH}:
+        return LOWER_EPOCH_REFUSERS
+    return READER_LIMIT_REFUSERS if checks <= set(READER_LIMIT_CHECKS) else "the broker"

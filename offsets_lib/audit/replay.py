@@ -28,6 +28,7 @@ from offsets_lib.audit.group_rows import (
 )
 
 OFFSET_SUMMARY = -1  # pseudo record type: "an offset-commit value was replayed at this offset"
+READER_LIMIT = -2  # pseudo record type: a record only DEC-LIMIT reads (offset commit, rejected)
 # Record types of each modern group family: (metadata record, every record of the family).
 _MODERN_TYPES = {
     CONSUMER: (3, {3, 4, 5, 6, 7, 8, 16}),
@@ -127,6 +128,7 @@ class Event:
     regular_expression: str | None = None
     value: dict[str, Any] | RawValue | None = None
     value_version: int | None = None
+    reader_limit: str | None = None  # DEC-LIMIT: the decoded column (wire.codec.reader_limit)
 
 
 def replay_group(
@@ -154,6 +156,14 @@ def replay_group(
     failures: list[dict[str, Any]] = []
     for event in events:
         kind = event.record_type
+        if event.reader_limit is not None and coordinator.reads_modern_records:
+            failures.append(
+                partition_claims.reader_limit_failure(
+                    event.log_offset, event.member_id, event.reader_limit
+                )
+            )
+        if kind == READER_LIMIT:
+            continue
         if kind == OFFSET_SUMMARY:
             # G-S1/G-S2: an offset value for a group id without any group creates a simple group
             if (

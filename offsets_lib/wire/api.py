@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
-from offsets_lib.wire.codec import _INT16, DecodeError, Reader
+from offsets_lib.wire.codec import _INT16, DecodeError, Reader, ReaderLimitExceeded
 from offsets_lib.wire.compiled import Compiled, compile_field, compile_struct
 from offsets_lib.wire.layouts import (
     ASSIGNMENT,
@@ -44,6 +44,7 @@ class DecodedValue:
     error: str | None
     trailing_bytes: int = 0
     unknown_tags: int = 0
+    reader_limit: str | None = None  # DEC-LIMIT: 'CHECK: detail' (codec.reader_limit)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class DecodedRecord:
     trailing_bytes: int = 0
     key_trailing_bytes: int = 0
     unknown_tags: int = 0
+    reader_limit: str | None = None  # DEC-LIMIT: 'CHECK: detail' (codec.reader_limit)
 
 
 @dataclass(frozen=True)
@@ -150,11 +152,6 @@ def _decode_key_generic(key: bytes | None) -> DecodedKey:
         return DecodedKey(None, {}, _describe(exc))
 
 
-def _parse(message: Message, data: Any, version: int, start: int) -> tuple[dict, Reader]:
-    reader = Reader(data, start)
-    return reader.struct(message.fields, version, message.is_flexible(version)), reader
-
-
 def decode_value(record_type: int, value: bytes | None) -> DecodedValue:
     """Decode a value with the table of its own version; None is a tombstone, not an error.
 
@@ -167,7 +164,9 @@ def decode_value(record_type: int, value: bytes | None) -> DecodedValue:
         except Exception as exc:
             return DecodedValue(None, None, "current", _describe(exc))
         if rt is not None:
-            return DecodedValue(*_value_parts(rt, value))
+            parts = _value_parts(rt, value)
+            if parts is not None:
+                return DecodedValue(*parts)
     return _decode_value_generic(record_type, value)
 
 
@@ -176,8 +175,9 @@ _ValueParts = tuple[int | None, dict | None, str, str | None, int, int]
 _VALUE_READERS: dict[tuple[int, int], tuple[tuple[str, Compiled], ...]] = {}
 
 
-def _value_parts(rt: RecordType, value: bytes) -> _ValueParts:
-    """decode_value of `bytes` of a known record type with compiled readers, as a tuple."""
+def _value_parts(rt: RecordType, value: bytes) -> _ValueParts | None:
+    """decode_value of `bytes` of a known record type with compiled readers, as a tuple; None
+    when a count is over DEC-LIMIT's limits (the generic reader notes which)."""
     try:
         n = len(value)
         if n < 2:
@@ -217,6 +217,8 @@ def _value_parts(rt: RecordType, value: bytes) -> _ValueParts:
         if with_unknown_tags is not None or with_trailing is not None:
             return with_unknown_tags or with_trailing  # type: ignore[return-value]
         return version, None, "current", first_error, 0, 0
+    except ReaderLimitExceeded:
+        return None
     except Exception as exc:
         return None, None, "current", _describe(exc), 0, 0
 
@@ -254,18 +256,21 @@ def _decode_layouts(version: int, value: Any, candidates: tuple[Message, ...]) -
     every byte without skipping unknown tags is the better explanation of the bytes.
     """
     first_error: str | None = None
+    first_limit: str | None = None
     with_unknown_tags: DecodedValue | None = None
     with_trailing: DecodedValue | None = None
     for message in candidates:
         if not message.accepts(version):
             continue
+        reader = Reader(value, 2)
         try:
-            out, reader = _parse(message, value, version, 2)
+            out = reader.struct(message.fields, version, message.is_flexible(version))
         except DecodeError as exc:
-            first_error = first_error or str(exc)
+            if first_error is None:
+                first_error, first_limit = str(exc), reader.limit
             continue
         result = DecodedValue(
-            version, out, message.label, None, reader.remaining, reader.unknown_tags
+            version, out, message.label, None, reader.remaining, reader.unknown_tags, reader.limit
         )
         if reader.remaining == 0 and reader.unknown_tags == 0:
             return result
@@ -275,7 +280,7 @@ def _decode_layouts(version: int, value: Any, candidates: tuple[Message, ...]) -
             with_trailing = with_trailing or result
     if with_unknown_tags is not None or with_trailing is not None:
         return with_unknown_tags or with_trailing
-    return DecodedValue(version, None, "current", first_error)
+    return DecodedValue(version, None, "current", first_error, reader_limit=first_limit)
 
 
 def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
@@ -297,7 +302,10 @@ def decode_record(key: bytes | None, value: bytes | None) -> DecodedRecord:
                         record_type, name, key_fields, None, None, "current", True, None, 0,
                         key_trailing, 0,
                     )  # fmt: skip
-                version, fields_, layout, error, trailing, unknown = _value_parts(rt, value)
+                parts = _value_parts(rt, value)
+                if parts is None:
+                    return _decode_record_generic(key, value)
+                version, fields_, layout, error, trailing, unknown = parts
                 return _record(
                     record_type, name, key_fields, version, fields_, layout, False, error,
                     trailing, key_trailing, unknown,
@@ -364,6 +372,7 @@ def _decode_record_generic(key: bytes | None, value: bytes | None) -> DecodedRec
             v.trailing_bytes,
             k.trailing_bytes,
             v.unknown_tags,
+            v.reader_limit,
         )
     except Exception as exc:
         return DecodedRecord(None, None, {}, None, None, "current", False, _describe(exc))
@@ -392,9 +401,14 @@ def _decode_embedded(message: Message, data: Any, empty_means_none: bool) -> dic
         flexible = message.is_flexible(layout_version)
         if compiled:
             end = len(data)
-            out, pos, _ = compile_struct(message.fields, layout_version, flexible)(data, 2, end)
-            meta["trailing_bytes"] = end - pos
-        else:
+            try:
+                out, pos, _ = compile_struct(message.fields, layout_version, flexible)(data, 2, end)
+            except ReaderLimitExceeded:  # DEC-LIMIT concerns coordinator records: read them all
+                compiled = False
+            else:
+                meta["trailing_bytes"] = end - pos
+        if not compiled:
+            reader.pos = 2
             out = reader.struct(message.fields, layout_version, flexible)
             meta["trailing_bytes"] = reader.remaining
         return {**meta, **out}
@@ -423,7 +437,10 @@ def subscription_topics(data: bytes | None) -> list[str] | None:
         if _COMPILED and type(data) is bytes:
             if len(data) < 2 or _I16(data, 0)[0] < 0:
                 return None
-            return _TOPICS(data, 2, len(data))[0]
+            try:
+                return _TOPICS(data, 2, len(data))[0]
+            except ReaderLimitExceeded:
+                pass  # the generic reader reads any count the bytes hold
         reader = Reader(data)
         if reader.fixed("int16", "version") < 0:
             return None

@@ -255,7 +255,11 @@ def decode_record_row(key: bytes | None, value: bytes | None) -> dict[str, Any]:
     codec's dict; `value_json` stays null: the audit reads the values in Python).
     """
     record = wire.decode_record(key, value)
-    row: dict[str, Any] = {"error": record.error, "record_type": record.record_type}
+    row: dict[str, Any] = {
+        "error": record.error,
+        "record_type": record.record_type,
+        "reader_limit": record.reader_limit,
+    }
     if record.record_type is not None and record.record_type in wire.RECORD_TYPES:
         row["record_name"] = wire.RECORD_TYPES[record.record_type].name
     for name, column in KEY_FIELD_COLUMNS.items():

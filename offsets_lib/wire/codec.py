@@ -31,6 +31,53 @@ class DecodeError(Exception):
     """Malformed bytes; raised inside the reader only, turned into an error string outside."""
 
 
+# DEC-LIMIT: the generated readers of Kafka 4.2.2+, 4.3.2+ and 4.4.0 refuse these counts (the
+# load of the offsets partition fails); older releases read what the bytes hold.
+MAX_TAGGED_FIELDS = 10_000
+MAX_ARRAY_ELEMENTS = 1_000_000
+JAVA_NEGATIVE_COUNT = 2**31
+"""A uvarint count from here on is negative as Java's int (`readUnsignedVarint`)."""
+TAGGED_FIELD_COUNT_NEGATIVE = "TAGGED_FIELD_COUNT_NEGATIVE"
+TAGGED_FIELD_COUNT_OVER_REMAINING_BYTES = "TAGGED_FIELD_COUNT_OVER_REMAINING_BYTES"
+TAGGED_FIELD_COUNT_OVER_10000 = "TAGGED_FIELD_COUNT_OVER_10000"
+ARRAY_OVER_1000000_ELEMENTS = "ARRAY_OVER_1000000_ELEMENTS"
+READER_LIMIT_CHECKS = (
+    TAGGED_FIELD_COUNT_NEGATIVE,
+    TAGGED_FIELD_COUNT_OVER_REMAINING_BYTES,
+    TAGGED_FIELD_COUNT_OVER_10000,
+    ARRAY_OVER_1000000_ELEMENTS,
+)
+
+
+def exceeds_reader_limits(count: Any, remaining: Any = None) -> Any:
+    """DEC-LIMIT, the one predicate: a tagged-field count (with the bytes left after it) or,
+    without `remaining`, an array's element count that 4.2.2+/4.3.2+/4.4.0 refuse. Works on
+    ints and on numpy arrays of counts (the vectorized walk)."""
+    if remaining is None:
+        return count > MAX_ARRAY_ELEMENTS
+    return (count >= JAVA_NEGATIVE_COUNT) | (count > remaining) | (count > MAX_TAGGED_FIELDS)
+
+
+def reader_limit(count: int, remaining: int | None, what: str) -> str:
+    """The `reader_limit` text of a count `exceeds_reader_limits` holds for: 'CHECK: detail',
+    the check in Kafka's order (negative, over the bytes left, over 10,000)."""
+    if remaining is None:
+        return f"{ARRAY_OVER_1000000_ELEMENTS}: {count} elements in {what}"
+    if count >= JAVA_NEGATIVE_COUNT:
+        return f"{TAGGED_FIELD_COUNT_NEGATIVE}: tagged-field count {count - 2**32} in {what}"
+    if count > remaining:
+        return (
+            f"{TAGGED_FIELD_COUNT_OVER_REMAINING_BYTES}: tagged-field count {count} in {what}, "
+            f"{remaining} bytes left"
+        )
+    return f"{TAGGED_FIELD_COUNT_OVER_10000}: tagged-field count {count} in {what}"
+
+
+class ReaderLimitExceeded(Exception):
+    """A compiled reader met a count `exceeds_reader_limits` holds for: the caller reads the
+    record with the generic `Reader`, which notes the check (rare: hostile input only)."""
+
+
 class EncodeError(ValueError):
     """Values that cannot be written with the requested layout (caller bug, not data)."""
 
@@ -76,13 +123,19 @@ def read_uvarint(buf: bytes | memoryview, pos: int, end: int, what: str) -> tupl
 class Reader:
     """Cursor over a memoryview; every read checks the bytes left before taking them."""
 
-    __slots__ = ("buf", "end", "pos", "unknown_tags")
+    __slots__ = ("buf", "end", "limit", "pos", "unknown_tags")
 
     def __init__(self, data: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None):
         self.buf = memoryview(data)
         self.pos = pos
         self.end = len(self.buf) if end is None else end
         self.unknown_tags = 0
+        self.limit: str | None = None  # the first DEC-LIMIT check that fails (reader_limit)
+
+    def _over_limit(self, count: int, remaining: int | None, what: str) -> None:
+        """Note the first count a 4.2.2+/4.3.2+/4.4.0 reader refuses (DEC-LIMIT)."""
+        if self.limit is None:
+            self.limit = reader_limit(count, remaining, what)
 
     @property
     def remaining(self) -> int:
@@ -179,6 +232,8 @@ class Reader:
             raise DecodeError(
                 f"count {n} of {f.name} exceeds the {self.remaining} bytes left at byte {start}"
             )
+        if exceeds_reader_limits(n):
+            self._over_limit(n, None, f.name)
         if f.is_struct:
             return [self.struct(f.fields, version, flexible) for _ in range(n)]
         if elem in _FIXED and n:
@@ -202,6 +257,8 @@ class Reader:
 
     def _tagged_section(self, known: dict[int, Field], out: dict[str, Any], version: int) -> None:
         count = self.uvarint("tagged-field count")
+        if exceeds_reader_limits(count, self.remaining):
+            self._over_limit(count, self.remaining, "a tagged-field section")
         if count > self.remaining:
             raise DecodeError(
                 f"tagged-field count {count} exceeds the {self.remaining} bytes left"
@@ -222,7 +279,11 @@ class Reader:
                 self.unknown_tags += 1
             else:
                 sub = Reader(self.buf, self.pos, payload_end)
-                out[f.name] = sub.field(f, version, True, tagged=True)
+                sub.limit = self.limit
+                try:
+                    out[f.name] = sub.field(f, version, True, tagged=True)
+                finally:
+                    self.limit = sub.limit
                 self.unknown_tags += sub.unknown_tags
             self.pos = payload_end
 

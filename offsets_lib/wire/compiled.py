@@ -21,7 +21,15 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from offsets_lib.wire.codec import _FIXED, DecodeError, plan, read_uvarint
+from offsets_lib.wire.codec import (
+    _FIXED,
+    MAX_ARRAY_ELEMENTS,
+    DecodeError,
+    ReaderLimitExceeded,
+    exceeds_reader_limits,
+    plan,
+    read_uvarint,
+)
 from offsets_lib.wire.layout_types import FIXED_WIDTH, NO_DEFAULT, Field
 
 Compiled = Callable[[bytes, int, int], tuple[Any, int, int]]
@@ -80,6 +88,8 @@ class _Gen:
             "_run_error": _run_error,
             "_uuid": _uuid,
             "_unpack_from": struct.unpack_from,
+            "_exceeds": exceeds_reader_limits,
+            "ReaderLimitExceeded": ReaderLimitExceeded,
         }
         self.count = 0
         self.end = "end"  # the bound of the reader being emitted (a tag's payload end inside)
@@ -251,6 +261,10 @@ class _Gen:
             f'raise DecodeError(f"count {{{n}}} of {{{name}}} exceeds the {{end - pos}}'
             f' bytes left at byte {{{start}}}")',
         )
+        # DEC-LIMIT: the generic reader notes the check (compiled readers return no such note);
+        # `exceeds_reader_limits(n)` of an array inlined (a call per array cost 5% of a record)
+        self.put(ind, f"if {n} > {MAX_ARRAY_ELEMENTS}:")
+        self.put(ind + 1, "raise ReaderLimitExceeded")
         if f.is_struct:
             item = self.tmp("d")
             self.put(ind, f"{var} = []")
@@ -340,12 +354,8 @@ class _Gen:
         self.put(ind, "else:")
         ind += 1
         self.uvarint(ind, c, '"tagged-field count"', peeked=True)
-        self.put(ind, f"if {c} > end - pos:")
-        self.put(
-            ind + 1,
-            f'raise DecodeError(f"tagged-field count {{{c}}} exceeds the {{end - pos}} bytes'
-            ' left at byte {pos}")',
-        )
+        self.put(ind, f"if _exceeds({c}, end - pos):")  # DEC-LIMIT, as in `array`
+        self.put(ind + 1, "raise ReaderLimitExceeded")  # a count over the bytes left too
         self.put(ind, f"for _ in range({c}):")
         ind += 1
         self.uvarint(ind, t, '"tag"')

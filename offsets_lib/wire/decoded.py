@@ -41,6 +41,11 @@ DECODED_COLUMNS: list[tuple[str, pa.DataType, str]] = [
     ("value_json", pa.string(), "other records: decoded value as JSON (Kafka field names)"),
     ("control_type", pa.string(), "control records: COMMIT or ABORT"),
     ("error", pa.string(), "null when decoded; otherwise why the record was rejected"),
+    (
+        "reader_limit",
+        pa.string(),
+        "DEC-LIMIT: 'CHECK: detail' of a count 4.2.2+/4.3.2+/4.4.0 readers refuse, else null",
+    ),
 ]
 
 DECODED_ARROW = pa.schema([pa.field(n, t) for n, t, _ in DECODED_COLUMNS])

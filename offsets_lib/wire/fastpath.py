@@ -3,7 +3,8 @@
 Offset commits are nearly every record of a dump, so they are decoded with numpy over the raw
 key and value buffers of a whole batch, without a Python call per row. Only the layouts that
 Kafka writes in practice are accepted here: keys of type 0/1 without trailing bytes, and values
-v0-v4 (v4 with no tagged field or only the topic id, tag 0). Any other row, including every row
+v0-v4 (v4 with no tagged field or only the topic id, tag 0: never over DEC-LIMIT's tag limit,
+so `reader_limit` stays null). Any other row, including every row
 that is malformed in any way, is left to the generic codec (wire), which gives the precise
 reason; tests check that both paths agree on every row the fast path accepts.
 

@@ -20,14 +20,16 @@ import numpy as np
 import pyarrow as pa
 
 from offsets_lib.wire import fastpath
-from offsets_lib.wire.codec import plan
+from offsets_lib.wire.codec import MAX_TAGGED_FIELDS, exceeds_reader_limits, plan
 from offsets_lib.wire.decoded import DECODED_ARROW, KEY_FIELD_COLUMNS
 from offsets_lib.wire.layouts import FIXED_WIDTH, RECORD_TYPES, Field, current_value
 
 _MAX_UVARINT = 0xFFFFFFFF
 _MAX_LOOP = 4096
 """Array elements and tagged fields walked one position at a time across all cursors; a
-record with more goes to the codec."""
+record with more goes to the codec. Below DEC-LIMIT's tag limit, so a tagged-field section the
+walk vouches for is never over it (a count over the bytes left is refused too)."""
+assert _MAX_LOOP < MAX_TAGGED_FIELDS
 # the codec's string key fields, by decoded column (a group-level key has no `topic`: null)
 _KEY_STRINGS = {
     name: column
@@ -140,7 +142,8 @@ class _Walker:
         n, present, pos, ok = self.length(f, version, flexible, 4, pos, end, ok)
         elem = f.element
         width = FIXED_WIDTH.get(elem, 1)
-        ok = ok & (n * width <= end - pos)
+        # DEC-LIMIT: a count over the limit is the codec's to note (reader_limit)
+        ok = ok & (n * width <= end - pos) & ~exceeds_reader_limits(n)
         n = np.where(ok, n, 0)
         counts = np.where(present & ok, n, -1)
         if elem in FIXED_WIDTH:

@@ -28,8 +28,10 @@ from pathlib import Path
 VERSIONS: tuple[str, ...] = ("4.4.0", "3.9.1", "2.8.2", "2.3.1", "2.0.1")
 # Releases whose loader differs from their regime's broker above in a row, each loading a few
 # raw records only: 4.1.1 refuses a claim over a lower epoch (LOG-7, test_load_rows.py); 2.5.1
-# drops the state time of a GroupMetadataValue v3 (classic-2.4.0-2.6.0, test_loader_regime.py).
-LOAD_VERSIONS: tuple[str, ...] = ("4.1.1", "2.5.1")
+# drops the state time of a GroupMetadataValue v3 (classic-2.4.0-2.6.0, test_loader_regime.py);
+# 4.3.2 refuses a tagged-field count over 10,000 that 4.3.1 reads (DEC-LIMIT,
+# test_load_limits.py).
+LOAD_VERSIONS: tuple[str, ...] = ("4.1.1", "2.5.1", "4.3.1", "4.3.2")
 # The Scala build of each 2.x release on Maven Central (2.13 builds start at 2.4).
 _SCALA_2_12 = ("2.0.", "2.1.", "2.2.", "2.3.")
 # The JRE for Kafka 2.x (see the module docstring).

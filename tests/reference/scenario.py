@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from offsets_lib import wire
+from offsets_lib.wire.codec import Writer
 from offsets_lib.wire.layouts import ASSIGNMENT, SUBSCRIPTION, Field, Message
 
 TOPIC = "__consumer_offsets"
@@ -176,13 +177,20 @@ def encode_record(rec: dict) -> tuple[bytes, bytes | None]:
     obj = dict(rec["value"])
     version = obj.pop("version")
     layout = obj.pop("layout", "current")
+    unknown_tags = obj.pop("unknown_tags", 0)  # DEC-LIMIT: that many unknown tags of size 0
     message = next(
         m
         for m in (wire.RECORD_TYPES[rt.value_from or record_type].value, *rt.historical)
         if m.label == layout
     )
     fields = to_fields(message, version, obj)
-    return key, wire.encode_value(record_type, version, fields, layout=layout)
+    value = wire.encode_value(record_type, version, fields, layout=layout)
+    if unknown_tags:  # the value's own (last, empty) tagged-field section gets them
+        assert value.endswith(b"\x00"), rec
+        section = Writer()
+        section.uvarint(unknown_tags)
+        value = value[:-1] + bytes(section.out) + b"\x64\x00" * unknown_tags
+    return key, value
 
 
 def scenario_rows(scenario: dict) -> list[dict]:

@@ -20,8 +20,8 @@ DECIDERS = (
 )  # fmt: skip
 RULE_ID = re.compile(r"(?:EXP|ODEL|DEL|FETCH|FEN|TXN)-[A-Z0-9]+(?:-[A-Z0-9]+)*")
 # replay notes that start with a LOG or EV row id (e.g. "EV-EMPTY-EPOCH: group epoch ..."), and
-# the rule ids load failures are noted under ("LOG-7")
-NOTE_ID = re.compile(r"((?:LOG|EV)-[A-Z0-9]+(?:-[A-Z0-9]+)*)(?::|$)")
+# the rule ids load failures are noted under ("LOG-7", "DEC-LIMIT")
+NOTE_ID = re.compile(r"((?:LOG|EV|DEC)-[A-Z0-9]+(?:-[A-Z0-9]+)*)(?::|$)")
 NOTES = ("audit/replay.py", "audit/partition_claims.py")
 # Rows another branch adds to the code (semantics.md 1.2, 5.2, 7, 8.1): documented already;
 # once they are in the code this set changes nothing.

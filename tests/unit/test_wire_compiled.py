@@ -22,7 +22,7 @@ from offsets_lib import wire
 
 # private api._COMPILED: the switch to the generic codec, the reference the compiled one equals
 from offsets_lib.wire import api
-from offsets_lib.wire.codec import DecodeError, Reader, Writer
+from offsets_lib.wire.codec import DecodeError, Reader, ReaderLimitExceeded, Writer
 from offsets_lib.wire.compiled import compile_field, compile_struct
 from offsets_lib.wire.layout_types import F
 from offsets_lib.wire.layouts import ASSIGNMENT, RECORD_TYPES, SUBSCRIPTION, Message
@@ -67,17 +67,21 @@ def _check_all(key: bytes, value: bytes | None) -> None:
 
 
 def _reader_result(fields: tuple, version: int, flexible: bool, raw: bytes, start: int) -> tuple:
+    """The generic reader's result; ("limit",) when it notes a DEC-LIMIT check, which the
+    compiled readers hand back to it (ReaderLimitExceeded)."""
     reader = Reader(raw, start)
     try:
         out = reader.struct(fields, version, flexible)
     except DecodeError as exc:
-        return ("error", str(exc))
-    return (out, reader.pos, reader.unknown_tags)
+        return ("limit",) if reader.limit else ("error", str(exc))
+    return ("limit",) if reader.limit else (out, reader.pos, reader.unknown_tags)
 
 
 def _compiled_result(fields: tuple, version: int, flexible: bool, raw: bytes, start: int) -> tuple:
     try:
         return compile_struct(fields, version, flexible)(raw, start, len(raw))
+    except ReaderLimitExceeded:
+        return ("limit",)
     except DecodeError as exc:
         return ("error", str(exc))
 
