@@ -39,7 +39,9 @@ def parallelism(spark: SparkSession) -> int:
     if spark not in _MEASURED:
         from pyspark.sql import functions as F
 
-        splits = spark.range(0, 1 << 16).select(F.max(F.spark_partition_id())).first()[0]
+        # the partition id projected first: an aggregate may not take it as its argument
+        ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("split"))
+        splits = ids.agg(F.max("split")).first()[0]
         _MEASURED[spark] = int(splits) + 1
     return _MEASURED[spark]
 

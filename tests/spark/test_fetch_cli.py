@@ -25,9 +25,9 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
-from offsets_lib.audit.tables import TABLES
+from offsets_lib.audit.tables import TABLES, table_spec
 from offsets_lib.cli import main
-from offsets_lib.io import sink
+from offsets_lib.io import delta_schema, sink
 from offsets_lib.tools.fetch import fetch_offsets
 from tests.reference import scenario
 from tests.spec_data import scenario_dir
@@ -341,18 +341,30 @@ def tables(spark, tmp_path_factory: pytest.TempPathFactory) -> str:
     )
     assert result.exit_code == 0, result.output
     (root / "run-output.txt").write_text(result.output)
-    # a lag partition for the run (written by another job in production)
-    lag = spark.createDataFrame(
-        [("s20-g1", "orders", 0, 20, 25, 5, RUN_ID)],
-        "group_id string, topic string, partition int, committed_offset long, "
-        "log_end_offset long, lag long, run_id string",
-    ).selectExpr(
-        "*",
-        "cast(null as timestamp) as last_commit_at",
-        "cast(null as double) as seconds_since_commit",
-        "timestamp_millis(1700000000000L) as as_of",
+    # a lag partition for the run, as an audit task writes it (log-end offsets known here)
+    lag_spec = table_spec("lag")
+    lag_schema = pa.schema(
+        [f.with_nullable(True) for f in delta_schema.arrow_schema(lag_spec, with_comments=False)]
     )
-    sink.write_run_tables({"lag": lag}, output=output, run_id=RUN_ID)
+    lag = pa.Table.from_pylist(
+        [
+            {
+                "group_id": "s20-g1",
+                "topic": "orders",
+                "partition": 0,
+                "committed_offset": 20,
+                "log_end_offset": 25,
+                "lag": 5,
+                "as_of": datetime.fromtimestamp(1_700_000_000, UTC),
+                "run_id": RUN_ID,
+            }
+        ],
+        schema=lag_schema,
+    )
+    written = sink.write_task_files(lag, lag_spec, output=output, run_id=RUN_ID)
+    sink.write_run_tables(
+        {"lag": [sink.add_action(w, RUN_ID) for w in written]}, output=output, run_id=RUN_ID
+    )
     # a later failed run must not be read by default
     sink.publish_run(
         {
