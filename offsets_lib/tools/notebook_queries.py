@@ -141,6 +141,7 @@ def load_run(
     *,
     database: str | None = None,
     warehouse: str | None = None,
+    spark: SparkSession | None = None,
 ) -> AuditRun:
     """Load one run's tables from a root folder or a catalog database.
 
@@ -148,14 +149,15 @@ def load_run(
         output: the tables' root folder (or URI), or None with ``database``.
         run_id: the run; None for the latest succeeded run.
         tables: the tables to load.
-        database: the catalog database of `offsets run --database` (a Spark session then asks
-            the catalog where the tables are).
+        database: the catalog database of `offsets run --database` (the session's catalog then
+            says where the tables are, unless they are in the local catalog's folder).
         warehouse: a local session's catalog folder, as for run.
+        spark: the notebook's session (default: the running one); none is started here.
 
     Returns:
         The run: its id, as_of and tables as pandas frames (None for a table it did not write).
     """
-    output = tables_root(output, database, warehouse)
+    output = tables_root(output, database, warehouse, spark)
     run_id = run_id or latest_run_id(output)
     runs = sink.read_table(output, "runs", run_id=run_id).to_pandas()
     if runs.empty:

@@ -420,7 +420,10 @@ import json, sys
 import pandas as pd
 from offsets_lib.tools import notebook_queries as q
 
-run = q.load_run(None, database=sys.argv[1], warehouse=sys.argv[2])
+from offsets_lib.job import session
+
+spark = session.get_or_create(warehouse=sys.argv[2])  # the notebook's own session
+run = q.load_run(None, database=sys.argv[1], warehouse=sys.argv[2], spark=spark)
 worst = q.worst_lagging_groups(run.tables["lag"])
 expiring = q.expiring_within(run.tables["offset_decisions"], run.as_of, pd.Timedelta("7d"))
 rate, _ = q.commit_rate(run.tables["offsets"], run.tables["metrics"])
