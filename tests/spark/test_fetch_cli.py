@@ -1031,12 +1031,17 @@ def test_tables_md_duckdb_queries_run_on_real_tables(tables: str) -> None:
 def test_tables_md_spark_sql_queries_run_on_real_tables(spark, tables: str) -> None:
     queries = md_queries("spark")
     assert set(queries) == EXPECTED_QUERIES
-    for name in ("runs", "offsets", "offset_decisions", "groups", "group_decisions"):
-        rows = sink.read_table(tables, name).to_pylist()
-        spark.createDataFrame(rows, schema=TABLES[name].schema).createOrReplaceTempView(name)
-    results = {
-        name: [r.asDict() for r in spark.sql(sql).collect()] for name, sql in queries.items()
-    }
+    views = ("runs", "offsets", "offset_decisions", "groups", "group_decisions")
+    try:
+        for name in views:
+            rows = sink.read_table(tables, name).to_pylist()
+            spark.createDataFrame(rows, schema=TABLES[name].schema).createOrReplaceTempView(name)
+        results = {
+            name: [r.asDict() for r in spark.sql(sql).collect()] for name, sql in queries.items()
+        }
+    finally:  # the worker's session is shared: a later test lists its catalog's tables
+        for name in views:
+            spark.catalog.dropTempView(name)
     _check_query_results(results)
 
 
