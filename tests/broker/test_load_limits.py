@@ -15,7 +15,6 @@ Each group has a committed offset: a partition that loaded answers it (OffsetFet
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -28,7 +27,6 @@ from offsets_lib import wire
 from offsets_lib.audit.partition_claims import refuses_reader_limits, rule_of
 from offsets_lib.cli import main as offsets_cli
 from offsets_lib.wire.codec import Writer
-from tests.broker import segments
 from tests.broker.recorder import Recorder
 from tests.broker.test_load_rows import (
     CLEAN,
@@ -38,6 +36,7 @@ from tests.broker.test_load_rows import (
     committed,
     failed_loads,
     java_hash,
+    observed_and_predicted,
     release_of,
     write_raw,
 )
@@ -120,20 +119,14 @@ _DONE: dict[str, dict] = {}
 
 @pytest.fixture(scope="module")
 def loads(tmp_path_factory) -> Iterator[Callable[[str], dict]]:
-    """Per release, once: the broker's loads and answers (in a process of its own, as in
-    test_load_rows.py) beside the job's prediction."""
+    """Per release, once: the broker's loads and answers beside the job's prediction."""
 
     def load(release: str) -> dict:
         if release not in _DONE:
             work = tmp_path_factory.mktemp(f"limits-{release}")
-            command = [sys.executable, "-m", "tests.broker.test_load_limits", release, str(work)]
-            done = subprocess.run(command, capture_output=True, text=True, timeout=400)
-            assert done.returncode == 0, done.stderr[-3000:]
-            seen = json.loads((work / "observed.json").read_text())
-            failed = {int(p): line for p, line in seen["failed"].items()}
-            segments.write_dump(work / "broker" / "data", work / "dump")
-            predicted = job_failures(work / "dump", work / "tables", release)
-            _DONE[release] = {"failed": failed, "answers": seen["answers"], "predicted": predicted}
+            _DONE[release] = observed_and_predicted(
+                "tests.broker.test_load_limits", release, work, job_failures
+            )
         return _DONE[release]
 
     yield load

@@ -208,9 +208,6 @@ def job_failures(dump: Path, tables: Path, release: str) -> dict[int, list[dict]
     return out
 
 
-_DONE: dict[str, dict] = {}
-
-
 def observe(release: str, work: Path) -> dict:
     """Start `release`'s broker, write the groups raw, restart it, take its answers, stop it:
     {"failed": {partition: line}, "answers": {group: offset or None}}."""
@@ -240,23 +237,32 @@ def observe(release: str, work: Path) -> dict:
 _DONE: dict[str, dict] = {}
 
 
+def observed_and_predicted(
+    module: str, release: str, work: Path, predict: Callable[[Path, Path, str], dict]
+) -> dict:
+    """The broker's loads and answers, observed by `python -m module release work` in a process
+    of its own (librdkafka's clients of a broker that restarts crashed the test process with
+    SIGSEGV when they lived in it), beside `predict`'s failures from the broker's own segments."""
+    command = [sys.executable, "-m", module, release, str(work)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads((work / "observed.json").read_text())
+    failed = {int(p): line for p, line in seen["failed"].items()}
+    segments.write_dump(work / "broker" / "data", work / "dump")
+    predicted = predict(work / "dump", work / "tables", release)
+    return {"failed": failed, "answers": seen["answers"], "predicted": predicted}
+
+
 @pytest.fixture(scope="module")
 def loads(tmp_path_factory) -> Iterator[Callable[[str], dict]]:
-    """Per release, once: the broker's loads and answers beside the job's prediction. The
-    broker side runs in a process of its own (`main`): librdkafka's clients of a broker that
-    restarts crashed the test process (SIGSEGV) when they lived in it."""
+    """Per release, once: the broker's loads and answers beside the job's prediction."""
 
     def load(release: str) -> dict:
         if release not in _DONE:
             work = tmp_path_factory.mktemp(f"load-{release}")
-            command = [sys.executable, "-m", "tests.broker.test_load_rows", release, str(work)]
-            done = subprocess.run(command, capture_output=True, text=True, timeout=400)
-            assert done.returncode == 0, done.stderr[-3000:]
-            seen = json.loads((work / "observed.json").read_text())
-            failed = {int(p): line for p, line in seen["failed"].items()}
-            segments.write_dump(work / "broker" / "data", work / "dump")
-            predicted = job_failures(work / "dump", work / "tables", release)
-            _DONE[release] = {"failed": failed, "answers": seen["answers"], "predicted": predicted}
+            _DONE[release] = observed_and_predicted(
+                "tests.broker.test_load_rows", release, work, job_failures
+            )
         return _DONE[release]
 
     yield load
