@@ -46,11 +46,13 @@ broker-jars: $(STAMP)
 	@$(BIN)/python tests/broker/kafka_dist.py
 
 # The headless Chromium that tests/report drives with Playwright (`playwright install` cannot
-# download its own browsers here): Debian's chromium-headless-shell, installed by apt as root
-# when missing (a no-op when present).
+# download its own browsers here): Debian's chromium-headless-shell and the fonts its pages and
+# screenshots need for CJK and emoji ids (fonts-wqy-microhei, fonts-symbola: ~3 MB), installed by
+# apt as root when missing (a no-op when present).
+BROWSER_PACKAGES := chromium-headless-shell fonts-wqy-microhei fonts-symbola
 browser:
-	@command -v chromium-headless-shell >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || apt-get install -y --no-install-recommends chromium-headless-shell >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y --no-install-recommends chromium-headless-shell >/dev/null; } || true
-	@command -v chromium-headless-shell >/dev/null 2>&1 || { echo "chromium-headless-shell is required by the report tests (tests/report): install it as root (Debian: apt-get install -y --no-install-recommends chromium-headless-shell) and rerun." >&2; exit 2; }
+	@{ command -v chromium-headless-shell && fc-list | grep -q wqy-microhei && fc-list | grep -qi symbola; } >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || apt-get install -y --no-install-recommends $(BROWSER_PACKAGES) >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y --no-install-recommends $(BROWSER_PACKAGES) >/dev/null; } || true
+	@{ command -v chromium-headless-shell && fc-list | grep -q wqy-microhei && fc-list | grep -qi symbola; } >/dev/null 2>&1 || { echo "the report tests (tests/report) need headless Chromium and its CJK and emoji fonts: install them as root (Debian: apt-get install -y --no-install-recommends $(BROWSER_PACKAGES)) and rerun." >&2; exit 2; }
 
 # Fallback fonts for the notebook's charts: CJK and monochrome emoji group ids (Debian's
 # fonts-wqy-microhei and fonts-symbola by `apt-get download` + `dpkg -x`, no root, ~3 MB ->

@@ -68,7 +68,7 @@ def report_command(
         fail(EXIT_USAGE, f"--out must name an .html file, got {out}")
     root = tables_root(output, database, warehouse)
     try:
-        data = report_page.gather(root, run_id, history, pd.Timestamp(report_page.report_time()))
+        data = report_page.gather(root, run_id, history, pd.Timestamp.now(tz="UTC"))
     except KeyError:
         raise  # a bug, not unreadable input (KeyError is a LookupError)
     except (NoRunsTable, NoSucceededRun, LookupError, FileNotFoundError) as exc:

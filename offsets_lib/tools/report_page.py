@@ -17,7 +17,6 @@ import json
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
 import pandas as pd
 
@@ -34,6 +33,8 @@ SCHEDULE = pd.Timedelta(hours=1)  # the hourly schedule of jobs/airflow_dag.py
 TOP_N = 15
 HISTORY_GROUPS = 10  # groups drawn in the lag-across-runs chart
 DRILL_GROUPS = 50  # groups whose partitions the drill-down holds
+TABLE_ROWS = 100  # rows of a list drawn in the page (thousands slow its opening)
+TEXT = {"group_id": ' class="text"', "error": ' class="text"'}  # cells that wrap
 TILE_LABELS = {
     "data_loss_groups": "lagging groups whose offsets expire within 24 h",
     "expiring_1h": "offsets expiring within 1 h",
@@ -120,7 +121,7 @@ def summary(data: ReportData) -> dict:
     """report.json: the tiles and the data-loss list, for alerting."""
     return {
         "run_id": data.run.run_id,
-        "as_of": _utc(data.run.as_of),
+        "as_of": _utc(data.run.as_of, iso=True),
         "banners": banners(data),
         "tiles": data.tiles,
         "data_loss": [
@@ -128,7 +129,7 @@ def summary(data: ReportData) -> dict:
                 "group_id": r.group_id,
                 "partitions": int(r.partitions),
                 "lag": int(r.lag),
-                "expires_at": _utc(r.expires_at),
+                "expires_at": _utc(r.expires_at, iso=True),
                 "rule": r.rule,
             }
             for r in data.data_loss.itertuples()
@@ -185,7 +186,7 @@ def render(data: ReportData, rules_url: str) -> str:
         f"{header}{banner_html}<nav>{nav}</nav>{body}"
         f'<script type="application/octet-stream" id="groups-data">{rows}</script>'
         f'<script type="application/json" id="drill-data">{drill}</script>'
-        f"<script>{SCRIPT}</script></body></html>"
+        f"{charts.scripts()}<script>{SCRIPT}</script></body></html>"
     )
 
 
@@ -202,6 +203,7 @@ def _now_page(data: ReportData, charts: _Charts, link: Callable[[str], str]) -> 
             ("rule", "rule", link),
         ],
         empty="No lagging group has offsets expiring within 24 h.",
+        more="report.json lists every one.",
     )
     tiles = "".join(
         f'<div class="tile" id="tile-{key}"><b>{value:,}</b><span>{_e(TILE_LABELS[key])}</span>'
@@ -239,6 +241,7 @@ def _now_page(data: ReportData, charts: _Charts, link: Callable[[str], str]) -> 
                 ("rule", "rule", link),
             ],
             empty="No group is deleted within 24 h.",
+            more="the Groups page sorts every group by its deletion time.",
         )
         if run.has("group_decisions")
         else "<p>No group_decisions table in this run.</p>"
@@ -383,35 +386,39 @@ GROUP_COLUMNS = (
 
 def _groups_json(table: pd.DataFrame, rules_url: str) -> str:
     """Every group as compact JSON, gzipped and base64-encoded (100,000 groups: ~3 MB instead of
-    ~19 MB): type, state, rule and topics as indexes into lists, times as epoch seconds. The
-    page's script decodes it (DecompressionStream) into the rows the table draws."""
-    codes: dict[str, dict[str, int]] = {"types": {}, "states": {}, "rules": {}, "topics": {}}
+    ~19 MB): type, state, rule and topics as indexes into lists, times as epoch seconds, rows by
+    lag (largest first, none last) then id, the table's first order. The page's script decodes
+    it (DecompressionStream) when the Groups page is first shown."""
+    table = table.sort_values("lag", ascending=False, kind="stable", na_position="last")
+    doc: dict[str, list] = {"rules_url": rules_url}
 
-    def code(kind: str, value: object) -> int | None:
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            return None
-        return codes[kind].setdefault(str(value), len(codes[kind]))
+    def coded(kind: str, values: pd.Series) -> list[int | None]:
+        codes, doc[kind] = pd.factorize(values)
+        doc[kind] = [str(v) for v in doc[kind]]
+        return [None if c < 0 else c for c in codes.tolist()]
 
     def column(values: pd.Series) -> list:
         return values.astype(object).where(values.notna(), None).tolist()
 
-    rows = [
+    topic_names = sorted({t for ts in table["topics"] for t in ts})
+    topic_code = {t: i for i, t in enumerate(topic_names)}
+    doc["topics"] = topic_names
+    doc["rows"] = [
         list(r)
         for r in zip(
             table["group_id"].tolist(),
-            [code("types", v) for v in table["group_type"].tolist()],
-            [code("states", v) for v in table["state"].tolist()],
+            coded("types", table["group_type"]),
+            coded("states", table["state"]),
             column(table["members"].astype("Int64")),
-            [[code("topics", t) for t in ts] for ts in table["topics"]],
+            [[topic_code[t] for t in ts] for ts in table["topics"]],
             column(table["lag"].astype("Int64")),
             _epoch_column(table["last_commit_at"]),
             _epoch_column(table["expires_at"]),
             _epoch_column(table["deletes_at"]),
-            [code("rules", v) for v in column(table["rule"])],
+            coded("rules", table["rule"]),
             strict=True,
         )
     ]
-    doc = {"rules_url": rules_url, **{k: list(v) for k, v in codes.items()}, "rows": rows}
     raw = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
@@ -421,11 +428,6 @@ def _epoch_column(values: pd.Series) -> list[int | None]:
     stamps = pd.to_datetime(values, utc=True)
     secs = stamps.to_numpy("datetime64[s]").astype("int64").tolist()
     return [None if missing else s for s, missing in zip(secs, stamps.isna().tolist(), strict=True)]
-
-
-def _drill_groups(data: ReportData) -> list[str]:
-    """The groups whose partitions the drill-down holds: the most lagging."""
-    return list(data.ranked["group_id"].head(DRILL_GROUPS))
 
 
 def _drill_json(lag: pd.DataFrame, decisions: pd.DataFrame, groups: list[str]) -> str:
@@ -529,10 +531,12 @@ def _health_page(data: ReportData) -> str:
 
 
 class _Charts:
-    """Plotly figures as HTML: plotly.js inlined with the first, plain lists only (no bdata)."""
+    """The page's plotly figures as data: each chart is an empty ``div`` and its traces and
+    layout (plain lists, no bdata) travel in one JSON script; the page draws a page's charts
+    when it is first shown (plotly.js inlined once, before the page's script)."""
 
     def __init__(self) -> None:
-        self.first = True
+        self.specs: dict[str, dict] = {}
 
     def figure(
         self,
@@ -543,33 +547,31 @@ class _Charts:
         y_title: str,
         **layout: object,
     ) -> str:
-        import plotly.graph_objects as go
-        import plotly.io as pio
-
-        fig = go.Figure(
-            data=traces,
-            layout={
+        self.specs[div_id] = {
+            "data": traces,
+            "layout": {
                 "title": {"text": _e(title)},
                 "xaxis": {"title": {"text": x_title}, "automargin": True},
                 "yaxis": {"title": {"text": y_title}, "automargin": True},
                 "height": 420,
                 "margin": {"l": 60, "r": 20, "t": 50, "b": 60},
-                "template": "plotly_white",
                 **layout,
             },
+        }
+        empty = f"<p class='empty'>Nothing to draw: {_e(title)} has no data.</p>"
+        return f'<div class="chart" id="{div_id}"></div>' + ("" if traces else empty)
+
+    def scripts(self) -> str:
+        """plotly.js and the figures' JSON (with the plotly_white template, once)."""
+        import plotly.io as pio
+        from plotly.offline import get_plotlyjs
+
+        template = pio.templates["plotly_white"].to_plotly_json()
+        doc = {"template": template, "charts": self.specs}
+        return (
+            f'<script type="application/json" id="charts-data">{_script_json(doc)}</script>'
+            f"<script>{get_plotlyjs()}</script>"
         )
-        text = pio.to_html(
-            fig,
-            include_plotlyjs=self.first,
-            full_html=False,
-            div_id=div_id,
-            config={"displaylogo": False, "responsive": True},
-            validate=False,
-        )
-        self.first = False
-        if not traces:
-            text += f"<p class='empty'>Nothing to draw: {_e(title)} has no data.</p>"
-        return text
 
 
 def _table(
@@ -577,15 +579,27 @@ def _table(
     frame: pd.DataFrame,
     columns: Sequence[tuple[str, str, Callable[[object], str]]],
     empty: str = "Nothing to show.",
+    more: str = "",
 ) -> str:
+    """An HTML table of the first TABLE_ROWS rows (``more`` says where the rest are)."""
     if frame.empty:
         return f'<p class="empty" id="{table_id}-empty">{_e(empty)}</p>'
     head = "".join(f"<th>{_e(label)}</th>" for _, label, _ in columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{fmt(row[name])}</td>" for name, _, fmt in columns) + "</tr>"
-        for row in frame[[c for c, _, _ in columns]].to_dict("records")
+        "<tr>"
+        + "".join(f"<td{TEXT.get(name, '')}>{fmt(row[name])}</td>" for name, _, fmt in columns)
+        + "</tr>"
+        for row in frame[[c for c, _, _ in columns]].head(TABLE_ROWS).to_dict("records")
     )
-    return f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    rest = (
+        f'<p class="more" id="{table_id}-more">The first {TABLE_ROWS} of {len(frame):,}; '
+        f"{_e(more)}</p>"
+        if len(frame) > TABLE_ROWS
+        else ""
+    )
+    return (
+        f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{rest}'
+    )
 
 
 def _rule_linker(rules_url: str) -> Callable[[object], str]:
@@ -610,13 +624,14 @@ def _num(value: object) -> str:
     return "" if value is None or pd.isna(value) else f"{float(value):,.1f}"
 
 
-def _utc(value: object) -> str | None:
-    """ISO 8601 in UTC without a zone suffix (plotly draws wall-clock time; the labels say UTC)."""
+def _utc(value: object, iso: bool = False) -> str | None:
+    """The instant in UTC: "2026-12-02 07:00:00" for the page (plotly draws wall-clock time; the
+    labels say UTC), ISO 8601 "2026-12-02T07:00:00Z" for report.json."""
     if value is None or pd.isna(value):
         return None
     stamp = pd.Timestamp(value)
     stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
-    return stamp.strftime("%Y-%m-%d %H:%M:%S")
+    return stamp.strftime("%Y-%m-%dT%H:%M:%SZ" if iso else "%Y-%m-%d %H:%M:%S")
 
 
 def _utc_e(value: object) -> str:
@@ -634,15 +649,8 @@ def _script_json(value: object) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def report_time() -> datetime:
-    """Now, in UTC (the shell's clock, for the "runs are late" banner)."""
-    from datetime import UTC
-
-    return datetime.now(UTC)
-
-
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:0;color:#222}
+body{font-family:system-ui,sans-serif,"WenQuanYi Micro Hei",Symbola;margin:0;color:#222}
 header{background:#1f2937;color:#fff;padding:8px 16px}
 header h1{font-size:18px;margin:0 0 4px}
 dl{display:flex;flex-wrap:wrap;gap:4px 16px;margin:0}
@@ -654,7 +662,7 @@ nav button.active{background:#1f2937;color:#fff}
 section.page{padding:8px 16px;display:none}section.page.active{display:block}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}
 th,td{border:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}
-td{max-width:60ch;word-break:break-all}
+td{white-space:nowrap}td.text{white-space:normal;overflow-wrap:anywhere;min-width:16ch;max-width:60ch}
 th[data-col]{cursor:pointer;background:#f0f0f0}
 .tiles{display:flex;flex-wrap:wrap;gap:8px;margin:12px 0}
 .tile{border:1px solid #ccc;border-radius:4px;padding:8px;width:180px}
@@ -668,33 +676,52 @@ th[data-col]{cursor:pointer;background:#f0f0f0}
 SCRIPT = r"""
 (function(){
 var RULES = document.body.dataset.rules;
+var CHARTS = JSON.parse(document.getElementById('charts-data').textContent);
 function show(key){
   document.querySelectorAll('section.page').forEach(function(s){
     s.classList.toggle('active', s.id === 'page-' + key);});
   document.querySelectorAll('nav button').forEach(function(b){
     b.classList.toggle('active', b.dataset.page === key);});
   var page = document.getElementById('page-' + key);
-  if (window.Plotly) page.querySelectorAll('.js-plotly-plot').forEach(function(g){
-    window.Plotly.Plots.resize(g);});
+  page.querySelectorAll('div.chart').forEach(function(div){  // drawn once, when first shown
+    var spec = CHARTS.charts[div.id];
+    if (!spec || div.dataset.drawn) return;
+    div.dataset.drawn = '1'; spec.layout.template = CHARTS.template;
+    Plotly.newPlot(div, spec.data, spec.layout, {displaylogo: false, responsive: true});
+  });
+  if (key === 'groups' && !data) loadGroups().catch(function(e){
+    count.textContent = 'the groups could not be read: ' + e; });
   if (location.hash !== '#' + key) history.replaceState(null, '', '#' + key);
 }
 document.querySelectorAll('nav button').forEach(function(b){
   b.addEventListener('click', function(){ show(b.dataset.page); });});
-var data, rows = [], PAGE = 100, shown = rows, sortCol = 5, sortDir = -1, page = 0;
+// The groups: decoded once, when the Groups page is first shown. A row is
+// [id, type, state, members, topics, lag, last commit, expires at, deletes at, rule] with
+// type, state, rule and topics as indexes into data's lists and times as epoch seconds,
+// sorted by lag (largest first, none last) then id: the table's first order.
+var data, rows = [], topics = [], PAGE = 100, shown = rows, sortCol = 5, sortDir = -1, page = 0;
+var CODED = {1: 'types', 2: 'states', 9: 'rules'}, TIMES = {6: 1, 7: 1, 8: 1};
 function utc(s){
   return s === null ? null : new Date(s * 1000).toISOString().slice(0, 19).replace('T', ' ');
 }
-function pick(list, i){ return i === null ? null : list[i]; }
+function value(r, c){  // what column c shows (and sorts by: epoch seconds sort as time does)
+  if (c === 4) return topics[r.index];
+  var v = r[c];
+  return v !== null && CODED[c] ? data[CODED[c]][v] : v;
+}
+function bytes(b64){
+  if (Uint8Array.fromBase64) return Uint8Array.fromBase64(b64);
+  var text = atob(b64), out = new Uint8Array(text.length);
+  for (var i = 0; i < text.length; i++) out[i] = text.charCodeAt(i);
+  return out;
+}
 async function loadGroups(){
-  var b64 = document.getElementById('groups-data').textContent;
-  var bytes = Uint8Array.from(atob(b64), function(c){ return c.charCodeAt(0); });
-  var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+  var raw = bytes(document.getElementById('groups-data').textContent);
+  var stream = new Blob([raw]).stream().pipeThrough(new DecompressionStream('gzip'));
   data = JSON.parse(await new Response(stream).text());
-  rows = data.rows.map(function(r){
-    return [r[0], pick(data.types, r[1]), pick(data.states, r[2]), r[3],
-      r[4].map(function(t){ return data.topics[t]; }).join(', '), r[5],
-      utc(r[6]), utc(r[7]), utc(r[8]), pick(data.rules, r[9])];
-  });
+  rows = data.rows;
+  topics = rows.map(function(r, i){
+    r.index = i; return r[4].map(function(t){ return data.topics[t]; }).join(', '); });
   filter();
 }
 var search = document.getElementById('group-search'),
@@ -704,21 +731,25 @@ var search = document.getElementById('group-search'),
     count = document.getElementById('group-count'),
     pager = document.getElementById('group-pager');
 function cmp(a, b){
-  var x = a[sortCol], y = b[sortCol];
-  if (x === y) return a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0;
+  var x = value(a, sortCol), y = value(b, sortCol);
+  if (x === y) return a.index - b.index;  // ties keep the first order
   if (x === null) return 1; if (y === null) return -1;
   return (x < y ? -1 : 1) * sortDir;
 }
 function filter(){
-  var text = search.value.toLowerCase(), st = state.value, lag = Number(minLag.value) || 0;
-  shown = rows.filter(function(r){
-    return (!st || r[2] === st) && (lag <= 0 || (r[5] !== null && r[5] >= lag)) &&
-      (!text || r[0].toLowerCase().indexOf(text) >= 0 || r[4].toLowerCase().indexOf(text) >= 0);
+  if (!data) return;
+  var text = search.value.toLowerCase(), lag = Number(minLag.value) || 0;
+  var st = state.value ? data.states.indexOf(state.value) : -1;
+  shown = !text && st < 0 && lag <= 0 ? rows.slice() : rows.filter(function(r){
+    return (st < 0 || r[2] === st) && (lag <= 0 || (r[5] !== null && r[5] >= lag)) &&
+      (!text || r[0].toLowerCase().indexOf(text) >= 0 ||
+       topics[r.index].toLowerCase().indexOf(text) >= 0);
   });
-  shown.sort(cmp); page = 0; draw();
+  if (sortCol !== 5 || sortDir !== -1) shown.sort(cmp);  // else: the rows' own order
+  page = 0; draw();
 }
-function cell(tr, value, isRule){
-  var td = document.createElement('td');
+function cell(tr, value, isRule, isText){  // ids and topics wrap; numbers, times, rules do not
+  var td = document.createElement('td'); if (isText) td.className = 'text';
   if (isRule && value){
     var a = document.createElement('a'); a.className = 'rule';
     a.href = RULES + '#' + value.toLowerCase(); a.textContent = value; td.appendChild(a);
@@ -732,7 +763,9 @@ function draw(){
   tbody.textContent = '';
   shown.slice(page * PAGE, (page + 1) * PAGE).forEach(function(r){
     var tr = document.createElement('tr');
-    r.forEach(function(v, i){ cell(tr, v, i === 9); });
+    for (var c = 0; c < 10; c++) {
+      var v = value(r, c); cell(tr, TIMES[c] ? utc(v) : v, c === 9, c === 0 || c === 4);
+    }
     tbody.appendChild(tr);
   });
   count.textContent = shown.length.toLocaleString('en-US') + ' of ' +
@@ -756,7 +789,6 @@ document.querySelectorAll('#groups-table th[data-col]').forEach(function(th){
   });
 });
 [search, state, minLag].forEach(function(el){ el.addEventListener('input', filter); });
-loadGroups().catch(function(e){ count.textContent = 'the groups could not be read: ' + e; });
 var drill = JSON.parse(document.getElementById('drill-data').textContent);
 var select = document.getElementById('drill-group');
 if (select) select.addEventListener('change', function(){
@@ -769,7 +801,7 @@ if (select) select.addEventListener('change', function(){
   table.appendChild(head);
   parts.forEach(function(r){
     var tr = document.createElement('tr');
-    r.forEach(function(v, i){ cell(tr, v, i === 7); }); table.appendChild(tr);
+    r.forEach(function(v, i){ cell(tr, v, i === 7, i === 0); }); table.appendChild(tr);
   });
   box.appendChild(table);
 });

@@ -77,7 +77,7 @@ class Tables:
             "unread_markers": self.count("unread_marker_offsets", run),
         }
 
-    def data_loss(self, run: str) -> list[tuple]:
+    def data_loss(self, run: str, time_format: str = "%Y-%m-%d %H:%M:%S") -> list[tuple]:
         """(group, partitions, lag, first expiry as text, rule of the first expiry)."""
         if not self.has("lag"):
             return []
@@ -90,12 +90,13 @@ class Tables:
                 AND d.expires_at <= d.as_of + INTERVAL 24 HOUR AND l.lag > 0
             )
             SELECT group_id, count(*), sum(lag)::BIGINT,
-                   strftime(min(expires_at), '%Y-%m-%d %H:%M:%S'),
+                   strftime(min(expires_at), ?),
                    arg_min(rule, (expires_at, topic, partition))
             FROM risk GROUP BY group_id
             ORDER BY min(expires_at), sum(lag) DESC, group_id
             """,
             run,
+            time_format,
         )
 
     def expiring_by_rule(self, run: str) -> dict[str, int]:

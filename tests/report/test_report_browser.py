@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +31,10 @@ def browser() -> Iterator[object]:
     path = shutil.which(BROWSER)
     if path is None:
         pytest.fail(f"{BROWSER} is missing: `make setup` installs it (Debian package {BROWSER})")
+    fonts = subprocess.run(["fc-list"], capture_output=True, text=True, check=True).stdout
+    if "wqy-microhei" not in fonts or "Symbola" not in fonts:  # CJK and emoji ids, not boxes
+        pytest.fail("the CJK and emoji fonts are missing: `make setup` installs them (Debian "
+                    "packages fonts-wqy-microhei, fonts-symbola)")  # fmt: skip
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
@@ -53,8 +58,13 @@ class Opened:
         self.page.on("dialog", self._dialog)
         self.page.route("**/*", self._route)
         self.page.goto(path.as_uri())
-        self.page.wait_for_function("window.Plotly !== undefined")
-        self.page.wait_for_function("document.getElementById('group-count').textContent !== ''")
+        # the first page's charts are drawn when it opens, another page's when it is shown
+        self.page.wait_for_function("document.getElementById('chart-expiry')._fullData")
+        assert self.page.eval_on_selector_all("div.chart", "cs => cs.map(c => c.id)") == [
+            "chart-expiry", "chart-top-lag", "chart-lag-history", "chart-meters",
+            "chart-partitions",
+        ]  # fmt: skip
+        assert self.page.eval_on_selector_all("div.js-plotly-plot", "cs => cs.length") == 1
 
     def _dialog(self, dialog) -> None:
         self.dialogs.append(dialog.message)
@@ -69,7 +79,9 @@ class Opened:
             self.blocked.append(url)
             route.abort()
 
-    def traces(self, div_id: str) -> list[dict]:
+    def traces(self, key: str, div_id: str) -> list[dict]:
+        """The chart's traces as plotly drew them, once its page ``key`` is shown."""
+        self.show(key)
         return self.page.evaluate(
             """id => document.getElementById(id)._fullData.map(t => ({
                 type: t.type, name: t.name, x: Array.from(t.x), y: Array.from(t.y)}))""",
@@ -88,6 +100,8 @@ class Opened:
             "section.page", "s => s.filter(e => e.offsetParent !== null).map(e => e.id)"
         )
         assert visible == [f"page-{key}"]
+        if key == "groups":  # decoded when first shown
+            self.page.wait_for_function("document.getElementById('group-count').textContent")
 
 
 @pytest.fixture(scope="module")
@@ -125,25 +139,25 @@ def test_tiles_and_data_loss_list_from_the_dom(sample_page) -> None:
 def test_charts_hold_the_tables_numbers(sample_page) -> None:
     opened, db = sample_page
     run = db.latest_run()
-    expiry = opened.traces("chart-expiry")
+    expiry = opened.traces("now", "chart-expiry")
     assert {t["type"] for t in expiry} == {"bar"}
     assert {t["name"]: sum(t["y"]) for t in expiry} == db.expiring_by_rule(run)
-    [top] = opened.traces("chart-top-lag")
+    [top] = opened.traces("lag", "chart-top-lag")
     top_lag = db.top_total_lag(run)
     assert top["type"] == "bar"
     assert top["y"][::-1] == [html.escape(g) for g, _, _ in top_lag]
     assert top["x"][::-1] == [total for _, total, _ in top_lag]
-    [per_partition] = opened.traces("chart-partitions")
+    [per_partition] = opened.traces("activity", "chart-partitions")
     commits = db.commits_per_partition(run)
     assert per_partition["x"] == [p for p, _ in commits]
     assert per_partition["y"] == [n for _, n in commits]
-    meters = {t["name"]: t for t in opened.traces("chart-meters")}
+    meters = {t["name"]: t for t in opened.traces("activity", "chart-meters")}
     assert {t["type"] for t in meters.values()} == {"scatter"}
     hours = db.meters_per_hour(run)
     assert meters["offset_commits"]["x"] == [h for h, _, _ in hours]
     assert meters["offset_commits"]["y"] == [c for _, c, _ in hours]
     assert meters["groups_deleted"]["y"] == [d for _, _, d in hours]
-    history = {t["name"]: t["y"] for t in opened.traces("chart-lag-history")}
+    history = {t["name"]: t["y"] for t in opened.traces("lag", "chart-lag-history")}
     for group, _, _ in top_lag[:10]:
         assert history[html.escape(group)] == [lag for _, lag in db.lag_across_runs(group)]
 
@@ -193,10 +207,11 @@ def test_rules_link_to_their_entries(sample_page) -> None:
     assert all(f"### {r}\n" in headings for r, _ in links)
 
 
-def test_screenshots_of_every_page(sample_page) -> None:
-    opened, _ = sample_page
+def test_screenshots_of_every_page(browser, sample_page) -> None:
+    opened = Opened(browser, sample_page[0].path)  # as a user opens it: no search, first order
     for key in PAGES:
         opened.show(key)
         target = ROOT / "docs" / f"report-{key}.png"
         opened.page.screenshot(path=str(target))
         assert target.stat().st_size > 10_000
+    opened.page.close()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,9 @@ from tests.report.independent import Tables
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
+ISO = "%Y-%m-%dT%H:%M:%SZ"  # report.json's instants: ISO 8601 in UTC
+
+
 def _loss(summary: dict) -> list[tuple]:
     return [
         (r["group_id"], r["partitions"], r["lag"], r["expires_at"], r["rule"])
@@ -20,13 +24,21 @@ def _loss(summary: dict) -> list[tuple]:
     ]
 
 
+def _instants(summary: dict) -> list[str]:
+    """Every instant of report.json: its as_of and each data-loss expiry."""
+    return [summary["as_of"], *(r["expires_at"] for r in summary["data_loss"])]
+
+
 def test_sample_summary_equals_the_tables(sample_tables: str, tmp_path: Path) -> None:
     _, summary = build_report(sample_tables, tmp_path / "r.html")
     db = Tables(sample_tables)
     run = db.latest_run()
     assert summary["run_id"] == run == RUN_IDS[-1]
+    as_of = db.one("SELECT strftime(as_of, ?) FROM runs WHERE run_id = ?", ISO, run)
+    assert summary["as_of"] == as_of
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", t) for t in _instants(summary))
     assert summary["tiles"] == db.tiles(run)
-    assert _loss(summary) == db.data_loss(run)
+    assert _loss(summary) == db.data_loss(run, ISO)
     # every panel has something to show on the sample
     tiles = summary["tiles"]
     assert tiles["expiring_24h"] > 0 and tiles["data_loss_groups"] > 0
@@ -46,7 +58,7 @@ def test_an_earlier_run_by_id(sample_tables: str, tmp_path: Path) -> None:
     db = Tables(sample_tables)
     assert summary["run_id"] == RUN_IDS[0]
     assert summary["tiles"] == db.tiles(RUN_IDS[0])
-    assert _loss(summary) == db.data_loss(RUN_IDS[0])
+    assert _loss(summary) == db.data_loss(RUN_IDS[0], ISO)
 
 
 def test_golden_summary_equals_the_tables(golden_tables: str, tmp_path: Path) -> None:
