@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,7 +36,6 @@ __all__ = [
     "estimated_time_lag",
     "expiring_within",
     "expiry_timeline",
-    "expiry_timeline_by_rule",
     "groups_deleted_within",
     "groups_table",
     "lag_history",
@@ -297,23 +297,28 @@ def expiry_timeline(
     as_of: pd.Timestamp,
     horizon: pd.Timedelta = pd.Timedelta(days=7),  # noqa: B008
     freq: str = "6h",
+    by_rule: bool = False,
 ) -> pd.DataFrame:
-    """Offsets expiring per ``freq`` bin within ``horizon`` after ``as_of`` (empty bins kept).
+    """Offsets expiring per ``freq`` bin (a pandas frequency) within ``horizon`` after ``as_of``.
 
     Args:
         decisions: the ``offset_decisions`` table's rows.
         as_of: the run's evaluation time.
         horizon: how far ahead.
-        freq: the bins' width (a pandas frequency).
+        freq: the bins' width.
+        by_rule: count per bin and rule (only bins with offsets), not per bin.
 
     Returns:
-        bin_start, offsets and cumulative per bin.
+        bin_start, offsets and cumulative per bin (empty bins kept); with ``by_rule``,
+        bin_start, rule and offsets by bin then rule.
     """
     soon = expiring_within(decisions, as_of, horizon)
-    start = as_of.floor(freq)
-    bins = pd.date_range(start, as_of + horizon, freq=freq, tz=as_of.tz)
-    counts = soon.groupby(soon["expires_at"].dt.floor(freq)).size()
-    out = counts.reindex(bins, fill_value=0).rename("offsets").to_frame()
+    soon["bin_start"] = soon["expires_at"].dt.floor(freq)
+    if by_rule:
+        out = soon.groupby(["bin_start", "rule"]).size().rename("offsets").reset_index()
+        return out.sort_values(["bin_start", "rule"]).reset_index(drop=True)
+    bins = pd.date_range(as_of.floor(freq), as_of + horizon, freq=freq, tz=as_of.tz)
+    out = soon.groupby("bin_start").size().reindex(bins, fill_value=0).rename("offsets").to_frame()
     out.index.name = "bin_start"
     out["cumulative"] = out["offsets"].cumsum()
     return out.reset_index()
@@ -438,13 +443,14 @@ def data_loss_list(
     ].reset_index(drop=True)
 
 
-def tiles(run: AuditRun) -> dict[str, int]:
+def tiles(run: AuditRun, data_loss: pd.DataFrame | None = None) -> dict[str, int]:
     """The Now page's counts (and report.json's): what expires or goes, and what went wrong.
 
     ``expiring_*``: offsets not expired whose ``expires_at`` is within the window;
     ``groups_deleted_24h``: :func:`groups_deleted_within`; ``data_loss_groups``:
-    :func:`data_loss_list`; ``stale_offsets``: :func:`stale_unsubscribed`; ``rejects``,
-    ``load_failures``, ``unread_markers``: rows of those tables for the run.
+    :func:`data_loss_list` (``data_loss`` when the caller has it); ``stale_offsets``:
+    :func:`stale_unsubscribed`; ``rejects``, ``load_failures``, ``unread_markers``: rows of
+    those tables for the run.
     """
     t = run.tables
     decisions, as_of = t["offset_decisions"], run.as_of
@@ -457,8 +463,8 @@ def tiles(run: AuditRun) -> dict[str, int]:
         if run.has("group_decisions")
         else 0,
         "data_loss_groups": len(data_loss_list(t["lag"], decisions, as_of))
-        if run.has("lag")
-        else 0,
+        if data_loss is None and run.has("lag")
+        else len(data_loss if data_loss is not None else empty),
         "stale_offsets": len(stale_unsubscribed(decisions, t["groups"])),
         "rejects": int(run.info.get("records_rejected") or 0),
         "load_failures": len(t.get("load_failures") if run.has("load_failures") else empty),
@@ -466,20 +472,6 @@ def tiles(run: AuditRun) -> dict[str, int]:
             t.get("unread_marker_offsets") if run.has("unread_marker_offsets") else empty
         ),
     }
-
-
-def expiry_timeline_by_rule(
-    decisions: pd.DataFrame, as_of: pd.Timestamp, horizon: pd.Timedelta = WEEK, freq: str = "6h"
-) -> pd.DataFrame:
-    """Offsets expiring per ``freq`` bin and rule within ``horizon`` after ``as_of``.
-
-    Returns:
-        bin_start, rule, offsets (only bins with offsets), by bin then rule.
-    """
-    soon = expiring_within(decisions, as_of, horizon)
-    soon["bin_start"] = soon["expires_at"].dt.floor(freq)
-    out = soon.groupby(["bin_start", "rule"]).size().rename("offsets").reset_index()
-    return out.sort_values(["bin_start", "rule"]).reset_index(drop=True)
 
 
 def top_lag(
@@ -494,7 +486,7 @@ def top_lag(
     """
     known = lag.dropna(subset=["lag"])
     out = (
-        known.groupby("group_id")
+        known.groupby("group_id", sort=False)
         .agg(
             partitions=("partition", "size"),
             total_lag=("lag", "sum"),
@@ -529,8 +521,9 @@ def groups_table(run: AuditRun) -> pd.DataFrame:
     width = max(len(topic_names), 1)
     pairs = np.unique(owners.ngroup().to_numpy(np.int64) * width + topic_codes)
     owner, topic = np.divmod(pairs, width)
-    bounds = np.flatnonzero(np.diff(owner)) + 1
-    per_group["topics"] = [list(ts) for ts in np.split(topic_names.to_numpy()[topic], bounds)]
+    bounds = [0, *(np.flatnonzero(np.diff(owner)) + 1).tolist(), len(pairs)] if len(pairs) else [0]
+    names = topic_names.to_numpy()[topic].tolist()
+    per_group["topics"] = [names[a:b] for a, b in pairwise(bounds)]
     live = t["offset_decisions"][~t["offset_decisions"]["expired"]]
     per_group = per_group.join(live.groupby(key, sort=False)["expires_at"].min()).reset_index()
     if run.has("lag"):  # lag rows have no offsets partition: a group id lives on one

@@ -84,12 +84,12 @@ def gather(output: str, run_id: str | None, history: int, now: pd.Timestamp) -> 
         now=now,
         ranked=ranked,
     )
-    data.tiles = q.tiles(run)
     data.data_loss = (
         q.data_loss_list(lag, run.tables["offset_decisions"], run.as_of)
         if lag is not None
         else pd.DataFrame(columns=["group_id", "partitions", "lag", "expires_at", "rule"])
     )
+    data.tiles = q.tiles(run, data.data_loss)
     return data
 
 
@@ -204,13 +204,14 @@ def _now_page(data: ReportData, charts: _Charts, link: Callable[[str], str]) -> 
         ],
         empty="No lagging group has offsets expiring within 24 h.",
         more="report.json lists every one.",
+        scroll=True,
     )
     tiles = "".join(
         f'<div class="tile" id="tile-{key}"><b>{value:,}</b><span>{_e(TILE_LABELS[key])}</span>'
         "</div>"
         for key, value in data.tiles.items()
     )
-    timeline = q.expiry_timeline_by_rule(run.tables["offset_decisions"], run.as_of)
+    timeline = q.expiry_timeline(run.tables["offset_decisions"], run.as_of, by_rule=True)
     traces = [
         {
             "type": "bar",
@@ -242,6 +243,7 @@ def _now_page(data: ReportData, charts: _Charts, link: Callable[[str], str]) -> 
             ],
             empty="No group is deleted within 24 h.",
             more="the Groups page sorts every group by its deletion time.",
+            scroll=True,
         )
         if run.has("group_decisions")
         else "<p>No group_decisions table in this run.</p>"
@@ -250,7 +252,7 @@ def _now_page(data: ReportData, charts: _Charts, link: Callable[[str], str]) -> 
         "<h3>Data-loss list: lagging groups whose offsets expire within 24 h</h3>"
         "<p>When these offsets expire the group restarts from <code>auto.offset.reset</code> "
         "and skips or replays the messages behind it.</p>"
-        f"<div class='scroll'>{loss}</div><div class='tiles'>{tiles}</div>{chart}"
+        f"{loss}<div class='tiles'>{tiles}</div>{chart}"
         f"<h3>Groups deleted within 24 h</h3>{deleted}"
     )
 
@@ -580,8 +582,10 @@ def _table(
     columns: Sequence[tuple[str, str, Callable[[object], str]]],
     empty: str = "Nothing to show.",
     more: str = "",
+    scroll: bool = False,
 ) -> str:
-    """An HTML table of the first TABLE_ROWS rows (``more`` says where the rest are)."""
+    """An HTML table of the first TABLE_ROWS rows (``more`` says where the rest are), in a
+    box of its own height when ``scroll``."""
     if frame.empty:
         return f'<p class="empty" id="{table_id}-empty">{_e(empty)}</p>'
     head = "".join(f"<th>{_e(label)}</th>" for _, label, _ in columns)
@@ -597,9 +601,8 @@ def _table(
         if len(frame) > TABLE_ROWS
         else ""
     )
-    return (
-        f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{rest}'
-    )
+    table = f'<table id="{table_id}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return (f"<div class='scroll'>{table}</div>" if scroll else table) + rest
 
 
 def _rule_linker(rules_url: str) -> Callable[[object], str]:
@@ -669,8 +672,8 @@ th[data-col]{cursor:pointer;background:#f0f0f0}
 .tile b{display:block;font-size:22px}.tile span{font-size:12px}
 #tile-data_loss_groups{border-color:#b91c1c}
 .filters{display:flex;gap:12px;align-items:center;margin:8px 0}
-.empty{color:#666;font-style:italic}
-.scroll{max-height:340px;overflow:auto;display:inline-block;border-bottom:1px solid #ddd}
+.empty,.more{color:#666;font-style:italic}
+.scroll{max-height:340px;overflow:auto;width:fit-content;border-bottom:1px solid #ddd}
 """
 
 SCRIPT = r"""
