@@ -124,16 +124,9 @@ def summary(data: ReportData) -> dict:
         "as_of": _utc(data.run.as_of, iso=True),
         "banners": banners(data),
         "tiles": data.tiles,
-        "data_loss": [
-            {
-                "group_id": r.group_id,
-                "partitions": int(r.partitions),
-                "lag": int(r.lag),
-                "expires_at": _utc(r.expires_at, iso=True),
-                "rule": r.rule,
-            }
-            for r in data.data_loss.itertuples()
-        ],
+        "data_loss": data.data_loss[["group_id", "partitions", "lag", "expires_at", "rule"]]
+        .assign(expires_at=[_utc(t, iso=True) for t in data.data_loss["expires_at"]])
+        .to_dict("records"),
     }
 
 
