@@ -74,8 +74,7 @@ class AuditRun:
 
     def has(self, name: str) -> bool:
         """Whether the run wrote the table `name`."""
-        frame = self.tables.get(name)
-        return frame is not None
+        return self.tables.get(name) is not None
 
 
 def tables_root(
@@ -454,23 +453,23 @@ def tiles(run: AuditRun, data_loss: pd.DataFrame | None = None) -> dict[str, int
     """
     t = run.tables
     decisions, as_of = t["offset_decisions"], run.as_of
-    empty = pd.DataFrame()
+    if data_loss is None and run.has("lag"):
+        data_loss = data_loss_list(t["lag"], decisions, as_of)
+    deleted = (
+        groups_deleted_within(t["group_decisions"], as_of) if run.has("group_decisions") else ()
+    )
     return {
         "expiring_1h": len(expiring_within(decisions, as_of, HOUR)),
         "expiring_24h": len(expiring_within(decisions, as_of, DAY)),
         "expiring_7d": len(expiring_within(decisions, as_of, WEEK)),
-        "groups_deleted_24h": len(groups_deleted_within(t["group_decisions"], as_of))
-        if run.has("group_decisions")
-        else 0,
-        "data_loss_groups": len(data_loss_list(t["lag"], decisions, as_of))
-        if data_loss is None and run.has("lag")
-        else len(data_loss if data_loss is not None else empty),
+        "groups_deleted_24h": len(deleted),
+        "data_loss_groups": 0 if data_loss is None else len(data_loss),
         "stale_offsets": len(stale_unsubscribed(decisions, t["groups"])),
         "rejects": int(run.info.get("records_rejected") or 0),
-        "load_failures": len(t.get("load_failures") if run.has("load_failures") else empty),
-        "unread_markers": len(
-            t.get("unread_marker_offsets") if run.has("unread_marker_offsets") else empty
-        ),
+        "load_failures": len(t["load_failures"]) if run.has("load_failures") else 0,
+        "unread_markers": len(t["unread_marker_offsets"])
+        if run.has("unread_marker_offsets")
+        else 0,
     }
 
 
