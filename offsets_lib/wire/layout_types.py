@@ -1,6 +1,6 @@
 """Layout vocabulary: `Field`, `Message`, `RecordType` and the table-writing helpers.
 
-The tables in `layouts_*.py` are written with `F`/`M`/`R`, which take Kafka's own version
+The table in `layouts.py` is written with `F`/`M`/`R`, which take Kafka's own version
 strings ("0+", "3+", "1", "0-4", "none") so that adding a Kafka version is a one-line table
 edit; the dataclasses store parsed ranges so the codec never parses strings while decoding.
 """
