@@ -27,6 +27,7 @@ from offsets_lib.audit.replay import (
     needed_records,
     replay_group,
 )
+from tests.reference.decode import classic_group_row
 from tests.reference.spark_audit import replay_batches
 from tests.unit.strategies import message_values
 
@@ -105,9 +106,8 @@ def assignment(offset: int, member_id: str, epoch: int, partitions=(0,), state_c
 
 
 def replay(*events: Event, scala: bool = False) -> dict:
-    row = replay_group(
-        7, G, events, coordinator=Coordinator.CLASSIC_2_4 if scala else Coordinator.NEW
-    )
+    coordinator = Coordinator.CLASSIC_2_4 if scala else Coordinator.NEW
+    row = replay_group(7, G, events, coordinator=coordinator, classic_row=classic_group_row)
     pa.RecordBatch.from_pylist([row], schema=GROUP_STATE_ARROW)  # the row fits the Spark schema
     return row
 
