@@ -34,29 +34,28 @@ GROUPS = TableSpec(
     schema=StructType([
         group_id_column(),
         column("group_type", StringType(),
-            "classic, consumer, streams or share. A group that only has offsets is classic "
-            "with a null protocol_type."),
+            "classic, consumer, streams or share. A group that only has offsets is classic with "
+            "a null protocol_type."),
         column("protocol_type", StringType(),
             "Classic protocol type (e.g. 'consumer', 'connect'); null for a simple group "
             "(offsets only) and for modern groups."),
         column("state", StringType(),
-            "Group state inferred from the log: Empty, Stable, Assigning, Reconciling, "
-            "NotReady (streams groups) or Dead (docs/semantics.md section 2)."),
+            "Group state inferred from the log: Empty, Stable, Assigning, Reconciling, NotReady "
+            "(streams groups) or Dead (docs/semantics.md section 2)."),
         column("generation", IntegerType(),
-            "Classic generation id, or the group epoch of a modern group; 0 for a simple "
-            "group."),
+            "Classic generation id, or the group epoch of a modern group; 0 for a simple group."),
         subscribed_topics_column("the group"),
         column("current_state_timestamp", TimestampType(),
-            "When the classic group entered its current state (GroupMetadataValue v2+); "
-            "null for v0/v1 values, -1, and modern groups (G-M8)."),
+            "When the classic group entered its current state (GroupMetadataValue v2+); null "
+            "for v0/v1 values, -1, and modern groups (G-M8)."),
         offsets_partition_column("the group's records"),
         column("protocol", StringType(),
             "Classic protocol (assignor) name chosen by the leader; null when none."),
         column("leader", StringType(), "Member id of the classic leader; null when none."),
         column("member_count", IntegerType(), "Number of members at as_of (0 when Empty/Dead)."),
         column("target_assignment_epoch", IntegerType(),
-            "Target assignment epoch of a modern group (G-M3, -1 after its tombstone); null "
-            "for classic groups."),
+            "Target assignment epoch of a modern group (G-M3, -1 after its tombstone); null for "
+            "classic groups."),
         column("offset_count", IntegerType(), "Number of live committed offsets of the group."),
         column("has_pending_transactions", BooleanType(),
             "True when some partition of the group has a pending transactional offset."),
@@ -104,8 +103,8 @@ MEMBERS = TableSpec(
         column("previous_member_epoch", IntegerType(),
             "Previous member epoch of a modern member; null for classic members."),
         column("partitions_pending_revocation", ArrayType(ASSIGNED_PARTITION),
-            "Partitions the member still owns but must revoke (KIP-848), with their "
-            "assignment epochs; empty for classic members."),
+            "Partitions the member still owns but must revoke (KIP-848), with their assignment "
+            "epochs; empty for classic members."),
         run_id_column(),
         as_of_column(),
     ]),
@@ -119,8 +118,8 @@ GROUP_DECISIONS = TableSpec(
         column("deleted", BooleanType(),
             "True when a cleanup run at as_of deletes the group (writes its tombstones)."),
         column("deletes_at", TimestampType(),
-            "Earliest instant the group is deleted if nothing changes; null = never under "
-            "the current state."),
+            "Earliest instant the group is deleted if nothing changes; null = never under the "
+            "current state."),
         column("rule", StringType(), "Deletion rule that decided (e.g. DEL-NEW; docs/rules.md)."),
         column("group_type", StringType(), "Copy of groups.group_type."),
         column("state", StringType(), "Copy of groups.state."),
@@ -148,12 +147,12 @@ LOAD_FAILURES = TableSpec(
         column("log_offset", LongType(),
             "Offset in __consumer_offsets of the record that fails the check."),
         column("member_id", StringType(),
-            "Member of a member tombstone, of a claiming member record or of a member "
-            "record over a reader limit; null for a group tombstone and other records."),
+            "Member of a member tombstone, of a claiming member record or of a member record "
+            "over a reader limit; null for a group tombstone and other records."),
         column("detail", StringType(),
-            "What the group still held, e.g. 'members a, b remain', 'member epoch 3' or "
-            "'<topic id>-1 claimed at epoch 5, held at epoch 6', or the count a reader "
-            "refuses and who refuses it."),
+            "What the group still held, e.g. 'members a, b remain', 'member epoch 3' or '<topic "
+            "id>-1 claimed at epoch 5, held at epoch 6', or the count a reader refuses and who "
+            "refuses it."),
         run_id_column(),
         as_of_column(),
     ]),
@@ -168,15 +167,14 @@ UNREAD_MARKER_OFFSETS = TableSpec(
         offsets_partition_column("the commit and its tombstone"),
         group_id_column(),
         column("is_group_in_doubt", BooleanType(),
-            "True when the run decides the group does not exist at as_of (Dead, or deleted "
-            "by a cleanup at as_of) and this offset, re-created, would keep it as an Empty "
-            "group: its existence depends on the unread marker. Same for every row of a "
-            "group."),
+            "True when the run decides the group does not exist at as_of (Dead, or deleted by a "
+            "cleanup at as_of) and this offset, re-created, would keep it as an Empty group: "
+            "its existence depends on the unread marker. Same for every row of a group."),
         topic_column(),
         partition_column(),
         column("committed_offset", LongType(),
-            "The newest value's offset: what the Scala loader shows if a transaction wrote "
-            "it and its COMMIT marker came after the tombstone."),
+            "The newest value's offset: what the Scala loader shows if a transaction wrote it "
+            "and its COMMIT marker came after the tombstone."),
         column("commit_timestamp", TimestampType(), "commitTimestamp of that value."),
         column("expire_timestamp", TimestampType(),
             "Explicit expiry time of that value (OffsetCommitValue v1); null otherwise."),
@@ -184,8 +182,8 @@ UNREAD_MARKER_OFFSETS = TableSpec(
             "Offset in __consumer_offsets of the tombstone that deleted it (OffsetDelete, "
             "DeleteGroups or a deleted topic)."),
         column("log_timestamp", TimestampType(),
-            "Log timestamp of that tombstone: at most 15 min after the value's, and before "
-            "the value's own expiry."),
+            "Log timestamp of that tombstone: at most 15 min after the value's, and before the "
+            "value's own expiry."),
         column("rule", StringType(), "TXN-MARKER-UNREAD (docs/rules.md)."),
         column("reason", StringType(), "Why the offset is undecided, in one sentence."),
         run_id_column(),

@@ -72,8 +72,8 @@ OFFSETS = TableSpec(
             "Commit time stored in the offset value (commitTimestamp), not the record's log "
             "timestamp."),
         column("expire_timestamp", TimestampType(),
-            "Explicit expiry time of an OffsetCommitValue v1; null for every other version "
-            "or when Kafka stores -1."),
+            "Explicit expiry time of an OffsetCommitValue v1; null for every other version or "
+            "when Kafka stores -1."),
         offsets_partition_column("the commit"),
         column("log_offset", LongType(),
             "Offset in __consumer_offsets of the record that set this value (the latest one "
@@ -98,17 +98,15 @@ OFFSET_DECISIONS = TableSpec(
         column("expired", BooleanType(),
             "True when a cleanup run at as_of would delete this offset."),
         column("expires_at", TimestampType(),
-            "Earliest instant the offset is expired; null = never under the current state "
-            "(e.g. subscribed topic, pending transaction, no expiration condition)."),
+            "Earliest instant the offset is expired; null = never under the current state (e.g. "
+            "subscribed topic, pending transaction, no expiration condition)."),
         column("rule", StringType(),
-            "Expiry rule that decided (e.g. EXP-EMPTY-STATE-TS; each rule id: "
-            "docs/rules.md)."),
+            "Expiry rule that decided (e.g. EXP-EMPTY-STATE-TS; each rule id: docs/rules.md)."),
         column("delete_error", StringType(),
             "Null = an OffsetDelete request would succeed; else Kafka's error name (e.g. "
             "GROUP_SUBSCRIBED_TO_TOPIC)."),
         column("delete_rule", StringType(),
-            "OffsetDelete rule that decided delete_error (e.g. ODEL-SUBSCRIBED; "
-            "docs/rules.md)."),
+            "OffsetDelete rule that decided delete_error (e.g. ODEL-SUBSCRIBED; docs/rules.md)."),
         offsets_partition_column("the commit"),
         run_id_column(),
         as_of_column(),
@@ -143,15 +141,15 @@ RUNS = TableSpec(
         column("started_at", TimestampType(), "UTC instant the run started."),
         column("finished_at", TimestampType(), "UTC instant the run finished."),
         column("as_of", TimestampType(),
-            "UTC instant the run evaluated the coordinator's state at; null only when the "
-            "run failed before choosing it."),
+            "UTC instant the run evaluated the coordinator's state at; null only when the run "
+            "failed before choosing it."),
         column("source", StringType(), "Input kind: parquet or kafka."),
         column("records_read", LongType(), "Raw records read from the input."),
         column("records_decoded", LongType(), "Records decoded without error."),
         column("records_rejected", LongType(), "Records written to rejects."),
         column("coordinator", StringType(),
-            "Group coordinator whose rules were applied: new, classic-2.4, "
-            "classic-2.4.0-2.6.0, classic-2.1 or pre-2.1."),
+            "Group coordinator whose rules were applied: new, classic-2.4, classic-2.4.0-2.6.0, "
+            "classic-2.1 or pre-2.1."),
         column("retention_ms", LongType(), "offsets.retention.ms used for expiry decisions."),
         column("input", StringType(),
             "Input path(s) or bootstrap servers and topic; no credentials."),
@@ -170,11 +168,10 @@ LAG = TableSpec(
         partition_column(),
         committed_offset_column(),
         column("log_end_offset", LongType(),
-            "Log-end offset of the consumed topic partition when the run read it (cluster "
-            "high watermark or --end-offsets file; CLI: LOG-END-OFFSET); null when unknown."),
+            "Log-end offset of the consumed topic partition when the run read it (cluster high "
+            "watermark or --end-offsets file; CLI: LOG-END-OFFSET); null when unknown."),
         column("lag", LongType(),
-            "max(log_end_offset - committed_offset, 0) (CLI: LAG); null when either is "
-            "unknown."),
+            "max(log_end_offset - committed_offset, 0) (CLI: LAG); null when either is unknown."),
         column("last_commit_at", TimestampType(), "commit_timestamp of the committed offset."),
         column("seconds_since_commit", DoubleType(),
             "as_of - last_commit_at in seconds; null when last_commit_at is null."),
