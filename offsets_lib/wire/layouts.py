@@ -53,6 +53,17 @@ _TOPIC_PARTITIONS_WITH_EPOCHS = (
       since="4.3.0", note="KIP-1251; same length as Partitions"),
 )
 """the consumer group's current assignment (struct TopicPartitions)"""
+_MEMBER_METADATA = (
+    F("InstanceId", "string", "0+", nullable="0+"),
+    F("RackId", "string", "0+", nullable="0+"),
+    F("ClientId", "string", "0+"),
+    F("ClientHost", "string", "0+"),
+    F("SubscribedTopicNames", "[]string", "0+"),
+    F("SubscribedTopicRegex", "string", "0+", nullable="0+"),
+    F("RebalanceTimeoutMs", "int32", "0+", default=-1),
+    F("ServerAssignor", "string", "0+", nullable="0+"),
+)
+"""The fields a KIP-848 member's metadata has had since 3.6 (type 5, both layouts)."""
 _TOPIC_METADATA = (
     F("TopicId", "uuid", "0+"),
     F("TopicName", "string", "0+"),
@@ -163,14 +174,7 @@ RECORD_TYPES: dict[int, RecordType] = {rt.type: rt for rt in (
     R(5, "ConsumerGroupMemberMetadata", since=_KIP_848, status="current",
       key=K("ConsumerGroupMemberMetadataKey", "GroupId", "MemberId"),
       value=M("ConsumerGroupMemberMetadataValue", "0", "0+", fields=(
-          F("InstanceId", "string", "0+", nullable="0+"),
-          F("RackId", "string", "0+", nullable="0+"),
-          F("ClientId", "string", "0+"),
-          F("ClientHost", "string", "0+"),
-          F("SubscribedTopicNames", "[]string", "0+"),
-          F("SubscribedTopicRegex", "string", "0+", nullable="0+"),
-          F("RebalanceTimeoutMs", "int32", "0+", default=-1),
-          F("ServerAssignor", "string", "0+", nullable="0+"),
+          *_MEMBER_METADATA,
           F("ClassicMemberMetadata", "ClassicMemberMetadata", "0+", nullable="0+", tag=0,
             tagged="0+", default=None, since="3.8.0", fields=(
               F("SessionTimeoutMs", "int32", "0+"),
@@ -179,14 +183,7 @@ RECORD_TYPES: dict[int, RecordType] = {rt.type: rt for rt in (
                   F("Metadata", "bytes", "0+"))))))),
       historical=(
         M("ConsumerGroupMemberMetadataValue", "0", "0+", label="3.6-3.7 early access", fields=(
-            F("InstanceId", "string", "0+", nullable="0+"),
-            F("RackId", "string", "0+", nullable="0+"),
-            F("ClientId", "string", "0+"),
-            F("ClientHost", "string", "0+"),
-            F("SubscribedTopicNames", "[]string", "0+"),
-            F("SubscribedTopicRegex", "string", "0+", nullable="0+"),
-            F("RebalanceTimeoutMs", "int32", "0+", default=-1),
-            F("ServerAssignor", "string", "0+", nullable="0+"),
+            *_MEMBER_METADATA,
             F("Assignors", "[]Assignor", "0+", fields=(
                 F("Name", "string", "0+"),
                 F("MinimumVersion", "int16", "0+"),
