@@ -114,12 +114,6 @@ _CLASSIC_COLUMNS = [
 ]  # fmt: skip
 
 
-def classic_group_row(value: dict[str, Any], version: int | None) -> dict[str, Any]:
-    """`classic_group_rows` of one GroupMetadata value (the codec's dict)."""
-    values = pa.array([value], GROUP_METADATA)
-    return classic_group_rows(values, pa.array([version], pa.int16())).to_pylist()[0]
-
-
 def classic_group_rows(values: pa.Array, versions: pa.Array) -> pa.Table:
     """G-C1/G-C2 and SUB-C1..C4: classic groups, each from its last GroupMetadata value
     (GROUP_METADATA) of schema version `versions`, as columns; the consumer groups' members'

@@ -44,7 +44,6 @@ METRIC_COUNTS = (
     "groups_created",
     "groups_deleted",
 )
-METRIC_COLUMNS = ("hour", "offsets_partition", *METRIC_COUNTS)
 
 
 def hourly_sums(partials: Iterable[pa.Table]) -> pa.Table:

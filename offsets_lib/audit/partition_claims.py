@@ -15,7 +15,7 @@ Without an earlier failing claim every held partition is held at its holder's ep
 releases of those older brokers (which fail on an epoch that does not match) fail nowhere else.
 
 The load_failures rows of every rule are named here too (`rule_of`, `refusing_brokers`), with
-DEC-LIMIT's releases (`refuses_reader_limits`, `reader_limit_failure`).
+DEC-LIMIT's (`READER_LIMIT_REFUSERS`, `reader_limit_failure`).
 """
 
 from __future__ import annotations
@@ -30,14 +30,6 @@ Partition = tuple[str, int]  # (topic id, partition)
 CLAIM_OVER_EQUAL_OR_HIGHER_EPOCH = "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_EQUAL_OR_HIGHER_EPOCH"
 CLAIM_OVER_LOWER_EPOCH = "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_LOWER_EPOCH"
 CLAIM_CHECKS = (CLAIM_OVER_EQUAL_OR_HIGHER_EPOCH, CLAIM_OVER_LOWER_EPOCH)
-
-Release = tuple[int, int, int]
-
-
-def refuses_lower_epoch_claims(release: Release) -> bool:
-    """LOG-7: the releases whose loader fails on any claim of a held partition (before
-    KAFKA-19862's fix: up to 4.0.1 and 4.1.0-4.1.1)."""
-    return release <= (4, 0, 1) or (4, 1, 0) <= release <= (4, 1, 1)
 
 
 def claims(assignment: dict[str, Any] | None) -> list[Partition]:
@@ -113,12 +105,6 @@ def detail(check: str, what: str) -> str:
     if check == CLAIM_OVER_LOWER_EPOCH:
         return f"{what} (refused by {LOWER_EPOCH_REFUSERS})"
     return what
-
-
-def refuses_reader_limits(release: Release) -> bool:
-    """DEC-LIMIT: the releases whose generated readers refuse a count over the limits
-    (`wire.codec.exceeds_reader_limits`): 4.2.2+, 4.3.2+ and 4.4.0 on."""
-    return (4, 2, 2) <= release < (4, 3, 0) or release >= (4, 3, 2)
 
 
 READER_LIMIT_REFUSERS = "a broker of 4.2.2+, 4.3.2+ or 4.4.0+"

@@ -20,7 +20,6 @@ from offsets_lib.audit.group_rows import (
     LOAD_FAILURE,
     SHARE,
     STREAMS,
-    classic_group_row,
     dead_group_row,
     member_row,
     partition_row,
@@ -73,13 +72,6 @@ GROUP_HAS_TARGET_MEMBERS = "GROUP_TOMBSTONE_WITH_TARGET_ASSIGNMENT_MEMBERS"
 GROUP_KEEPS_TARGET_EPOCH = "GROUP_TOMBSTONE_WITHOUT_TARGET_ASSIGNMENT_TOMBSTONE"
 MEMBER_EPOCH_NOT_LEFT = "MEMBER_TOMBSTONE_WITH_EPOCH_NOT_MINUS_ONE"
 MEMBER_IN_TARGET = "MEMBER_TOMBSTONE_WITH_TARGET_ASSIGNMENT"
-LOAD_CHECKS = (
-    GROUP_HAS_MEMBERS,
-    GROUP_HAS_TARGET_MEMBERS,
-    GROUP_KEEPS_TARGET_EPOCH,
-    MEMBER_EPOCH_NOT_LEFT,
-    MEMBER_IN_TARGET,
-)
 _TARGET_MEMBER_TYPES = frozenset({7, 13, 21})
 
 
@@ -137,7 +129,7 @@ def replay_group(
     events: Iterable[Event],
     *,
     coordinator: Coordinator = Coordinator.NEW,
-    classic_row: Callable[[Any, int | None], dict[str, Any]] = classic_group_row,
+    classic_row: Callable[[Any, int | None], dict[str, Any]],
 ) -> dict[str, Any]:
     """Replay one group's records in log order and return its row (state Dead when absent).
 

@@ -69,24 +69,17 @@ def column(name: str, dtype: DataType, comment: str, *, nullable: bool = True) -
 # ---- columns shared by several tables -------------------------------------------------------
 
 
+# fmt: off
 def run_id_column() -> StructField:
-    return column(
-        RUN_ID,
-        StringType(),
+    return column(RUN_ID, StringType(),
         "Id of the run that wrote this row (--run-id); partition column. A rerun with the same "
-        "id replaces the run's rows. Never null.",
-        nullable=False,
-    )
+        "id replaces the run's rows. Never null.", nullable=False)
 
 
 def as_of_column() -> StructField:
-    return column(
-        "as_of",
-        TimestampType(),
+    return column("as_of", TimestampType(),
         "UTC instant the run evaluated the coordinator's state at (--as-of); the same for every "
-        "row of a run. Never null.",
-        nullable=False,
-    )
+        "row of a run. Never null.", nullable=False)
 
 
 def group_id_column() -> StructField:
@@ -111,11 +104,9 @@ def offsets_partition_column(what: str) -> StructField:
 
 
 def committed_offset_column() -> StructField:
-    return column(
-        "committed_offset",
-        LongType(),
-        "Offset the group committed: the next record the group will consume (CLI: CURRENT-OFFSET).",
-    )
+    return column("committed_offset", LongType(),
+        "Offset the group committed: the next record the group will consume (CLI: "
+        "CURRENT-OFFSET).")
 
 
 def subscribed_topics_column(scope: str) -> StructField:
@@ -128,15 +119,11 @@ def subscribed_topics_column(scope: str) -> StructField:
     )
 
 
-ASSIGNED_PARTITION = StructType(
-    [
-        column("topic", StringType(), "Assigned topic name; null when only the topic id is known."),
-        column("topic_id", StringType(), "Assigned topic id (UUID); null for classic members."),
-        column("partition", IntegerType(), "Assigned partition of the topic."),
-        column(
-            "assignment_epoch",
-            IntegerType(),
-            "Epoch at which the partition was assigned (KIP-848); null for classic members.",
-        ),
-    ]
-)
+ASSIGNED_PARTITION = StructType([
+    column("topic", StringType(), "Assigned topic name; null when only the topic id is known."),
+    column("topic_id", StringType(), "Assigned topic id (UUID); null for classic members."),
+    column("partition", IntegerType(), "Assigned partition of the topic."),
+    column("assignment_epoch", IntegerType(),
+        "Epoch at which the partition was assigned (KIP-848); null for classic members."),
+])
+# fmt: on

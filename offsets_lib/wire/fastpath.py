@@ -336,23 +336,3 @@ def decode_offset_commits(batch: pa.RecordBatch) -> FastResult:
 def _empty_columns(n: int) -> dict[str, pa.Array]:
 
     return {f.name: pa.nulls(n, type=f.type) for f in DECODED_ARROW}
-
-
-def merge(
-    fast: FastResult, slow_rows: np.ndarray, slow: dict[str, pa.Array], n: int
-) -> dict[str, pa.Array]:
-    """Full-length columns in row order: the fast path's rows and the codec's `slow_rows`."""
-
-    index = np.empty(n, dtype=np.int64)
-    handled = np.flatnonzero(fast.handled)
-    index[handled] = np.arange(len(handled), dtype=np.int64)
-    index[slow_rows] = len(handled) + np.arange(len(slow_rows), dtype=np.int64)
-    take = pa.array(index)
-    merged = {}
-    for field in DECODED_ARROW:
-        if field.name not in slow:
-            continue
-        fast_part = fast.columns[field.name].cast(field.type)
-        slow_part = slow[field.name].cast(field.type)
-        merged[field.name] = pa.concat_arrays([fast_part, slow_part]).take(take)
-    return merged

@@ -85,16 +85,6 @@ def _scalar_type(type_: str) -> pa.DataType:
     return {"string": pa.string(), "bytes": pa.binary()}.get(type_, pa.null())
 
 
-def _length(node: _Node) -> int:
-    if isinstance(node, _Ints):
-        return len(node.values)
-    if isinstance(node, _Blobs):
-        return len(node.start)
-    if isinstance(node, _Lists):
-        return len(node.counts)
-    return node.size
-
-
 def _concat(nodes: list[_Node]) -> _Node:
     """Nodes of one field's shape, one after the other."""
     first = nodes[0]

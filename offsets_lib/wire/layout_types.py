@@ -1,6 +1,6 @@
 """Layout vocabulary: `Field`, `Message`, `RecordType` and the table-writing helpers.
 
-The tables in `layouts_*.py` are written with `F`/`M`/`R`, which take Kafka's own version
+The table in `layouts.py` is written with `F`/`M`/`R`, which take Kafka's own version
 strings ("0+", "3+", "1", "0-4", "none") so that adding a Kafka version is a one-line table
 edit; the dataclasses store parsed ranges so the codec never parses strings while decoding.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 Range = tuple[int, int | None]
@@ -17,21 +18,17 @@ Range = tuple[int, int | None]
 ZERO_UUID = uuid.UUID(int=0)
 
 
-class _NoDefault:
-    """Marker for "no explicit default": the type's implicit default applies."""
+class _NoDefault(Enum):
+    """Marker for "no explicit default": the type's implicit default applies (an enum member
+    stays one object through pickling, as the `is` checks need)."""
 
-    _instance: _NoDefault | None = None
-
-    def __new__(cls) -> _NoDefault:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    NO_DEFAULT = "NO_DEFAULT"
 
     def __repr__(self) -> str:
         return "NO_DEFAULT"
 
 
-NO_DEFAULT: Any = _NoDefault()
+NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
 
 FIXED_WIDTH = {"int8": 1, "int16": 2, "uint16": 2, "int32": 4, "int64": 8, "bool": 1, "uuid": 16}
 """Byte width of the fixed-width primitive types (section 3 of records.md)."""

@@ -24,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from offsets_lib import wire
-from offsets_lib.audit.partition_claims import refuses_reader_limits, rule_of
+from offsets_lib.audit.partition_claims import rule_of
 from offsets_lib.cli import main as offsets_cli
 from offsets_lib.wire.codec import Writer
 from tests.broker.recorder import Recorder
@@ -40,6 +40,7 @@ from tests.broker.test_load_rows import (
     release_of,
     write_raw,
 )
+from tests.reference.releases import refuses_reader_limits
 
 RELEASES = ("4.3.1", "4.3.2")
 SITUATION = "load-dec-limit"

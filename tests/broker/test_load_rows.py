@@ -34,12 +34,13 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from offsets_lib import wire
-from offsets_lib.audit.partition_claims import CLAIM_OVER_LOWER_EPOCH, refuses_lower_epoch_claims
+from offsets_lib.audit.partition_claims import CLAIM_OVER_LOWER_EPOCH
 from offsets_lib.cli import main as offsets_cli
 from tests.broker import segments
 from tests.broker.brokers import KafkaBroker
 from tests.broker.recorder import Recorder
 from tests.broker.situations import java_admin
+from tests.reference.releases import refuses_lower_epoch_claims
 
 RELEASES = ("4.1.1", "4.4.0")
 SITUATION = "load-log7"

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from offsets_lib.audit.group_rows import GROUP_METADATA, classic_group_rows
 from offsets_lib.audit.schemas import DECODED
 from offsets_lib.engine.routing import RAW_COLUMNS, positioned_table
 from offsets_lib.wire.decoded import POSITIONED_ARROW
@@ -90,3 +91,10 @@ def value_json(fields: Any) -> str:
     from offsets_lib import wire
 
     return json.dumps(fields, separators=(",", ":"), default=wire.to_jsonable)
+
+
+def classic_group_row(value: dict[str, Any], version: int | None) -> dict[str, Any]:
+    """A classic group's row from one GroupMetadata value (the codec's dict), built by the
+    production columnar path (`group_rows.classic_group_rows`) on a column of one value."""
+    values = pa.array([value], GROUP_METADATA)
+    return classic_group_rows(values, pa.array([version], pa.int16())).to_pylist()[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -19,12 +20,13 @@ from offsets_lib.audit import replay
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.group_results import END_OF_LOG
 from offsets_lib.audit.group_rows import GROUP_STATE_ARROW
-from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COLUMNS
+from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, HOUR_MS, METRIC_COUNTS
 from offsets_lib.audit.replay import OFFSET_SUMMARY, Event
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
-from offsets_lib.wire.decoded import GROUP_METADATA_TYPE, OFFSET_COMMIT_TYPES
+from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 from tests.reference import compact
+from tests.reference.decode import classic_group_row
 from tests.reference.frames import GROUP_KEY, AuditFrames, projected_frame
 from tests.reference.spark_rules import (
     group_deletion,
@@ -32,6 +34,9 @@ from tests.reference.spark_rules import (
     with_expiration,
     with_offset_delete,
 )
+
+GROUP_METADATA_TYPE = 2
+METRIC_COLUMNS = ("hour", "offsets_partition", *METRIC_COUNTS)
 
 
 def group_events(decoded: DataFrame, summary: DataFrame, *, coordinator: Coordinator) -> DataFrame:
@@ -233,6 +238,9 @@ def replay_batches(
     batches: Iterator[pa.RecordBatch], *, coordinator: Coordinator = Coordinator.NEW
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: events sorted by (log_partition, group_id, log_offset) -> group rows."""
+    replay_group = partial(
+        replay.replay_group, coordinator=coordinator, classic_row=classic_group_row
+    )
     rows: list[dict[str, Any]] = []
     current: tuple[int, str] | None = None
     events: list[Event] = []
@@ -241,14 +249,14 @@ def replay_batches(
             key = (record["log_partition"], record["group_id"])
             if key != current:
                 if current is not None:
-                    rows.append(replay.replay_group(*current, events, coordinator=coordinator))
+                    rows.append(replay_group(*current, events))
                 current, events = key, []
             events.append(_event(record))
             if len(rows) >= 4096:
                 yield pa.RecordBatch.from_pylist(rows, schema=GROUP_STATE_ARROW)
                 rows = []
     if current is not None:
-        rows.append(replay.replay_group(*current, events, coordinator=coordinator))
+        rows.append(replay_group(*current, events))
     if rows:
         yield pa.RecordBatch.from_pylist(rows, schema=GROUP_STATE_ARROW)
 

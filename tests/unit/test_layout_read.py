@@ -12,9 +12,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from offsets_lib import wire
-from offsets_lib.audit.group_rows import GROUP_METADATA, classic_group_row, classic_group_rows
+from offsets_lib.audit.group_rows import GROUP_METADATA, classic_group_rows
 from offsets_lib.wire import fastpath, layout_read
 from offsets_lib.wire.layouts import ASSIGNMENT, SUBSCRIPTION, Message
+from tests.reference.decode import classic_group_row
 from tests.unit.strategies import message_values
 from tests.unit.test_wire_fuzz import _mutations
 

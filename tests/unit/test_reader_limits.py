@@ -12,9 +12,10 @@ import pyarrow as pa
 import pytest
 
 from offsets_lib import wire
-from offsets_lib.audit import partition_claims, task_audit
+from offsets_lib.audit import task_audit
 from offsets_lib.wire import api, codec, layout_scan
 from tests import log_builder
+from tests.reference import releases
 
 REFUSED_BY = "(refused by a broker of 4.2.2+, 4.3.2+ or 4.4.0+)"
 TOPIC_ID = uuid.UUID(int=7)
@@ -127,7 +128,7 @@ def test_the_predicate_on_counts_already_read():
 
 def test_releases_that_refuse():
     refused = [r for r in [(4, 2, 1), (4, 2, 2), (4, 3, 0), (4, 3, 1), (4, 3, 2), (4, 4, 0)]
-               if partition_claims.refuses_reader_limits(r)]  # fmt: skip
+               if releases.refuses_reader_limits(r)]  # fmt: skip
     assert refused == [(4, 2, 2), (4, 3, 2), (4, 4, 0)]
 
 

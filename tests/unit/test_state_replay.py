@@ -27,6 +27,7 @@ from offsets_lib.audit.replay import (
     needed_records,
     replay_group,
 )
+from tests.reference.decode import classic_group_row
 from tests.reference.spark_audit import replay_batches
 from tests.unit.strategies import message_values
 
@@ -105,9 +106,8 @@ def assignment(offset: int, member_id: str, epoch: int, partitions=(0,), state_c
 
 
 def replay(*events: Event, scala: bool = False) -> dict:
-    row = replay_group(
-        7, G, events, coordinator=Coordinator.CLASSIC_2_4 if scala else Coordinator.NEW
-    )
+    coordinator = Coordinator.CLASSIC_2_4 if scala else Coordinator.NEW
+    row = replay_group(7, G, events, coordinator=coordinator, classic_row=classic_group_row)
     pa.RecordBatch.from_pylist([row], schema=GROUP_STATE_ARROW)  # the row fits the Spark schema
     return row
 
@@ -870,7 +870,7 @@ def test_streams_groups_and_the_scala_coordinators_do_not_check_claims():
 
 
 def test_the_releases_that_refuse_lower_epoch_claims():
-    from offsets_lib.audit.partition_claims import refuses_lower_epoch_claims
+    from tests.reference.releases import refuses_lower_epoch_claims
 
     refusing = [r for r in ((4, 0, 0), (4, 0, 1), (4, 0, 2), (4, 1, 0), (4, 1, 1), (4, 1, 2),
                             (4, 2, 0), (4, 4, 0)) if refuses_lower_epoch_claims(r)]  # fmt: skip
