@@ -152,7 +152,7 @@ def u8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 
 def cut_strings(
-    data: np.ndarray, start: np.ndarray, length: np.ndarray, ok: np.ndarray
+    data: np.ndarray, start: np.ndarray, length: np.ndarray, ok: np.ndarray, as_bytes: bool = False
 ) -> pa.Array:
     """Cut length-prefixed byte ranges out of `data` as one Arrow string array, no Python loop.
 
@@ -180,7 +180,7 @@ def cut_strings(
         [None, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]].tobytes())],
     )
     taken = big.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int32), mask=~ok))
-    return taken.cast(pa.string())  # validates UTF-8; raises on invalid bytes
+    return taken if as_bytes else taken.cast(pa.string())  # validates UTF-8; raises on invalid
 
 
 def _uuid_strings(data: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> pa.Array:
@@ -366,11 +366,34 @@ def _accepted(keys: pa.Array, values: pa.Array, is_control: np.ndarray) -> tuple
 
 
 def accepted_offset_commits(keys: pa.Array, values: pa.Array) -> np.ndarray:
-    """Which (non-control) records the fast path decodes without error: offset commits the
-    codec would decode to the same values (`decode_offset_commits`), checked without building
-    their columns."""
-    accepted = _accepted(keys, values, np.zeros(len(keys), dtype=bool))
-    return accepted[0] if accepted is not None else np.zeros(len(keys), dtype=bool)
+    """Which (non-control) records the fast path would decode, each on its own: offset commits
+    whose every string is UTF-8 (`decode_offset_commits` leaves a whole batch to the codec for
+    one that is not), checked without building their columns."""
+    key_ok, key = _decode_keys(keys)
+    value_ok, tombstone, value = _decode_values(values)
+    accepted = key_ok & value_ok
+    strings = (
+        (key["data"], key["group"], accepted),
+        (key["data"], key["topic"], accepted),
+        (value["data"], value["metadata"], accepted & ~tombstone),
+    )
+    try:
+        for data, (start, length), ok in strings:
+            cut = cut_strings(data, start, length, ok, as_bytes=True)
+            encoded = pc.dictionary_encode(cut)
+            is_text = np.array([_is_utf8(v) for v in encoded.dictionary.to_pylist()] + [True])
+            accepted &= is_text[np.asarray(encoded.indices.fill_null(-1), dtype=np.int64)]
+    except (pa.ArrowInvalid, ValueError):  # ranges that cannot be cut so: the codec decides
+        return np.zeros(len(keys), dtype=bool)
+    return accepted
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _int_column(values: np.ndarray, mask: np.ndarray, arrow_type: pa.DataType) -> pa.Array:

@@ -96,16 +96,16 @@ def _oversized_only(
 
 @pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 def test_the_map_reduces_a_dominant_group_and_tables_match(spark, dominant, tmp_path) -> None:
-    """One task per group would leave the dominant group's task over twice the average; the
-    map drops its superseded commit values (counted): no task is oversized after the map, so
-    nothing is cut again, and the tables equal the reference audit's."""
+    """One task per group leaves the dominant group's task with 6,700 of the 20,000 records;
+    the map drops most of its commit values (superseded by a later value of the same key, and
+    counted), nothing is cut again, and the tables equal the reference audit's."""
     files = sorted(str(p) for p in dominant.glob("*.parquet"))
     raw = read_parquet_dump(spark, [str(dominant)])
     staging_dir = tmp_path / "staging"
     staging = Staging(str(staging_dir))
     params = _params(raw)
     manifest, by_group, *_ = _oversized_only(spark, files, staging, 8, params, oversized=set())
-    assert by_group.max() <= 2 * by_group.mean()
+    assert by_group.max() < 4_000
     assert not (staging_dir / "remapped").exists()
     reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
     assert_staged_equals_reference(
