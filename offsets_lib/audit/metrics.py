@@ -72,6 +72,12 @@ def hourly_sums(partials: Iterable[pa.Table]) -> pa.Table:
     return total.sort_by([(key, "ascending") for key in keys])
 
 
+def hour_of(timestamps: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The UTC hour (epoch ms) of each log timestamp; null stays null."""
+    hour = pc.multiply(pc.floor(pc.divide(pc.cast(timestamps, pa.float64()), HOUR_MS)), HOUR_MS)
+    return pc.cast(hour, pa.int64())
+
+
 def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
     """Partial KIP-496 meters per (UTC hour, offsets partition): see the module docstring."""
     # long: the meters' vectorised flags over one sort of the task's records, then one sum
@@ -117,11 +123,9 @@ def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
     written = np.flatnonzero((record_type == 2) & ~tombstone)
     has_members[written] = task.list_is_nonempty("members", rows[written])
     is_commit = np.isin(record_type, OFFSET_COMMIT_TYPES)
-    timestamps = records.column("log_timestamp_ms")
-    hour = pc.multiply(pc.floor(pc.divide(pc.cast(timestamps, pa.float64()), HOUR_MS)), HOUR_MS)
     flags = pa.table(
         {
-            "hour_ms": pc.cast(hour, pa.int64()),
+            "hour_ms": hour_of(records.column("log_timestamp_ms")),
             "log_partition": records.column("log_partition"),
             "offset_commits": pa.array((is_commit & ~tombstone).astype(np.int64)),
             "offset_tombstones": pa.array((is_commit & tombstone).astype(np.int64)),

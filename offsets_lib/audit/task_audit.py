@@ -248,11 +248,13 @@ def task_tables(
     coordinator: Coordinator,
     params: Params,
     keep: bool = False,
+    superseded: pa.Table | None = None,
 ) -> dict[str, pa.Table]:
     """mapInArrow body's core: all of the task's records at once -> one table per KIND_ARROW,
     decided at `params` (`decided`), and with `keep` (an incremental run) a KEPT table: the
     `kept_records` of the same records, chosen while the task has them (no second pass over the
-    records).
+    records). `superseded`: the counts of the task's records the map dropped
+    (superseded_commits.SUPERSEDED_ARROW), added to its meters and stats.
 
     Python's cycle collector is paused for the task: the decoded values are hundreds of
     thousands of small acyclic dicts and lists, which reference counting frees anyway, and
@@ -289,6 +291,47 @@ def task_tables(
         )
         for kind, schema in KIND_ARROW.items()
     }
+    if superseded is not None and superseded.num_rows:
+        out.update(_with_superseded(out, superseded))
     if kept is not None:
         out[KEPT] = kept
     return out
+
+
+def _with_superseded(tables: dict[str, pa.Table], superseded: pa.Table) -> dict[str, pa.Table]:
+    """The task's METRIC and STATS tables with the map's dropped values counted: offset_commits
+    per hour and partition, records read, the newest log timestamp."""
+    n = superseded.num_rows
+    metric = pa.table(
+        {
+            name: superseded.column(name)
+            if name in ("hour_ms", "log_partition", "offset_commits")
+            else pa.array(np.zeros(n, dtype=np.int64))
+            for name in KIND_ARROW[METRIC].names
+        }
+    ).cast(KIND_ARROW[METRIC])
+    stats = tables[STATS]
+    dropped = pc.sum(superseded.column("offset_commits")).as_py()
+    newest = pc.max(
+        pa.chunked_array(
+            [*stats.column("max_timestamp_ms").chunks, *superseded.column("newest_ms").chunks]
+        )
+    ).as_py()
+    if stats.num_rows == 0:  # no record reached the task itself
+        stats = pa.table(
+            {
+                name: pa.nulls(1, field.type)
+                for name, field in zip(stats.schema.names, stats.schema, strict=True)
+            }
+        ).cast(stats.schema)
+    read = pc.add(pc.fill_null(stats.column("records_read"), 0), dropped)
+    stats = stats.set_column(stats.schema.get_field_index("records_read"), "records_read", read)
+    stats = stats.set_column(
+        stats.schema.get_field_index("max_timestamp_ms"),
+        "max_timestamp_ms",
+        pa.array([newest], pa.int64()),
+    )
+    return {
+        METRIC: pa.concat_tables([tables[METRIC], metric]),
+        STATS: stats.cast(KIND_ARROW[STATS]),
+    }

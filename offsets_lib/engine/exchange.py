@@ -40,7 +40,7 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 
-from offsets_lib.audit import task_audit
+from offsets_lib.audit import superseded_commits, task_audit
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.schemas import spark_schema
@@ -189,7 +189,7 @@ class MapUnits:
     assigned: list[list[Unit]]
     pieces_uri: str
     tasks: int
-    by_section: bool
+    reduce_large: bool
     schema: ClassVar[pa.Schema] = MAP_ARROW
 
     def __call__(self, task: int) -> Iterator[pa.RecordBatch]:
@@ -205,7 +205,8 @@ class MapUnits:
                 rows=rows,
             )
         )
-        yield write_piece_file(cut(tables, self.tasks, by_section=self.by_section), self.pieces_uri)
+        pieces = cut(tables, self.tasks, reduce_large=self.reduce_large)
+        yield write_piece_file(pieces, self.pieces_uri)
 
 
 def map_pieces(
@@ -214,14 +215,22 @@ def map_pieces(
     *,
     staging_uri: str,
     tasks: int,
-    by_section: bool = False,
+    reduce_large: bool = False,
 ) -> list[dict[str, Any]]:
     """The map stage (one Spark job): the dump files `assigned` to map tasks, cut into pieces
-    per audit task (routing.audit_tasks_of; `by_section`: large tasks' records cut by first-step
-    section too, LARGE_IN_BATCH);
+    per audit task (routing.audit_tasks_of; `reduce_large`: a large task's superseded
+    offset-commit values dropped and counted, piece_files.LARGE_IN_BATCH);
     returns the pieces' manifest (MAP_ARROW rows, one per audit task per `batch_rows` records)."""
-    work = MapUnits(assigned, arrow_uri(f"{staging_uri}/pieces"), tasks, by_section)
-    return [r.asDict() for r in run_tasks(spark, work, len(assigned)).collect()]
+    work = MapUnits(assigned, arrow_uri(f"{staging_uri}/pieces"), tasks, reduce_large)
+    return [_manifest_row(r) for r in run_tasks(spark, work, len(assigned)).collect()]
+
+
+def _manifest_row(row: Any) -> dict[str, Any]:
+    """A MAP_ARROW row from Spark as a dict (its superseded counts as dicts too)."""
+    out = row.asDict()
+    if out.get("superseded") is not None:
+        out["superseded"] = [s.asDict() for s in out["superseded"]]
+    return out
 
 
 def map_records(
@@ -229,7 +238,7 @@ def map_records(
     *,
     staging_uri: str,
     tasks: int,
-    by_section: bool = False,
+    reduce_large: bool = False,
 ) -> list[dict[str, Any]]:
     """`map_pieces` over records Spark reads (Spark's Kafka-source columns, optional batch
     metadata: a Kafka run's records, or a dump pyarrow cannot reach): each Spark task positions
@@ -242,11 +251,11 @@ def map_records(
 
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tables = (routing.positioned_table(table) for table in _rebatched(batches, rows))
-        yield write_piece_file(cut(tables, tasks, by_section=by_section), pieces_uri)
+        yield write_piece_file(cut(tables, tasks, reduce_large=reduce_large), pieces_uri)
 
     read = [name for name in routing.RAW_COLUMNS if name in records.columns]
     mapped = records.select(*read).mapInArrow(write_pieces, spark_schema(MAP_ARROW))
-    return [r.asDict() for r in mapped.collect()]
+    return [_manifest_row(r) for r in mapped.collect()]
 
 
 def _rebatched(batches: Iterator[pa.RecordBatch], rows: int) -> Iterator[pa.Table]:
@@ -291,6 +300,7 @@ class AuditTask:
     params: Params
     emit: TaskEmitter
     keep: bool
+    superseded: list[pa.Table | None]  # the counts of what the map dropped, by route
 
     @property
     def schema(self) -> pa.Schema:
@@ -302,7 +312,11 @@ class AuditTask:
         records = task_records(self.routes[task], copies_as_history=True)
         yield from self.emit(
             task_audit.task_tables(
-                iter(records), coordinator=self.coordinator, params=self.params, keep=self.keep
+                iter(records),
+                coordinator=self.coordinator,
+                params=self.params,
+                keep=self.keep,
+                superseded=self.superseded[task],
             )
         )
 
@@ -316,13 +330,30 @@ def audit_pieces(
     tasks: int,
     emit: TaskEmitter,
     keep: bool = False,
+    superseded: list[pa.Table | None] | None = None,
 ) -> DataFrame:
     """The audit stage over `map_pieces`' manifest, decided at `params` -> `emit`'s rows (with
     `keep`, the tasks' kept records too: task_audit.task_tables). The largest tasks first
-    (`largest_first`)."""
+    (`largest_first`). `superseded`: by audit task, the counts of the records the map dropped
+    (`superseded_by_task`; by default those of `pieces`)."""
     routed = routed_pieces(pieces, tasks=tasks)
-    routes = [routed[task] for task in largest_first(pieces, tasks=tasks)]
-    return run_tasks(spark, AuditTask(routes, coordinator, params, emit, keep), tasks)
+    counts = superseded if superseded is not None else superseded_by_task(pieces, tasks)
+    order = largest_first(pieces, tasks=tasks)
+    work = AuditTask(
+        [routed[t] for t in order], coordinator, params, emit, keep, [counts[t] for t in order]
+    )
+    return run_tasks(spark, work, tasks)
+
+
+def superseded_by_task(pieces: list[dict[str, Any]], tasks: int) -> list[pa.Table | None]:
+    """Each audit task's counts of the records the map dropped (superseded_commits), from its
+    pieces' MAP_ARROW rows; None for a task without any."""
+    rows: list[list[dict[str, Any]]] = [[] for _ in range(tasks)]
+    for piece in pieces:
+        if piece.get("superseded"):
+            rows[piece["task"]] += piece["superseded"]
+    schema = superseded_commits.SUPERSEDED_ARROW
+    return [pa.Table.from_pylist(r, schema=schema) if r else None for r in rows]
 
 
 def largest_first(pieces: list[dict[str, Any]], *, tasks: int) -> list[int]:
@@ -461,7 +492,7 @@ def stored_pieces(cuts: Iterable[StoredCut], tasks: int) -> list[dict[str, Any]]
             "num_rows": cut.rows,
             "max_timestamp_ms": cut.max_timestamp_ms,
             "is_direct": False,
-            "section": None,
+            "superseded": None,
             "num_bytes": None,
         }
         for cut in cuts

@@ -1,18 +1,17 @@
 """The split audit: offset commits reduced per offset key first, then the usual audit.
 
 A group's records all meet in one audit task, so one dominant group made one task hold its whole
-share of a dump (30 % of the commits in the bench's skewed dump). Here the records of the
-oversized audit tasks first go to tasks by offset key (routing.audit_tasks_of with
-`by_offset_key`: every task gets a similar share of the commits, whatever the groups' sizes),
-where audit.commit_reduction keeps the few commits per key that the audit needs and counts the
-rest; the kept commits and the group-level records then reach the per-group audit as staged
-pieces (exchange.audit_pieces). The per-group task of a dominant group then holds a few records
-per offset key instead of every commit of the group.
+share of a dump. The map drops the commit values a later plain value of the same key replaces
+(audit.superseded_commits); a task that stays oversized (its group's commits transactional, or
+each of another key) takes this path: its records first go to tasks by offset key
+(routing.audit_tasks_of with `by_offset_key`), where audit.commit_reduction keeps the few
+commits per key that the audit needs and counts the rest; the kept commits and the group-level
+records then reach the per-group audit as staged pieces (exchange.audit_pieces).
 
-`oversized_pieces` takes the oversized tasks' pieces of the map (from the map's sections, or cut
-again by offset key) and `reduce_pieces` runs the first step over them; it writes the forwarded
-records as pieces under the run's staging folder, and its counts as staged metric and stats rows
-that join the audit's manifest.
+`oversized_pieces` takes the oversized tasks' pieces of the map, cut again by offset key, and
+`reduce_pieces` runs the first step over them; it writes the forwarded records as pieces under
+the run's staging folder, and its counts as staged metric and stats rows that join the audit's
+manifest.
 """
 
 from __future__ import annotations
@@ -137,31 +136,20 @@ def oversized_pieces(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The first step's pieces for the `oversized` audit tasks of a per-group map
     (exchange.map_pieces) only: their offset commits (and the records that resolve and
-    delimit them) by offset key, for `reduce_pieces`; and their other records, in pieces that
-    go to the per-group audit directly. Every other piece of the map goes to the per-group
-    audit as it is.
-
-    The map cut the pieces of tasks that looked large in its batches by first-step section
-    (piece_files.LARGE_IN_BATCH); the others are cut again by offset key here
-    (exchange.remap_pieces). The transaction markers reach the first step as context (copies
-    in every task: they resolve there and are neither forwarded nor counted), since the
-    per-group audit receives them from the map's own marker pieces. Measured on a 10M-record
-    dump with one group holding 30 % of the commits (2 cores): mapping the whole dump
-    again by offset key (5.5 s) and reducing all of it (9.9 s) made the run 37.3 s; splitting
-    only the oversized task, 29.3 s; cutting its commits again took 1.5 s of a 15.6 s run."""
+    delimit them) cut again by offset key (exchange.remap_pieces), for `reduce_pieces`; and
+    their other records, in pieces that go to the per-group audit directly. Every other piece
+    of the map goes to the per-group audit as it is. The transaction markers reach the first
+    step as context (copies in every task: they resolve there and are neither forwarded nor
+    counted), since the per-group audit receives them from the map's own marker pieces. A
+    task is still oversized here when the map could not drop its commits (transactional, or
+    each of another offset key: piece_files.LARGE_IN_BATCH). Measured on a 10M-record dump
+    with one group holding 30 % of the commits (2 cores): mapping the whole dump again by
+    offset key (5.5 s) and reducing all of it (9.9 s) made the run 37.3 s; splitting only the
+    oversized task, 29.3 s."""
     to_split = [p for p in pieces if p["task"] in oversized]
-    first_step, direct = [], []
-    for piece in (p for p in to_split if p.get("section") is not None):
-        if piece["section"] == routing.FORWARDED_SECTION:
-            direct.append(dict(piece, is_direct=True))
-        elif piece["section"] == routing.COPIED_SECTION:
-            first_step.append(dict(piece, task=routing.MARKERS))
-        else:
-            first_step.append(dict(piece, task=piece["section"] - routing.FIRST_STEP_TASK))
-    unsectioned = [p for p in to_split if p.get("section") is None]
-    remapped = exchange.remap_pieces(spark, unsectioned, staging_uri=staging.uri, tasks=tasks)
-    first_step += [p for p in remapped if not p["is_direct"]]
-    direct += [p for p in remapped if p["is_direct"]]
+    remapped = exchange.remap_pieces(spark, to_split, staging_uri=staging.uri, tasks=tasks)
+    first_step = [p for p in remapped if not p["is_direct"]]
+    direct = [p for p in remapped if p["is_direct"]]
     context = [dict(p, is_context=True) for p in pieces if p["task"] == routing.MARKERS]
     return first_step + context, direct
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Iterator
-from itertools import pairwise
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from offsets_lib.audit import superseded_commits
 from offsets_lib.audit.task_input import RAW_ARROW
 from offsets_lib.engine import routing
 from offsets_lib.io import storage
@@ -57,9 +57,9 @@ MAP_ARROW = pa.schema(
         # a remapped piece the split audit's first step has nothing to do with (group-level
         # records of an oversized task): it goes to the per-group audit task `task` directly
         ("is_direct", pa.bool_()),
-        # a piece of a task the map found large holds one section of its records for the
-        # split audit's first step (routing.first_step_sections); null: not cut so
-        ("section", pa.int32()),
+        # the offset-commit values of the piece's task that the map dropped, counted
+        # (superseded_commits.SUPERSEDED_ARROW rows; null: none)
+        ("superseded", pa.list_(pa.struct(list(superseded_commits.SUPERSEDED_ARROW)))),
         # the piece's Arrow bytes: what its audit task's time goes by (`largest_first`); null
         # for a stored file of kept records
         ("num_bytes", pa.int64()),
@@ -68,14 +68,10 @@ MAP_ARROW = pa.schema(
 
 
 # A task whose records in one map batch are more than this many times the batch's average task
-# has them cut by first-step section (`section`), a piece each, so that the split audit's first
-# step can read a dominant group's commits by offset key from the map's own pieces. Below the
-# run's SKEWED_TASK (2.0), so that a task the whole dump makes oversized is cut in (nearly)
-# every batch; the pieces that are not go through `remap_pieces`. A piece per section, not one
-# ordered piece per task that each first-step task reads its part of: measured on a 10M-record
-# dump with one group holding 30 % of the commits (2 cores), every first-step task then read
-# every such piece whole (7.7 s of first-step tasks instead of 4.3 s; an object store sends
-# whole pieces).
+# (a dominant group's) has the offset-commit values that a later value of the same key replaces
+# dropped there (superseded_commits), and counted: its audit task then holds a few records per
+# offset key and batch instead of every commit of the group. Below the run's SKEWED_TASK (2.0),
+# so that a task the whole dump makes oversized is reduced in (nearly) every batch.
 LARGE_IN_BATCH = 1.5
 
 
@@ -92,12 +88,12 @@ arrow_uri = storage.arrow_uri  # the name pieces and tests use
 
 
 class Piece(NamedTuple):
-    """Records a map or re-map task cut for one audit task (`task`), and their first-step
-    section (MAP_ARROW's `section`)."""
+    """Records a map or re-map task cut for one audit task (`task`), and the counts of the
+    records of that task the map dropped (superseded_commits.SUPERSEDED_ARROW, or None)."""
 
     task: int
     records: pa.RecordBatch
-    section: int | None = None
+    superseded: pa.Table | None = None
 
 
 class Route(NamedTuple):
@@ -114,44 +110,40 @@ def cut(
     tasks: int,
     *,
     by_offset_key: bool = False,
-    by_section: bool = False,
+    reduce_large: bool = False,
 ) -> Iterator[Piece]:
     """RAW_ARROW tables, each cut by audit task (routing.audit_tasks_of): a piece per task (with
-    `by_section`, a large task's a piece per first-step section: LARGE_IN_BATCH)."""
+    `reduce_large`, a large task's superseded offset-commit values dropped: LARGE_IN_BATCH)."""
     for table in tables:
-        yield from _pieces(table, tasks, by_offset_key=by_offset_key, by_section=by_section)
+        yield from _pieces(table, tasks, by_offset_key=by_offset_key, reduce_large=reduce_large)
 
 
 def _pieces(
-    records: pa.Table, tasks: int, *, by_offset_key: bool, by_section: bool
+    records: pa.Table, tasks: int, *, by_offset_key: bool, reduce_large: bool
 ) -> Iterator[Piece]:
     """A piece for every task with records in this table (`cut`)."""
     if records.num_rows == 0:
         return
     task_ids = routing.audit_tasks_of(records, tasks, by_offset_key=by_offset_key)
-    large = set(_large_tasks(task_ids, tasks).tolist()) if by_section else set()
-    if large:
-        section = np.zeros(len(task_ids), dtype=np.int64)
-        rows = np.flatnonzero(np.isin(task_ids, list(large)))
-        section[rows] = routing.first_step_sections(records, tasks, rows)
-        within = routing.FIRST_STEP_TASK + tasks  # sections per task
-        order = np.argsort(task_ids.astype(np.int64) * within + section, kind="stable")
-        section = section[order]
-    else:
-        order = np.argsort(task_ids, kind="stable")
+    counts: dict[int, pa.Table] = {}
+    large = _large_tasks(task_ids, tasks) if reduce_large else np.zeros(0, np.int32)
+    if len(large):
+        dropped = superseded_commits.superseded(records, np.flatnonzero(np.isin(task_ids, large)))
+        if dropped.any():
+            for task in np.unique(task_ids[dropped]).tolist():
+                gone = records.filter(pa.array(dropped & (task_ids == task)))
+                counts[task] = superseded_commits.superseded_counts(gone)
+            records = records.filter(pa.array(~dropped))
+            task_ids = task_ids[~dropped]
+    order = np.argsort(task_ids, kind="stable")
     ordered = records.take(pa.array(order)).combine_chunks()
     task_ids = task_ids[order]
     starts = np.flatnonzero(np.r_[True, task_ids[1:] != task_ids[:-1]]) if len(task_ids) else []
     ends = [*np.asarray(starts)[1:].tolist(), len(task_ids)]
     for start, end in zip(np.asarray(starts).tolist(), ends, strict=True):
         task = int(task_ids[start])
-        if task not in large:
-            yield from (Piece(task, p) for p in ordered.slice(start, end - start).to_batches())
-            continue
-        cuts = np.flatnonzero(np.r_[True, section[start + 1 : end] != section[start : end - 1]])
-        for first, stop in pairwise([*(start + cuts).tolist(), end]):
-            for piece in ordered.slice(first, stop - first).to_batches():
-                yield Piece(task, piece, int(section[first]))
+        for i, piece in enumerate(ordered.slice(start, end - start).to_batches()):
+            yield Piece(task, piece, counts.pop(task, None) if i == 0 else None)
 
 
 def _large_tasks(task_ids: np.ndarray, tasks: int) -> np.ndarray:
@@ -184,10 +176,14 @@ def write_piece_file(
             out["batch"].append(len(out["batch"]))
             out["task"].append(piece.task)
             out["num_rows"].append(piece.records.num_rows)
-            newest = pc.max(piece.records.column("log_timestamp_ms")).as_py()
-            out["max_timestamp_ms"].append(newest)
+            stamps = [piece.records.column("log_timestamp_ms")]
+            if piece.superseded is not None:
+                stamps.append(piece.superseded.column("newest_ms").combine_chunks())
+            out["max_timestamp_ms"].append(pc.max(pa.chunked_array(stamps)).as_py())
             out["is_direct"].append(is_direct)
-            out["section"].append(piece.section)
+            out["superseded"].append(
+                piece.superseded.to_pylist() if piece.superseded is not None else None
+            )
             out["num_bytes"].append(piece.records.nbytes)
             writer.write_batch(piece.records)
     return pa.RecordBatch.from_pydict(out, schema=MAP_ARROW)

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES
 from offsets_lib.audit.task_input import RAW_ARROW
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
+from offsets_lib.wire.fastpath import group_id_bytes, key_types
 
 MARKERS = -1
 # An audit task holds its records in memory at once (~1.2 GB of Python per million records).
@@ -79,64 +80,6 @@ def _epoch_ms(table: pa.Table, name: str) -> pa.ChunkedArray:
     ms = raw * 1000 if unit == "s" else raw // _MS_PER_UNIT[unit]
     valid = np.asarray(column.is_valid()) if column.null_count else None
     return pa.chunked_array([pa.array(ms, type=pa.int64(), mask=None if valid is None else ~valid)])
-
-
-def group_id_bytes(keys: pa.Array) -> pa.Array:
-    """Each key's group id bytes (binary): bytes 4 .. 4 + int16 at byte 2, cut to the key.
-
-    Short, null or malformed keys give whatever bytes they have there (possibly empty): they
-    still land in one task, whose decoding rejects them.
-    """
-    keys = keys.cast(pa.binary()) if keys.type != pa.binary() else keys
-    n = len(keys)
-    if n == 0:
-        return pa.array([], pa.binary())
-    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset : keys.offset + n + 1]
-    data_buffer = keys.buffers()[2]
-    data = (
-        np.frombuffer(data_buffer, dtype=np.uint8)
-        if data_buffer is not None
-        else np.zeros(0, np.uint8)
-    )
-    start = offsets[:-1].astype(np.int64)
-    length = np.diff(offsets).astype(np.int64)
-    if len(data) < 4:  # no key long enough to hold a group id
-        return pa.array([b""] * n, pa.binary())
-    at = np.clip(start + 2, 0, len(data) - 2)
-    declared = (data[at].astype(np.int64) << 8) | data[at + 1]
-    group_start = np.minimum(start + 4, start + length)
-    group_end = np.minimum(group_start + declared, start + length)
-    # the group ranges as the odd slots of a 2n+1-slot binary array over the keys' own buffer
-    slots = np.empty(2 * n + 2, dtype=np.int64)
-    slots[0] = 0
-    slots[1 : 2 * n + 1 : 2] = group_start
-    slots[2 : 2 * n + 2 : 2] = group_end
-    slots[-1] = len(data)
-    slots = np.maximum.accumulate(slots)  # empty ranges of null/short keys stay monotone
-    ranges = pa.Array.from_buffers(
-        pa.binary(), 2 * n + 1, [None, pa.py_buffer(slots.astype(np.int32)), data_buffer]
-    )
-    return ranges.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int64)))
-
-
-def key_types(keys: pa.Array) -> np.ndarray:
-    """Each key's record type (the int16 its bytes start with); -1 for null or short keys."""
-    keys = keys.cast(pa.binary()) if keys.type != pa.binary() else keys
-    n = len(keys)
-    out = np.full(n, -1, dtype=np.int64)
-    if n == 0 or keys.buffers()[2] is None:
-        return out
-    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset : keys.offset + n + 1]
-    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8)
-    start = offsets[:-1].astype(np.int64)
-    long_enough = (np.diff(offsets) >= 2) & np.asarray(pc.is_valid(keys), dtype=bool)
-    at = np.where(long_enough, start, 0)
-    if len(data) >= 2:
-        typed = (data[np.minimum(at, len(data) - 2)].astype(np.int64) << 8) | data[
-            np.minimum(at + 1, len(data) - 1)
-        ]
-        out = np.where(long_enough, np.where(typed >= 2**15, typed - 2**16, typed), -1)
-    return out
 
 
 def _crc32_codes(values: pa.Array, skip: int = 0) -> np.ndarray:
@@ -219,28 +162,3 @@ def decoded_by_key_split(table: pa.Table) -> np.ndarray:
     and group tombstones, by their key's record type; it forwards the others undecoded."""
     kinds = _split_kinds(table, table.column("key").combine_chunks(), np.arange(table.num_rows))
     return kinds.is_marker | kinds.is_commit | kinds.is_group_tombstone
-
-
-# The sections of an audit task's records that the map cuts it into (`first_step_sections`):
-# records the split audit's first step only forwards, records every first-step task receives,
-# then those of first-step task k at FIRST_STEP_TASK + k.
-FORWARDED_SECTION, COPIED_SECTION, FIRST_STEP_TASK = 0, 1, 2
-
-
-def first_step_sections(table: pa.Table, tasks: int, rows: np.ndarray) -> np.ndarray:
-    """The section of each of the RAW_ARROW `rows` of `table`, should the split audit's first
-    step take their audit task's records (engine/key_split.py): FORWARDED_SECTION for
-    group-level records, which go to the per-group audit directly; COPIED_SECTION for markers
-    and group tombstones, which every first-step task receives; FIRST_STEP_TASK + k for an
-    offset commit of first-step task k (`audit_tasks_of` with `by_offset_key`). A map that cuts a
-    large task's records by section lets the first step read them as they are. Only the
-    commits' keys are hashed, and no value is copied (the map's cost)."""
-    keys = table.column("key").take(pa.array(rows)).combine_chunks()
-    kinds = _split_kinds(table, keys, rows)
-    sections = np.full(len(rows), FORWARDED_SECTION, dtype=np.int32)
-    sections[kinds.is_marker | kinds.is_group_tombstone] = COPIED_SECTION
-    commits = np.flatnonzero(kinds.is_commit)
-    hashes = _offset_key_hashes(keys, commits)
-    partition = _partitions(table)[rows[commits]]
-    sections[commits] = FIRST_STEP_TASK + _task_of_hash(hashes, partition, tasks)
-    return sections

@@ -195,10 +195,10 @@ def mapped_pieces(
 ) -> tuple[list[dict[str, Any]], set[int]]:
     """The file shuffle's map stage (none when every record is in a stored piece): its pieces
     and the stored ones, and with `split` the oversized audit tasks, whose records alone go
-    through the split audit's first step (key_split.oversized_pieces; the map cuts the records
-    of tasks that look large by first-step section too, piece_files.LARGE_IN_BATCH)."""
+    through the split audit's first step (key_split.oversized_pieces; the map first drops the
+    superseded commits of tasks that look large, piece_files.LARGE_IN_BATCH)."""
     tasks = inputs.tasks
-    cutting = {"by_section": split}
+    cutting = {"reduce_large": split}
     pieces = list(inputs.stored)
     if inputs.units:
         pieces += exchange.map_pieces(

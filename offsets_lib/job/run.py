@@ -177,6 +177,7 @@ def _audit(
     ends = end_offsets() if end_offsets is not None else None
     report.log_end_offsets = ends.num_rows if ends is not None else None
     emit = kept_emit(_table_emitter(options, report, staging, ends))
+    superseded = exchange.superseded_by_task(pieces, tasks)  # the map's, wherever audited
     pieces, first_step, steps = audit_plan.split_first_step(
         spark, pieces, oversized, staging, tasks
     )
@@ -189,6 +190,7 @@ def _audit(
         tasks=tasks,
         emit=emit,
         keep=keep,
+        superseded=superseded,
     )
     manifest = key_split.staged_rows(first_step) + audited.collect()
     stats = pipeline.run_stats(manifest)

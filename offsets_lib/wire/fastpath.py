@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from offsets_lib.wire.decoded import DECODED_ARROW, absent_as_null
 
@@ -151,7 +152,7 @@ def u8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 
 def cut_strings(
-    data: np.ndarray, start: np.ndarray, length: np.ndarray, ok: np.ndarray
+    data: np.ndarray, start: np.ndarray, length: np.ndarray, ok: np.ndarray, as_bytes: bool = False
 ) -> pa.Array:
     """Cut length-prefixed byte ranges out of `data` as one Arrow string array, no Python loop.
 
@@ -179,7 +180,7 @@ def cut_strings(
         [None, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]].tobytes())],
     )
     taken = big.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int32), mask=~ok))
-    return taken.cast(pa.string())  # validates UTF-8; raises on invalid bytes
+    return taken if as_bytes else taken.cast(pa.string())  # validates UTF-8; raises on invalid
 
 
 def _uuid_strings(data: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> pa.Array:
@@ -203,6 +204,64 @@ def _uuid_strings(data: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> pa.Array
 
 def _slice(values: np.ndarray, a: int, b: int) -> np.ndarray:
     return values.view("S1").reshape(-1, 32)[:, a:b].copy().view(f"S{b - a}").ravel()
+
+
+def group_id_bytes(keys: pa.Array) -> pa.Array:
+    """Each key's group id bytes (binary): bytes 4 .. 4 + int16 at byte 2, cut to the key.
+
+    Short, null or malformed keys give whatever bytes they have there (possibly empty): they
+    still land in one task, whose decoding rejects them.
+    """
+    keys = keys.cast(pa.binary()) if keys.type != pa.binary() else keys
+    n = len(keys)
+    if n == 0:
+        return pa.array([], pa.binary())
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset : keys.offset + n + 1]
+    data_buffer = keys.buffers()[2]
+    data = (
+        np.frombuffer(data_buffer, dtype=np.uint8)
+        if data_buffer is not None
+        else np.zeros(0, np.uint8)
+    )
+    start = offsets[:-1].astype(np.int64)
+    length = np.diff(offsets).astype(np.int64)
+    if len(data) < 4:  # no key long enough to hold a group id
+        return pa.array([b""] * n, pa.binary())
+    at = np.clip(start + 2, 0, len(data) - 2)
+    declared = (data[at].astype(np.int64) << 8) | data[at + 1]
+    group_start = np.minimum(start + 4, start + length)
+    group_end = np.minimum(group_start + declared, start + length)
+    # the group ranges as the odd slots of a 2n+1-slot binary array over the keys' own buffer
+    slots = np.empty(2 * n + 2, dtype=np.int64)
+    slots[0] = 0
+    slots[1 : 2 * n + 1 : 2] = group_start
+    slots[2 : 2 * n + 2 : 2] = group_end
+    slots[-1] = len(data)
+    slots = np.maximum.accumulate(slots)  # empty ranges of null/short keys stay monotone
+    ranges = pa.Array.from_buffers(
+        pa.binary(), 2 * n + 1, [None, pa.py_buffer(slots.astype(np.int32)), data_buffer]
+    )
+    return ranges.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int64)))
+
+
+def key_types(keys: pa.Array) -> np.ndarray:
+    """Each key's record type (the int16 its bytes start with); -1 for null or short keys."""
+    keys = keys.cast(pa.binary()) if keys.type != pa.binary() else keys
+    n = len(keys)
+    out = np.full(n, -1, dtype=np.int64)
+    if n == 0 or keys.buffers()[2] is None:
+        return out
+    offsets = np.frombuffer(keys.buffers()[1], dtype=np.int32)[keys.offset : keys.offset + n + 1]
+    data = np.frombuffer(keys.buffers()[2], dtype=np.uint8)
+    start = offsets[:-1].astype(np.int64)
+    long_enough = (np.diff(offsets) >= 2) & np.asarray(pc.is_valid(keys), dtype=bool)
+    at = np.where(long_enough, start, 0)
+    if len(data) >= 2:
+        typed = (data[np.minimum(at, len(data) - 2)].astype(np.int64) << 8) | data[
+            np.minimum(at + 1, len(data) - 1)
+        ]
+        out = np.where(long_enough, np.where(typed >= 2**15, typed - 2**16, typed), -1)
+    return out
 
 
 def _decode_keys(keys: pa.Array) -> tuple[np.ndarray, dict[str, Any]]:
@@ -280,6 +339,63 @@ def _decode_values(values: pa.Array) -> tuple[np.ndarray, np.ndarray, dict[str, 
     return accepted, ~present, fields
 
 
+def _accepted(keys: pa.Array, values: pa.Array, is_control: np.ndarray) -> tuple | None:
+    """The rows the fast path decodes (handled mask and positions), the keys' and values'
+    fields, and their group, topic and metadata strings; None when a string is not UTF-8 (or
+    the buffers cannot be cut so): then the codec decides every row."""
+    key_ok, key = _decode_keys(keys)
+    value_ok, tombstone, value = _decode_values(values)
+    value["tombstone"] = tombstone
+    handled = key_ok & value_ok & ~is_control
+    rows = np.flatnonzero(handled)
+    every = np.ones(len(rows), dtype=bool)
+    try:
+        strings = (
+            cut_strings(key["data"], key["group"][0][rows], key["group"][1][rows], every),
+            cut_strings(key["data"], key["topic"][0][rows], key["topic"][1][rows], every),
+            cut_strings(
+                value["data"],
+                value["metadata"][0][rows],
+                value["metadata"][1][rows],
+                ~tombstone[rows],
+            ),
+        )
+    except (pa.ArrowInvalid, ValueError):
+        return None
+    return handled, rows, key, value, strings
+
+
+def accepted_offset_commits(keys: pa.Array, values: pa.Array) -> np.ndarray:
+    """Which (non-control) records the fast path would decode, each on its own: offset commits
+    whose every string is UTF-8 (`decode_offset_commits` leaves a whole batch to the codec for
+    one that is not), checked without building their columns."""
+    key_ok, key = _decode_keys(keys)
+    value_ok, tombstone, value = _decode_values(values)
+    accepted = key_ok & value_ok
+    strings = (
+        (key["data"], key["group"], accepted),
+        (key["data"], key["topic"], accepted),
+        (value["data"], value["metadata"], accepted & ~tombstone),
+    )
+    try:
+        for data, (start, length), ok in strings:
+            cut = cut_strings(data, start, length, ok, as_bytes=True)
+            encoded = pc.dictionary_encode(cut)
+            is_text = np.array([_is_utf8(v) for v in encoded.dictionary.to_pylist()] + [True])
+            accepted &= is_text[np.asarray(encoded.indices.fill_null(-1), dtype=np.int64)]
+    except (pa.ArrowInvalid, ValueError):  # ranges that cannot be cut so: the codec decides
+        return np.zeros(len(keys), dtype=bool)
+    return accepted
+
+
+def _is_utf8(value: bytes) -> bool:
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _int_column(values: np.ndarray, mask: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
     """Arrow array of `values` where mask is true, null elsewhere."""
     return pa.array(values, type=pa.int64(), mask=~mask).cast(arrow_type)
@@ -292,22 +408,12 @@ def decode_offset_commits(batch: pa.RecordBatch) -> FastResult:
         return FastResult(np.zeros(0, dtype=bool), _empty_columns(0))
     control = batch.column("is_control")
     is_control = np.asarray(control.fill_null(False)) if control.null_count else np.asarray(control)
-    key_ok, key = _decode_keys(batch.column("key"))
-    value_ok, tombstone, value = _decode_values(batch.column("value"))
-    handled = key_ok & value_ok & ~is_control
-    rows = np.flatnonzero(handled)
-    m = len(rows)
-    every = np.ones(m, dtype=bool)
-    has_value = ~tombstone[rows]
-    try:
-        group = cut_strings(key["data"], key["group"][0][rows], key["group"][1][rows], every)
-        topic = cut_strings(key["data"], key["topic"][0][rows], key["topic"][1][rows], every)
-        metadata = cut_strings(
-            value["data"], value["metadata"][0][rows], value["metadata"][1][rows], has_value
-        )
-    except (pa.ArrowInvalid, ValueError):
-        # invalid UTF-8 (or an unusual buffer layout) somewhere: let the codec decide per row
+    accepted = _accepted(batch.column("key"), batch.column("value"), is_control)
+    if accepted is None:
         return FastResult(np.zeros(n, dtype=bool), _empty_columns(0))
+    handled, rows, key, value, (group, topic, metadata) = accepted
+    m = len(rows)
+    has_value = ~value["tombstone"][rows]
     record_type = key["record_type"][rows]
     epoch = value["leader_epoch"][rows]
     expire = value["expire_ts"][rows]

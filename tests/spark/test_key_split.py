@@ -71,11 +71,11 @@ def _oversized_only(
     spark, files, staging, tasks, params, oversized=None, coordinator=Coordinator.NEW
 ):
     """The file shuffle's automatic split as the job runs it (audit_plan.split_first_step): a
-    per-group map that cuts large tasks by first-step section too, then only the oversized
+    per-group map that drops the superseded commits of large tasks, then only the oversized
     tasks' pieces through the first step; the manifest and the sizes of each step's tasks."""
     units = exchange.plan(files, map_tasks=2)
     by_group = exchange.map_pieces(
-        spark, units, staging_uri=staging.uri, tasks=tasks, by_section=True
+        spark, units, staging_uri=staging.uri, tasks=tasks, reduce_large=True
     )
     sizes = exchange.task_sizes(by_group, tasks)
     if oversized is None:  # the largest task, as audit_plan.oversized_tasks picks it at scale
@@ -88,25 +88,24 @@ def _oversized_only(
         params=params,
         tasks=tasks,
         emit=table_files(staging, params.as_of_ms),
+        superseded=exchange.superseded_by_task(by_group, tasks),
     )
     manifest = key_split.staged_rows(reduced) + [r.asDict() for r in audited.collect()]
     return manifest, sizes, *steps
 
 
 @pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
-def test_only_the_oversized_tasks_are_split_and_tables_match(spark, dominant, tmp_path) -> None:
-    """One task per group leaves the dominant group's task over twice the average in the map's
-    pieces. The first step reads that task's commits from the map's sections (both map tasks'
-    batches hold enough of the dominant group): nothing is cut again, and neither step's tasks
-    hold more than twice the average."""
+def test_the_map_reduces_a_dominant_group_and_tables_match(spark, dominant, tmp_path) -> None:
+    """One task per group leaves the dominant group's task with 6,700 of the 20,000 records;
+    the map drops most of its commit values (superseded by a later value of the same key, and
+    counted), nothing is cut again, and the tables equal the reference audit's."""
     files = sorted(str(p) for p in dominant.glob("*.parquet"))
     raw = read_parquet_dump(spark, [str(dominant)])
     staging_dir = tmp_path / "staging"
     staging = Staging(str(staging_dir))
     params = _params(raw)
-    manifest, by_group, first, audit = _oversized_only(spark, files, staging, 8, params)
-    assert by_group.max() > 2 * by_group.mean()
-    assert first.max() <= 2 * by_group.mean() and audit.max() <= 2 * by_group.mean()
+    manifest, by_group, *_ = _oversized_only(spark, files, staging, 8, params, oversized=set())
+    assert by_group.max() < 4_000
     assert not (staging_dir / "remapped").exists()
     reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
     assert_staged_equals_reference(
@@ -120,8 +119,8 @@ def test_splitting_some_tasks_of_a_log_with_transactions_equals_reference(
     spark, raw, raw_root, tmp_path, oversized: set[int]
 ) -> None:
     """Markers reach the first step as context: resolved there, counted once by the audit. No
-    task is large in its batch here, so the map cut nothing by section: the first step reads
-    the chosen tasks' commits cut again by offset key."""
+    task is large in its batch here, so the map dropped nothing: the first step reads the
+    chosen tasks' commits cut again by offset key."""
     staging_dir = tmp_path / "staging"
     staging = Staging(str(staging_dir))
     files = sorted(str(p) for p in raw_root.glob("*.parquet"))
@@ -138,10 +137,9 @@ def test_splitting_some_tasks_of_a_log_with_transactions_equals_reference(
 def test_a_run_splits_a_dominant_task_itself_and_publishes_the_same_tables(
     spark, dominant, tmp_path, monkeypatch
 ) -> None:
-    """run.execute with the automatic split (the default) against a run without it: the map
-    shows the dominant group's task oversized, its commits are reduced per key first (read from
-    the map's sections), no task holds far more than the others, and the published tables are
-    the same."""
+    """run.execute with the automatic split (the default) against a run without it: without,
+    the dominant group's task is oversized; with it, the map drops that group's superseded
+    commits, no task holds far more than the others, and the published tables are the same."""
     monkeypatch.setattr(audit_plan, "RECORDS_PER_TASK", 1_000)  # the oversized bound, scaled down
     published = {}
     for split in (False, True):
@@ -153,7 +151,6 @@ def test_a_run_splits_a_dominant_task_itself_and_publishes_the_same_tables(
         assert report.status == "succeeded"
         published[split] = (report, output)
     (whole, whole_out), (split, split_out) = published[False], published[True]
-    # the first step's tasks are few here (routing.tasks_for: one per core for small stages)
     assert whole.task_skew > 2 >= split.task_skew
     assert split.records_read == whole.records_read == 20_000
     for name in (*pipeline.DECIDED_TABLES, "lag"):

@@ -1,6 +1,6 @@
-"""Raw Parquet rows as audit rows, the audit task of each record, a large task's pieces by
-first-step section and how many tasks a stage needs (routing, piece_files.cut, key_split.gathered;
-no Spark)."""
+"""Raw Parquet rows as audit rows, the audit task of each record, a large task's pieces without
+its superseded commit values and how many tasks a stage needs (routing, piece_files.cut,
+key_split.gathered; no Spark)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from offsets_lib.audit.task_input import RAW_ARROW
@@ -19,12 +19,8 @@ from offsets_lib.audit.task_input import RAW_ARROW
 # private piece_files._large_tasks: which tasks `cut` splits (restating its rule would copy it)
 from offsets_lib.engine import exchange, key_split, piece_files
 from offsets_lib.engine.routing import (
-    COPIED_SECTION,
-    FIRST_STEP_TASK,
-    FORWARDED_SECTION,
     MARKERS,
     audit_tasks_of,
-    decoded_by_key_split,
     group_id_bytes,
     positioned_table,
     tasks_for,
@@ -156,26 +152,33 @@ def _offset_key(group: bytes, topic: bytes, partition: int) -> bytes:
 _RECORD_SHAPES = st.sampled_from(["commit", "commit tombstone", "metadata", "group tombstone"])
 
 
+def _commit_value(offset: int) -> bytes:
+    """An OffsetCommit v3 value: offset, leader epoch -1, no metadata, commit timestamp."""
+    return struct.pack(">hqih", 3, offset, -1, 0) + struct.pack(">q", 1_700_000_000_000)
+
+
 @given(
     st.lists(
         st.tuples(
             _RECORD_SHAPES,
             st.sampled_from([b"big", b"big", b"big", b"a", b"b", b"c"]),  # one group dominates
-            st.integers(0, 5),  # offset key's partition
+            st.integers(0, 2),  # offset key's partition
             st.integers(0, 1),  # __consumer_offsets partition
         ),
         max_size=60,
     ),
     st.integers(2, 6),
 )
-def test_a_large_task_is_cut_by_first_step_section(records, tasks: int) -> None:
-    """With `by_section`, a task's pieces still hold exactly its records; a task that holds more
-    than LARGE_IN_BATCH times the average has a piece per section: group-level records to
-    forward, group tombstones for every first-step task, and each first-step task's commits."""
+@settings(deadline=None)  # its first examples pay numpy's and pyarrow's first calls
+def test_a_large_task_loses_only_superseded_commit_values(records, tasks: int) -> None:
+    """With `reduce_large`, each task's pieces hold its records but, in a task that holds more
+    than LARGE_IN_BATCH times the average, commit values that a later value of the same key
+    (and offsets partition) replaces; the pieces count every value dropped."""
     keys, values = [], []
-    for shape, group, partition, _log_partition in records:
+    for i, (shape, group, partition, _log_partition) in enumerate(records):
         keys.append(_offset_key(group, b"t", partition) if "commit" in shape else _key(2, group))
-        values.append(None if "tombstone" in shape else b"\x00\x03value")
+        value = _commit_value(i) if "commit" in shape else b"\x00\x03value"
+        values.append(None if "tombstone" in shape else value)
     table = positioned_table(
         _raw(
             key=pa.array(keys, pa.binary()),
@@ -186,23 +189,27 @@ def test_a_large_task_is_cut_by_first_step_section(records, tasks: int) -> None:
     )
     task_ids = audit_tasks_of(table, tasks)
     large = set(piece_files._large_tasks(task_ids, tasks).tolist())
-    by_offset_key = audit_tasks_of(table, tasks, by_offset_key=True)
-    is_forwarded = ~decoded_by_key_split(table)
     seen: dict[int, list[int]] = {}
-    for piece in piece_files.cut([table], tasks, by_section=True):
-        offsets = piece.records.column("log_offset").to_pylist()
-        seen.setdefault(piece.task, []).extend(offsets)
-        assert (piece.section is not None) == (piece.task in large)
-        if piece.section == FORWARDED_SECTION:
-            assert is_forwarded[offsets].all()
-        elif piece.section == COPIED_SECTION:
-            assert (~is_forwarded[offsets] & (by_offset_key[offsets] == MARKERS)).all()
-        elif piece.section is not None:
-            assert (by_offset_key[offsets] == piece.section - FIRST_STEP_TASK).all()
-            assert not is_forwarded[offsets].any()
-    assert {b: sorted(o) for b, o in seen.items()} == {
-        int(b): np.flatnonzero(task_ids == b).tolist() for b in np.unique(task_ids)
-    }
+    counted = 0
+    for piece in piece_files.cut([table], tasks, reduce_large=True):
+        seen.setdefault(piece.task, []).extend(piece.records.column("log_offset").to_pylist())
+        if piece.superseded is not None:
+            assert piece.task in large
+            counted += sum(piece.superseded.column("offset_commits").to_pylist())
+    gone = 0
+    for task in np.unique(task_ids).tolist():
+        own = np.flatnonzero(task_ids == task).tolist()
+        assert set(seen[task]) <= set(own)
+        for row in set(own) - set(seen[task]):
+            gone += 1
+            shape, _group, _partition, log_partition = records[row]
+            assert shape == "commit" and task in large
+            assert any(  # a later value of the same key and offsets partition
+                keys[later] == keys[row] and records[later][3] == log_partition
+                and records[later][0] == "commit"
+                for later in range(row + 1, len(records))
+            )  # fmt: skip
+    assert counted == gone
 
 
 @pytest.mark.parametrize(
