@@ -8,7 +8,7 @@ from pathlib import Path
 
 from offsets_lib import wire
 from offsets_lib.tools.generate.model import partition_for
-from tests.broker.random_logs import generate, group_versions, offset_versions
+from tests.broker.random_logs import FAILING_QUOTA, generate, group_versions, offset_versions
 from tests.broker.world import JobRun, job_view
 
 NOW_MS = 1_800_000_000_000
@@ -30,6 +30,8 @@ def test_every_record_decodes_with_a_version_its_era_reads() -> None:
         for step in log.steps:
             for key, value in step.records:
                 record = wire.decode_record(key, value)
+                if key[4:11] == b"skipped":
+                    continue  # a record of a type the era skips, any bytes
                 assert record.error is None, record
                 assert partition_for(record.key["group"], 3) == step.partition
                 if value is not None:
@@ -78,14 +80,39 @@ def test_a_simple_group_left_without_offsets_is_gone(tmp_path: Path) -> None:
 
 def test_consumer_groups_in_the_new_coordinators_era() -> None:
     topics = {"a": (4, uuid.UUID(int=1)), "b": (3, uuid.UUID(int=2))}
-    log = generate(2, 300, "4.4.0", 3, topics, NOW_MS, broken_partitions=(0,))
+    log = generate(2, 300, "4.4.0", 3, topics, NOW_MS, breaks={0: "log6"})
     kinds = set(log.groups.values())
-    assert kinds == {"classic", "simple", "consumer"}
+    assert kinds == {"classic", "simple", "consumer", "share", "skipped"}
     types = {
         wire.decode_record(key, value).record_type
         for step in log.steps
         for key, value in step.records
     }
-    assert types == {1, 2, 3, 4, 5, 6, 7, 8}
-    older = generate(2, 300, "3.9.1", 3, topics, NOW_MS, broken_partitions=(0,))
-    assert set(older.groups.values()) == {"classic", "simple"}
+    assert types == {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 18, 24, 99}
+    older = generate(2, 300, "3.9.1", 3, topics, NOW_MS, breaks={0: "log6"})
+    assert set(older.groups.values()) == {"classic", "simple", "skipped"}
+    assert set(generate(2, 300, "2.8.2", 3, topics, NOW_MS).groups.values()) == {
+        "classic",
+        "simple",
+    }
+
+
+def test_damaged_partitions_as_the_broker_replays_them() -> None:
+    """Each `breaks` partition's first consumer group ends damaged (LOG-6, LOG-7, DEC-LIMIT),
+    the failing ones hold at most FAILING_QUOTA groups; some records are corrupt but
+    parseable (bytes after the last field, unknown tags)."""
+    topics = {"a": (4, uuid.UUID(int=1)), "b": (3, uuid.UUID(int=2))}
+    breaks = {1: "log6", 2: "log7-equal", 3: "dec-limit", 4: "log7-lower"}
+    log = generate(4, 600, "4.4.0", 6, topics, NOW_MS, breaks=breaks)
+    assert log.undamaged == []
+    per_partition = {p: 0 for p in range(6)}
+    for group in log.groups:
+        if not group.startswith("skipped"):
+            per_partition[partition_for(group, 6)] += 1
+    assert max(per_partition[p] for p in (1, 2, 3)) <= FAILING_QUOTA
+    assert min(per_partition[p] for p in (0, 4, 5)) > 80
+    decoded = [wire.decode_record(k, v) for s in log.steps for k, v in s.records]
+    assert sum(r.reader_limit is not None for r in decoded) == 1
+    assert any(r.trailing_bytes for r in decoded) and any(r.key_trailing_bytes for r in decoded)
+    assert any(r.unknown_tags == 1 for r in decoded)
+    assert log.corrupt > 0
