@@ -71,6 +71,8 @@ SETTINGS = {
     "group.consumer.max.session.timeout.ms": "1800000",
     "group.share.session.timeout.ms": "1800000",
     "group.share.max.session.timeout.ms": "1800000",
+    "group.streams.session.timeout.ms": "1800000",
+    "group.streams.max.session.timeout.ms": "1800000",
 }
 MAX_TRANSACTIONS_4X = 100
 

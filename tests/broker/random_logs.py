@@ -39,8 +39,9 @@ RETENTION_MS = 7 * DAY_MS  # the broker's default offsets.retention.minutes, and
 MARGIN_MS = 30 * 60_000  # no deadline within this of `now_ms`
 SESSION_TIMEOUT_MS = 1_800_000  # members loaded from the log stay until the check is done
 CLASSIC_ERA = ("classic", "simple")
-CONSUMER_ERA = ("classic", "simple", "consumer", "share")  # the new coordinator's group types
-KIND_WEIGHTS = (3, 1, 2, 1)
+# the new coordinator's group types
+CONSUMER_ERA = ("classic", "simple", "consumer", "share", "streams")
+KIND_WEIGHTS = (3, 1, 2, 1, 1)
 # a damaged group per offsets partition (`generate`'s `breaks`): LOG-6, LOG-7 at an equal and at
 # a lower epoch, DEC-LIMIT
 BREAKS = ("log6", "log7-equal", "log7-lower", "dec-limit")
@@ -52,9 +53,15 @@ TRAILING_RATE = 0.03
 UNKNOWN_TAG_RATE = 0.05
 SKIPPED_TYPE_RATE = 0.02
 # modern record types of a group (records.md section 5): metadata, member, target metadata,
-# target member, current assignment
-CONSUMER_TYPES = (3, 5, 6, 7, 8)
-SHARE_TYPES = (11, 10, 12, 13, 14)
+# target member, current assignment; and the group tombstones' types in the coordinator's order
+# (`createGroupTombstoneRecords`)
+MODERN_TYPES = {
+    "consumer": (3, 5, 6, 7, 8),
+    "share": (11, 10, 12, 13, 14),
+    "streams": (17, 19, 20, 21, 22),
+}
+GROUP_TOMBSTONES = {"consumer": (6, 4, 3), "share": (12, 11), "streams": (20, 17, 23)}
+STREAMS_STABLE = 1  # a streams member's STABLE state code (consumer and share: 0)
 
 
 @dataclass
@@ -112,6 +119,7 @@ class _Group:
     members: list[dict] = field(default_factory=list)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     exists: bool = False  # a GroupMetadata value is live
+    validated: bool = True  # streams: the topology's epoch is the validated one
 
 
 class _Writer:
@@ -239,27 +247,84 @@ class _Writer:
             m = self.member(g)
             kept.append(m)
             out.append((self.modern_key(member_type, g, m), self.member_value(g, m)))
+        if g.kind == "streams" and not g.exists:  # a new group's topology (never changed)
+            out.append((self.modern_key(23, g), self.topology(g)))
         g.members, g.exists = kept, True
         g.generation += 1
         epoch = g.generation
-        out.append((self.modern_key(meta, g), wire.encode_value(meta, 0, {"Epoch": epoch})))
+        out.append((self.modern_key(meta, g), self.metadata_value(g)))
         if not kept and rng.random() < 0.3:  # an older broker's last member leaving
             return out
-        owners = _assign(g.topics, len(kept))
         targets = []
-        for m, owned in zip(kept, owners, strict=True):
-            parts = [{"TopicId": self.topic_ids[t], "Partitions": ps} for t, ps in owned]
+        for m, parts in zip(kept, self.owners(g, len(kept)), strict=True):
             targets.append(parts)
-            value = wire.encode_value(target_member, 0, {"TopicPartitions": parts})
-            out.append((self.modern_key(target_member, g, m), value))
+            out.append((self.modern_key(target_member, g, m), self.target_value(g, parts)))
         target = {"AssignmentEpoch": epoch}
         out.append((self.modern_key(target_meta, g), wire.encode_value(target_meta, 0, target)))
         for m, parts in zip(kept, targets, strict=True):
             out.append((self.modern_key(current, g, m), self.assignment(g, epoch, parts)))
         return out
 
+    def owners(self, g: _Group, n: int) -> list[list[dict]]:
+        """Each of `n` members' share: partitions by topic id, or (streams) the tasks of
+        subtopology "0", one per partition number of its source topics."""
+        if g.kind == "streams":
+            tasks = sorted({p for _, p in g.topics})
+            return [
+                [{"SubtopologyId": "0", "Partitions": tasks[i::n]}] if tasks[i::n] else []
+                for i in range(n)
+            ]
+        return [
+            [{"TopicId": self.topic_ids[t], "Partitions": ps} for t, ps in owned]
+            for owned in _assign(g.topics, n)
+        ]
+
+    def metadata_value(self, g: _Group) -> bytes:
+        """The group epoch; a streams group's topology validated (4.2+) or not (4.1: NotReady
+        while it has members)."""
+        meta = _types(g)[0]
+        fields: dict = {"Epoch": g.generation}
+        if g.kind == "streams":
+            fields["MetadataHash"] = 0
+            fields["ValidatedTopologyEpoch"] = 0 if g.validated else -1
+        return wire.encode_value(meta, 0, fields)
+
+    def topology(self, g: _Group) -> bytes:
+        """One subtopology reading the group's topics (no internal topics)."""
+        subtopology = {
+            "SubtopologyId": "0",
+            "SourceTopics": sorted({t for t, _ in g.topics}),
+            "SourceTopicRegex": [],
+            "StateChangelogTopics": [],
+            "RepartitionSinkTopics": [],
+            "RepartitionSourceTopics": [],
+            "CopartitionGroups": [],
+        }
+        return wire.encode_value(23, 0, {"Epoch": 0, "Subtopologies": [subtopology]})
+
+    def target_value(self, g: _Group, parts: list[dict]) -> bytes:
+        target_member = _types(g)[3]
+        if g.kind == "streams":
+            fields = {"ActiveTasks": parts, "StandbyTasks": [], "WarmupTasks": []}
+        else:
+            fields = {"TopicPartitions": parts}
+        return wire.encode_value(target_member, 0, fields)
+
     def member_value(self, g: _Group, m: dict) -> bytes:
         topics = sorted({t for t, _ in g.topics})
+        if g.kind == "streams":
+            streams = {
+                "InstanceId": m["groupInstanceId"],
+                "RackId": None,
+                "ClientId": m["clientId"],
+                "ClientHost": m["clientHost"],
+                "RebalanceTimeoutMs": 300_000,
+                "TopologyEpoch": 0,
+                "ProcessId": f"process-{m['memberId'][-8:]}",
+                "UserEndpoint": None,
+                "ClientTags": [],
+            }
+            return wire.encode_value(19, 0, streams)
         fields = {
             "RackId": None,
             "ClientId": m["clientId"],
@@ -275,13 +340,14 @@ class _Writer:
         return wire.encode_value(5, 0, fields)
 
     def assignment(self, g: _Group, epoch: int, parts: list[dict]) -> bytes:
-        """A member's current assignment at `epoch`, reconciled (state 0: STABLE)."""
-        fields = {
-            "MemberEpoch": epoch,
-            "PreviousMemberEpoch": epoch - 1,
-            "State": 0,
-            "AssignedPartitions": parts,
-        }
+        """A member's current assignment at `epoch`, reconciled (state STABLE)."""
+        epochs = {"MemberEpoch": epoch, "PreviousMemberEpoch": epoch - 1}
+        if g.kind == "streams":
+            tasks = {"ActiveTasks": parts, "StandbyTasks": [], "WarmupTasks": []}
+            pending = {f"{k}PendingRevocation": [] for k in tasks}
+            fields = {**epochs, "State": STREAMS_STABLE, **tasks, **pending}
+            return wire.encode_value(22, 0, fields)
+        fields = {**epochs, "State": 0, "AssignedPartitions": parts}
         if g.kind == "share":
             return wire.encode_value(14, 0, fields)
         return wire.encode_value(8, 0, {**fields, "PartitionsPendingRevocation": []})
@@ -292,12 +358,9 @@ class _Writer:
 
     def modern_group_tombstones(self, g: _Group) -> list[tuple[bytes, None]]:
         """DeleteGroups of an Empty modern group, or the old type's records at a type change:
-        target-assignment metadata, (consumer) partition metadata, then group metadata
-        tombstones."""
-        meta, _, target_meta, _, _ = _types(g)
+        its group tombstones in the coordinator's order."""
         g.exists, g.members, g.generation = False, [], 0
-        middle = (4,) if g.kind == "consumer" else ()
-        return [(self.modern_key(t, g), None) for t in (target_meta, *middle, meta)]
+        return [(self.modern_key(t, g), None) for t in GROUP_TOMBSTONES[g.kind]]
 
     def claim(self, g: _Group, lower: bool) -> list[tuple[bytes, bytes]]:
         """LOG-7: a new member whose current assignment claims a partition the first member
@@ -330,7 +393,7 @@ class _Writer:
 
 
 def _types(g: _Group) -> tuple[int, ...]:
-    return SHARE_TYPES if g.kind == "share" else CONSUMER_TYPES
+    return MODERN_TYPES[g.kind]
 
 
 def _assign(topics: list[tuple[str, int]], n: int) -> list[list[tuple[str, list[int]]]]:
@@ -394,7 +457,7 @@ def _history(w: _Writer, g: _Group, *, damage: str | None = None) -> list[Step]:
                 plain(*records, w.group_value(g))
         elif not g.members:  # DeleteGroups of an Empty (or simple) group
             records = [w.offset_tombstone(g, tp) for tp in committed]
-            if g.exists and g.kind in ("consumer", "share"):
+            if g.exists and g.kind in MODERN_TYPES:
                 records += w.modern_group_tombstones(g)
             elif g.exists:
                 records.append(w.group_tombstone(g))
@@ -496,6 +559,7 @@ def generate(
         name = _named(f"gen-{seed}-{i}", partitions, lambda p: crowded.get(p, 0) < FAILING_QUOTA)
         kind = rng.choices(w.kinds, KIND_WEIGHTS[: len(w.kinds)])[0]
         g = _Group(name, kind, partition_for(name, partitions), rng.sample(all_tps, 4))
+        g.validated = rng.random() < 0.8
         if g.partition in crowded:
             crowded[g.partition] += 1
         if any(t not in ids for t, _ in g.topics):  # a modern group names topics by id
