@@ -89,7 +89,9 @@ class _Modern:
 
     family: str
     epoch: int = 0
-    target_epoch: int = 0
+    # G-M3: without a target-assignment value, the coordinator's initial assignment epoch: 1
+    # (`TargetAssignmentMetadata.INITIAL`, 4.3.0 on; 4.0-4.2 started at 0)
+    target_epoch: int = 1
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
     assignments: dict[str, dict[str, Any]] = field(default_factory=dict)
     regexes: dict[str, list[str]] = field(default_factory=dict)

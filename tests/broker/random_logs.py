@@ -502,10 +502,27 @@ def _corrupt(w: _Writer, steps: list[Step], skipped_types: tuple[int, ...], part
             name = _named(f"skipped-{len(w.skipped)}", partitions, lambda p, at=at: p == at)
             w.skipped.append(name)
             key = record_type.to_bytes(2, "big") + wire.encode_key(2, {"group": name})[2:]
-            records.append((key, rng.randbytes(rng.randint(0, 12))))
+            records.append((key, _skipped_value(rng, record_type)))
             touched += 1
         step.records = records
     return touched
+
+
+# well-formed values of the skipped types the reader knows (a group's metadata; the removed
+# partition-metadata records): the others are any bytes
+_SKIPPED_VALUES = {
+    3: {"Epoch": 1},
+    11: {"Epoch": 1, "MetadataHash": 0},
+    17: {"Epoch": 1, "MetadataHash": 0},
+    9: {"Topics": []},
+    18: {"Topics": []},
+}
+
+
+def _skipped_value(rng: random.Random, record_type: int) -> bytes:
+    if record_type in _SKIPPED_VALUES:
+        return wire.encode_value(record_type, 0, _SKIPPED_VALUES[record_type])
+    return rng.randbytes(rng.randint(0, 12))
 
 
 def _tags_empty(key: bytes, value: bytes) -> bool:
@@ -520,12 +537,12 @@ def _tags_empty(key: bytes, value: bytes) -> bool:
 
 def skipped_types(version: str) -> tuple[int, ...]:
     """Record types the era's loader skips (records.md section 8): none before 3.5 (the load
-    fails), the modern groups' and an unassigned one on the Scala coordinator of 3.5-3.9, the
+    fails), modern groups' metadata and an unassigned one on the Scala coordinator of 3.5-3.9, the
     removed 9 and 18, the proposed 24 and an unassigned one on the new coordinator."""
     line = version_tuple(version)
     if line < (3, 5):
         return ()
-    return (3, 5, 11, 17, 99) if line < (4, 0) else (9, 18, 24, 99)
+    return (3, 11, 17, 99) if line < (4, 0) else (9, 18, 24, 99)
 
 
 def generate(
