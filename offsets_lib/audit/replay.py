@@ -234,9 +234,9 @@ def replaces_simple_group(
 ) -> bool:
     """G-U4 for tombstones: a consumer-group tombstone (types 3-8, 16) of an id held only by a
     simple group (offsets, no GroupMetadata: `classic == {}`) first replaces it with an Empty
-    consumer group (target-assignment epoch 0), as a value does: the new coordinator's replay
-    looks the group up with `getOrMaybeCreatePersistedConsumerGroup`, which swaps a simple group
-    even for a tombstone. So tombstones 6, 4, 3 remove the group (Dead: no DEL-NEW tombstone
+    consumer group (G-M3's initial target-assignment epoch), as a value does: the new
+    coordinator's replay looks the group up with `getOrMaybeCreatePersistedConsumerGroup`, which
+    swaps a simple group even for a tombstone. So tombstones 6, 4, 3 remove the group (Dead: no DEL-NEW tombstone
     left to write), and a lone tombstone 3 fails LOG-6 (no target-assignment tombstone)."""
     return family == CONSUMER and modern is None and classic == {}
 

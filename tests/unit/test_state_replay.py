@@ -390,7 +390,7 @@ def test_member_without_current_assignment_has_the_member_defaults():
     assert (m1["member_epoch"], m1["previous_member_epoch"], m1["member_state"]) == (
         0, -1, "STABLE",
     )  # fmt: skip
-    assert row["state"] == "Stable"
+    assert row["state"] == "Reconciling"  # member epoch 0, initial assignment epoch 1 (G-M3)
 
 
 # ---- streams groups (G-T1..G-T8) -------------------------------------------------------------
