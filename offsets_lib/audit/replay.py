@@ -236,8 +236,9 @@ def replaces_simple_group(
     simple group (offsets, no GroupMetadata: `classic == {}`) first replaces it with an Empty
     consumer group (G-M3's initial target-assignment epoch), as a value does: the new
     coordinator's replay looks the group up with `getOrMaybeCreatePersistedConsumerGroup`, which
-    swaps a simple group even for a tombstone. So tombstones 6, 4, 3 remove the group (Dead: no DEL-NEW tombstone
-    left to write), and a lone tombstone 3 fails LOG-6 (no target-assignment tombstone)."""
+    swaps a simple group even for a tombstone. So tombstones 6, 4, 3 remove the group (Dead: no
+    DEL-NEW tombstone left to write), and a lone tombstone 3 fails LOG-6 (no target-assignment
+    tombstone)."""
     return family == CONSUMER and modern is None and classic == {}
 
 
