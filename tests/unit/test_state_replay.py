@@ -914,3 +914,13 @@ def test_a_group_never_assigned_has_the_initial_assignment_epoch():
     twice = replay(ev(1, 3, {"Epoch": 1}), offsets_at(2), ev(3, 3, {"Epoch": 2}))
     assert (twice["generation"], twice["target_assignment_epoch"]) == (2, 1)
     assert twice["state_notes"].startswith("EV-EMPTY-EPOCH: group epoch 2 ahead of assignment")
+
+
+def test_records_of_types_the_coordinator_skips_make_no_group():
+    """Types 9 and 18 (share and streams partition metadata, removed before 4.1 and never
+    released) are unknown to the new coordinator, which skips them (shrunk from the generated
+    logs on 4.4.0: the broker answered Dead where the job showed an Empty group)."""
+    assert replay(ev(1, 9, {"Topics": []}))["state"] == "Dead"
+    assert replay(ev(1, 18, {"Topics": []}))["state"] == "Dead"
+    row = replay(ev(1, 11, {"Epoch": 2}), ev(2, 9, {"Topics": []}), ev(3, 9, None))
+    assert (row["group_type"], row["state"], row["generation"]) == ("share", "Empty", 2)
