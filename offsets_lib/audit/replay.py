@@ -29,10 +29,12 @@ from offsets_lib.audit.group_rows import (
 OFFSET_SUMMARY = -1  # pseudo record type: "an offset-commit value was replayed at this offset"
 READER_LIMIT = -2  # pseudo record type: a record only DEC-LIMIT reads (offset commit, rejected)
 # Record types of each modern group family: (metadata record, every record of the family).
+# Types 9 and 18 (partition metadata removed before 4.1 and never released) are unknown to the
+# coordinator, which skips them (records.md section 8; found by the generated logs on 4.4.0).
 _MODERN_TYPES = {
     CONSUMER: (3, {3, 4, 5, 6, 7, 8, 16}),
-    SHARE: (11, {9, 10, 11, 12, 13, 14, 15}),
-    STREAMS: (17, {17, 18, 19, 20, 21, 22, 23}),
+    SHARE: (11, {10, 11, 12, 13, 14, 15}),
+    STREAMS: (17, {17, 19, 20, 21, 22, 23}),
 }
 _FAMILY_OF = {t: fam for fam, (_, types) in _MODERN_TYPES.items() for t in types}
 # Member-state codes of the current-assignment records (records.md, types 8, 14 and 22).
@@ -47,7 +49,7 @@ _STABLE_MEMBER_STATE = {CONSUMER: 0, SHARE: 0, STREAMS: 1}
 # builder's defaults (epoch 0, previous epoch -1, state STABLE).
 LEFT_MEMBER_EPOCH = -1
 _NEW_MEMBER_EPOCHS = (0, -1)
-EVERY_VALUE_TYPES = frozenset({4, 8, 9})
+EVERY_VALUE_TYPES = frozenset({4, 8})
 """Record types whose every value the replay reads (topic names accumulate; LOG-7 claims the
 partitions of every current assignment of a consumer group in turn). Of any
 other type it reads only the newest value of each key: an older value of the same key is
@@ -81,7 +83,9 @@ class _Modern:
 
     family: str
     epoch: int = 0
-    target_epoch: int = 0
+    # G-M3: without a target-assignment value, the coordinator's initial assignment epoch: 1
+    # (`TargetAssignmentMetadata.INITIAL`, 4.3.0 on; 4.0-4.2 started at 0)
+    target_epoch: int = 1
     members: dict[str, dict[str, Any]] = field(default_factory=dict)
     assignments: dict[str, dict[str, Any]] = field(default_factory=dict)
     regexes: dict[str, list[str]] = field(default_factory=dict)
@@ -224,10 +228,11 @@ def replaces_simple_group(
 ) -> bool:
     """G-U4 for tombstones: a consumer-group tombstone (types 3-8, 16) of an id held only by a
     simple group (offsets, no GroupMetadata: `classic == {}`) first replaces it with an Empty
-    consumer group (target-assignment epoch 0), as a value does: the new coordinator's replay
-    looks the group up with `getOrMaybeCreatePersistedConsumerGroup`, which swaps a simple group
-    even for a tombstone. So tombstones 6, 4, 3 remove the group (Dead: no DEL-NEW tombstone
-    left to write), and a lone tombstone 3 fails LOG-6 (no target-assignment tombstone)."""
+    consumer group (G-M3's initial target-assignment epoch), as a value does: the new
+    coordinator's replay looks the group up with `getOrMaybeCreatePersistedConsumerGroup`, which
+    swaps a simple group even for a tombstone. So tombstones 6, 4, 3 remove the group (Dead: no
+    DEL-NEW tombstone left to write), and a lone tombstone 3 fails LOG-6 (no target-assignment
+    tombstone)."""
     return family == CONSUMER and modern is None and classic == {}
 
 
@@ -360,7 +365,7 @@ def _apply_modern(group: _Modern, event: Event) -> None:
             group.regexes.pop(event.regular_expression or "", None)
         else:
             group.regexes[event.regular_expression or ""] = list(value.get("Topics") or [])
-    elif kind in (4, 9) and not event.is_tombstone:
+    elif kind == 4 and not event.is_tombstone:
         for topic in value.get("Topics") or []:
             group.topic_names[str(topic.get("TopicId"))] = topic.get("TopicName")
     elif kind == 23:
@@ -372,10 +377,10 @@ def _apply_modern(group: _Modern, event: Event) -> None:
 # (`_apply_modern`), for `needed_records`: cells are ("epoch",), ("target",), ("member", id),
 # ("assignment", id), ("regex", expression), ("topology",). The types not listed change nothing
 # once the group exists (target-assignment member records, partition-metadata tombstones, ...),
-# except partition-metadata values (4, 9), whose topic names accumulate: always needed.
+# except partition-metadata values (4), whose topic names accumulate: always needed.
 _EPOCH, _TARGET, _TOPOLOGY = ("epoch",), ("target",), ("topology",)
 _GROUP_CHECK_CELLS = frozenset({"member", "target_member", "target"})  # LOG-6 group tombstone
-_ALWAYS_NEEDED_TYPES = frozenset({4, 9})
+_ALWAYS_NEEDED_TYPES = frozenset({4})
 
 
 def _cells(event: Event) -> tuple[tuple[tuple[str, ...], ...], tuple[tuple[str, ...], ...]]:

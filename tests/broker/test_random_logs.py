@@ -7,8 +7,14 @@ import uuid
 from pathlib import Path
 
 from offsets_lib import wire
+from offsets_lib.audit.partition_claims import (
+    CLAIM_OVER_EQUAL_OR_HIGHER_EPOCH,
+    CLAIM_OVER_LOWER_EPOCH,
+)
 from offsets_lib.tools.generate.model import partition_for
-from tests.broker.random_logs import generate, group_versions, offset_versions
+from offsets_lib.wire.codec import READER_LIMIT_CHECKS
+from tests.broker.generated import fails_load
+from tests.broker.random_logs import FAILING_QUOTA, generate, group_versions, offset_versions
 from tests.broker.world import JobRun, job_view
 
 NOW_MS = 1_800_000_000_000
@@ -30,9 +36,12 @@ def test_every_record_decodes_with_a_version_its_era_reads() -> None:
         for step in log.steps:
             for key, value in step.records:
                 record = wire.decode_record(key, value)
+                if key[4:11] == b"skipped":
+                    continue  # a record of a type the era skips, any bytes
                 assert record.error is None, record
-                assert partition_for(record.key["group"], 3) == step.partition
-                if value is not None:
+                group = record.key.get("group") or record.key["GroupId"]
+                assert partition_for(group, 3) == step.partition
+                if value is not None and record.record_type in seen:
                     seen[record.record_type].add(record.version)
         assert seen[1] == set(offset_versions(version)), version
         assert seen[2] == set(group_versions(version)), version
@@ -78,14 +87,58 @@ def test_a_simple_group_left_without_offsets_is_gone(tmp_path: Path) -> None:
 
 def test_consumer_groups_in_the_new_coordinators_era() -> None:
     topics = {"a": (4, uuid.UUID(int=1)), "b": (3, uuid.UUID(int=2))}
-    log = generate(2, 300, "4.4.0", 3, topics, NOW_MS, broken_partitions=(0,))
+    log = generate(2, 300, "4.4.0", 3, topics, NOW_MS, breaks={0: "log6"})
     kinds = set(log.groups.values())
-    assert kinds == {"classic", "simple", "consumer"}
+    assert kinds == {"classic", "simple", "consumer", "share", "streams", "skipped"}
     types = {
         wire.decode_record(key, value).record_type
         for step in log.steps
         for key, value in step.records
     }
-    assert types == {1, 2, 3, 4, 5, 6, 7, 8}
-    older = generate(2, 300, "3.9.1", 3, topics, NOW_MS, broken_partitions=(0,))
-    assert set(older.groups.values()) == {"classic", "simple"}
+    assert types == {1, 2, *range(3, 15), *range(17, 25), 99}
+    older = generate(2, 300, "3.9.1", 3, topics, NOW_MS, breaks={0: "log6"})
+    assert set(older.groups.values()) == {"classic", "simple", "skipped"}
+    assert set(generate(2, 300, "2.8.2", 3, topics, NOW_MS).groups.values()) == {
+        "classic",
+        "simple",
+    }
+
+
+def test_damaged_partitions_as_the_broker_replays_them() -> None:
+    """Each `breaks` partition's first consumer group ends damaged (LOG-6, LOG-7, DEC-LIMIT),
+    the failing ones hold at most FAILING_QUOTA groups; some records are corrupt but
+    parseable (bytes after the last field, unknown tags)."""
+    topics = {"a": (4, uuid.UUID(int=1)), "b": (3, uuid.UUID(int=2))}
+    breaks = {1: "log6", 2: "log7-equal", 3: "dec-limit", 4: "log7-lower"}
+    log = generate(4, 600, "4.4.0", 6, topics, NOW_MS, breaks=breaks)
+    assert log.undamaged == []
+    per_partition = {p: 0 for p in range(6)}
+    for group in log.groups:
+        if not group.startswith("skipped"):
+            per_partition[partition_for(group, 6)] += 1
+    assert max(per_partition[p] for p in (1, 2, 3)) <= FAILING_QUOTA
+    assert min(per_partition[p] for p in (0, 4, 5)) > 80
+    decoded = [wire.decode_record(k, v) for s in log.steps for k, v in s.records]
+    assert sum(r.reader_limit is not None for r in decoded) == 1
+    assert any(r.trailing_bytes for r in decoded) and any(r.key_trailing_bytes for r in decoded)
+    assert any(r.unknown_tags == 1 for r in decoded)
+    assert log.corrupt > 0
+
+
+def test_a_load_failure_counts_where_the_release_refuses_it() -> None:
+    """The generated logs' rebalances let a member's assignment claim a partition its previous
+    holder still has at the epoch before (as a compacted log can): 4.4.0 loads it, and the
+    run's LOG-7 row names the releases that refuse it (found on 4.4.0 at 5,000 groups: every
+    offsets partition was counted as predicted to fail)."""
+    lower = {"failed_check": CLAIM_OVER_LOWER_EPOCH}
+    equal = {"failed_check": CLAIM_OVER_EQUAL_OR_HIGHER_EPOCH}
+    tags = {"failed_check": READER_LIMIT_CHECKS[0]}
+    tombstone = {"failed_check": "GROUP_TOMBSTONE_WITH_MEMBERS"}
+    assert [fails_load(r, "4.4.0") for r in (lower, equal, tags, tombstone)] == [
+        False,
+        True,
+        True,
+        True,
+    ]
+    assert [fails_load(r, "4.1.1") for r in (lower, equal, tags)] == [True, True, False]
+    assert [fails_load(r, v) for r in (tags,) for v in ("4.3.1", "4.3.2")] == [False, True]

@@ -145,7 +145,7 @@ def load_failures(records: list[dict], coordinator=None) -> list[tuple]:
 def test_a_metadata_value_over_the_tag_limit_fails_the_load_and_keeps_its_group():
     over = {"key": METADATA_KEY, "value": CASES["10001 tags"][1], "producer_id": -1}
     note = (
-        "EV-EMPTY-EPOCH: group epoch 5 ahead of assignment epoch 0: last written by a broker "
+        "EV-EMPTY-EPOCH: group epoch 5 ahead of assignment epoch 1: last written by a broker "
         "before 4.3.2, not damage; "
         "DEC-LIMIT: a broker of 4.2.2+, 4.3.2+ or 4.4.0+ fails to load offsets partition 0 "
         "(TAGGED_FIELD_COUNT_OVER_10000; table load_failures)"
