@@ -56,7 +56,7 @@ def build_executor_env(destination: Path, constraints: Path = CONSTRAINTS) -> Pa
         python = ["--python", str(env / "bin" / "python")]
         subprocess.run([sys.executable, "-m", "pip", *python, *install], check=True)
         destination.parent.mkdir(parents=True, exist_ok=True)
-        venv_pack.pack(prefix=str(env), output=str(destination), force=True)
+        venv_pack.pack(prefix=str(env), output=str(destination), format="tar.gz", force=True)
     return destination
 
 

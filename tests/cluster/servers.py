@@ -38,7 +38,7 @@ ACCESS_KEY, SECRET_KEY = "cluster-test-key", "cluster-test-secret"  # test-only,
 # test-only identities whose policy denies: nothing on BUCKET, or reading it but not writing
 DENIED_KEY, DENIED_SECRET = "denied-test-key", "denied-test-secret"
 READER_KEY, READER_SECRET = "reader-test-key", "reader-test-secret"
-STARTUP_S = 120
+STARTUP_S = 300  # a loaded 2-core machine (CI, other test sessions) took over 120 s
 KAFKA_VERSION = "4.4.0"
 SASL_USER = "offsets-audit"  # conf/prod-example.toml's sasl_username
 SASL_PASSWORD = "scram-Pa55-w0rd-for-tests"  # test-only; must never show in any output
