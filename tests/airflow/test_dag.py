@@ -194,6 +194,7 @@ def test_dag_imports_without_errors(dag_report: dict) -> None:
 
 def test_task_ships_the_job_and_the_library(dag_report: dict) -> None:
     from offsets_lib.job import package
+
     rendered = dag_report["rendered"]
     assert rendered["application"] == f"{RELEASE}/jobs/offsets_job.py"
     assert rendered["py_files"] == f"{RELEASE}/dist/offsets_lib.zip"
