@@ -99,10 +99,10 @@ format: setup ## apply ruff's formatter and fixes
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
-package: setup ## build the wheel and the --py-files zip into dist/
+package: setup ## build the wheel, the --py-files zip and the executors' packed venv into dist/
 	rm -rf dist && mkdir -p dist
 	$(BIN)/pip wheel --quiet --no-deps -w dist .
-	$(BIN)/python -m offsets_lib.job.package dist/offsets_lib.zip
+	$(BIN)/python -m offsets_lib.job.package dist/offsets_lib.zip dist/executor-env.tar.gz
 
 clean: ## remove generated data, tables and build output
 	rm -rf $(SAMPLE) dist build bench/data bench/results.json .pytest_cache

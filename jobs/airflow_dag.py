@@ -8,7 +8,8 @@ this file by tests/airflow/test_dag.py).
 Set in the scheduler's environment (read when the DAG file is parsed):
 
 - ``OFFSETS_AUDIT_RELEASE``: a checkout of this repository where ``make package`` has built
-  ``dist/offsets_lib.zip`` (default ``/opt/kafka-offsets-audit``);
+  ``dist/offsets_lib.zip`` and ``dist/executor-env.tar.gz`` (default
+  ``/opt/kafka-offsets-audit``);
 - ``OFFSETS_AUDIT_PROFILE``: the profile's file name under ``$RELEASE/conf`` (default
   ``prod-example.toml``): the cluster, output and Kafka client settings;
 - ``OFFSETS_AUDIT_OPTIONS`` (optional): ``offsets run`` options, shell-quoted, that win over the
@@ -32,6 +33,13 @@ After a successful run, ``report_run`` submits ``jobs/report_job.py`` (``offsets
 ``max_active_runs`` is 1) and its ``report.json`` go next to the tables,
 ``<output>/_reports/<run_id>.html`` and ``_reports/latest.html`` (also on S3); the task's log
 prints where. The driver's Python needs ``plotly`` (a dependency of the project).
+
+The executors' Python packages travel with each task, as Spark documents for Python
+dependencies: ``dist/executor-env.tar.gz`` (a venv of jobs/executor-constraints.txt packed with
+venv-pack) goes with ``--archives ...#environment`` and ``PYSPARK_PYTHON`` names its
+interpreter, so the executors need only Python 3.11 at the path of the machine that built it
+(their own site-packages are not used). In client mode the driver runs on the Airflow worker:
+its ``PYSPARK_DRIVER_PYTHON`` names a Python with the pins and PySpark 4.2.
 
 The profile's secret (``KAFKA_SASL_PASSWORD``) must be in the driver's environment (the
 worker's in client mode), never in a file or an option. Retries and backfills are safe: a rerun
@@ -73,6 +81,9 @@ PACKAGES = (
     "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0,"
     "org.apache.hadoop:hadoop-aws:3.5.0"
 )
+# The executors' Python (`make package`): unpacked as ./environment in every executor's folder
+EXECUTOR_ENV = f"{RELEASE}/dist/executor-env.tar.gz#environment"
+EXECUTOR_PYTHON = "./environment/bin/python"
 # Delta's SQL extension and catalog (its Spark writer, `CREATE TABLE ... USING delta`)
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -98,16 +109,19 @@ def submit(
     task_id: str, job: str, name: str, arguments: list[str], timeout: timedelta
 ) -> SparkSubmitOperator:
     """A task that submits ``jobs/<job>`` of the release with the profile (the same release,
-    packages and settings for every task, so each finds what the run wrote)."""
+    packages, executors' environment and settings for every task, so each finds what the run
+    wrote)."""
     return SparkSubmitOperator(
         task_id=task_id,
         conn_id="spark_default",
         name=f"{name}-{{{{ ts_nodash }}}}",
         application=f"{RELEASE}/jobs/{job}",
         py_files=f"{RELEASE}/dist/offsets_lib.zip",
+        archives=EXECUTOR_ENV,
         packages=PACKAGES,
         files=f"{RELEASE}/conf/{PROFILE}",  # cluster mode: lands in the driver's working dir
-        env_vars={"OFFSETS_CONF_DIR": f"{RELEASE}/conf"},  # client mode: where --conf looks
+        # OFFSETS_CONF_DIR: where --conf looks in client mode
+        env_vars={"OFFSETS_CONF_DIR": f"{RELEASE}/conf", "PYSPARK_PYTHON": EXECUTOR_PYTHON},
         conf={"spark.sql.session.timeZone": "UTC", **DELTA_CONF},
         application_args=["--conf", PROFILE, *arguments],
         execution_timeout=timeout,

@@ -27,10 +27,10 @@ log = logging.getLogger(__name__)
 
 
 def audit_tasks(spark: SparkSession, records: int) -> int:
-    """Enough tasks for about RECORDS_PER_TASK records each, never fewer than the shuffle
-    default."""
-    default = int(spark.conf.get("spark.sql.shuffle.partitions", "8"))
-    return max(default, -(-records // RECORDS_PER_TASK))
+    """Enough tasks for about RECORDS_PER_TASK records each, at least one per core of the
+    session: every audit task writes a file per table, so a cluster's SQL shuffle default
+    (200) would give an hourly run of a few thousand records 200 files per table."""
+    return max(spark_settings.parallelism(spark), -(-records // RECORDS_PER_TASK))
 
 
 def _expected_records(
@@ -179,15 +179,14 @@ def _kafka_records(
     spark: SparkSession, raw: DataFrame, increment: incremental.Increment
 ) -> DataFrame:
     """A Kafka run's records as the map stage reads them from Spark's Kafka source
-    (exchange.map_records). The connector reads each topic partition in a task of
-    its own; a few records per partition (an hourly run) are read by fewer tasks, about
-    RECORDS_PER_TASK records each but at least one per core, so that the run does not start a
-    task per partition (2 cores, a fresh JVM, 10k records of 50 partitions: 50 tasks 4 s, 8
-    tasks 3.6 s, 2 tasks 3.0-3.3 s). The number of partitions is the range's (asking Spark
-    plans the Kafka scan once more: ~0.5 s)."""
-    partitions = len(increment.end_offsets)
-    tasks = max(spark_settings.parallelism(spark), -(-increment.new_records // RECORDS_PER_TASK))
-    return raw.coalesce(tasks) if tasks < partitions else raw
+    (exchange.map_records). The connector reads each topic partition in a task of its own; a
+    few records per partition (an hourly run) are read by fewer tasks, as many as `audit_tasks`
+    gives the new records, so that the run does not start a task per partition (2 cores, a
+    fresh JVM, 10k records of 50 partitions: 50 tasks 4 s, 8 tasks 3.6 s, 2 tasks 3.0-3.3 s).
+    The number of partitions is the range's (asking Spark plans the Kafka scan once more:
+    ~0.5 s)."""
+    tasks = audit_tasks(spark, increment.new_records)
+    return raw.coalesce(tasks) if tasks < len(increment.end_offsets) else raw
 
 
 def mapped_pieces(

@@ -1,15 +1,22 @@
-"""The `--py-files` archive of the job: every file of `offsets_lib` (what `make package` builds).
+"""What `make package` builds for spark-submit: the `--py-files` zip of `offsets_lib`, and the
+executors' Python environment as a packed venv for `--archives` (docs/deploy.md).
 
-python -m offsets_lib.job.package dist/offsets_lib.zip
+python -m offsets_lib.job.package dist/offsets_lib.zip [dist/executor-env.tar.gz]
 """
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]  # offsets_lib/
+CONSTRAINTS = PACKAGE_DIR.parent / "jobs" / "executor-constraints.txt"
+# where the executors find the unpacked environment: --archives <file>#ENVIRONMENT
+ENVIRONMENT = "environment"
+EXECUTOR_PYTHON = f"./{ENVIRONMENT}/bin/python"
 
 
 def build_pyfiles(destination: Path) -> Path:
@@ -32,5 +39,28 @@ def build_pyfiles(destination: Path) -> Path:
     return destination
 
 
+def build_executor_env(destination: Path, constraints: Path = CONSTRAINTS) -> Path:
+    """A venv of the pinned packages (`constraints`), packed with venv-pack into `destination`
+    (.tar.gz): Spark's documented way to give executors the job's Python packages, shipped
+    with ``--archives <destination>#environment`` and used with
+    ``PYSPARK_PYTHON=./environment/bin/python``. PySpark comes from the executors' Spark. The
+    venv links this Python's base interpreter, not a copy: every node needs that interpreter
+    (same version) at the same path."""
+    import venv_pack
+
+    base = getattr(sys, "_base_executable", sys.executable)
+    with tempfile.TemporaryDirectory(prefix="offsets-executor-env-") as scratch:
+        env = Path(scratch) / ENVIRONMENT
+        subprocess.run([base, "-m", "venv", "--without-pip", str(env)], check=True)
+        install = ["install", "--quiet", "--no-deps", "-r", str(constraints)]
+        python = ["--python", str(env / "bin" / "python")]
+        subprocess.run([sys.executable, "-m", "pip", *python, *install], check=True)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        venv_pack.pack(prefix=str(env), output=str(destination), format="tar.gz", force=True)
+    return destination
+
+
 if __name__ == "__main__":
     print(build_pyfiles(Path(sys.argv[1] if len(sys.argv) > 1 else "dist/offsets_lib.zip")))
+    if len(sys.argv) > 2:
+        print(build_executor_env(Path(sys.argv[2])))

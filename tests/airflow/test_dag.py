@@ -69,6 +69,7 @@ SCRIPT = textwrap.dedent(
         hook = SparkSubmitHook(conn_id="spark_default", conf=task.conf,
                                packages=task.packages,
                                py_files=rendered["py_files"], files=rendered["files"],
+                               archives=task._archives, env_vars=rendered["env_vars"],
                                name=rendered["name"],
                                application_args=rendered["application_args"])
         return dict(
@@ -192,11 +193,16 @@ def test_dag_imports_without_errors(dag_report: dict) -> None:
 
 
 def test_task_ships_the_job_and_the_library(dag_report: dict) -> None:
+    from offsets_lib.job import package
+
     rendered = dag_report["rendered"]
     assert rendered["application"] == f"{RELEASE}/jobs/offsets_job.py"
     assert rendered["py_files"] == f"{RELEASE}/dist/offsets_lib.zip"
     assert rendered["files"] == f"{RELEASE}/conf/prod-example.toml"
-    assert rendered["env_vars"] == {"OFFSETS_CONF_DIR": f"{RELEASE}/conf"}
+    assert rendered["env_vars"] == {
+        "OFFSETS_CONF_DIR": f"{RELEASE}/conf",
+        "PYSPARK_PYTHON": f"./{package.ENVIRONMENT}/bin/python",  # the executors' only
+    }
     assert rendered["name"] == "kafka-offsets-audit-20261121T090000"
     assert (ROOT / "jobs" / "offsets_job.py").is_file()
     assert (ROOT / "conf" / "prod-example.toml").is_file()
@@ -249,6 +255,10 @@ def test_spark_submit_command_line(dag_report: dict) -> None:
     assert command[0] == "spark-submit"
     assert command[command.index("--py-files") + 1] == f"{RELEASE}/dist/offsets_lib.zip"
     assert command[command.index("--files") + 1] == f"{RELEASE}/conf/prod-example.toml"
+    # the executors' Python: `make package`'s packed venv, unpacked where PYSPARK_PYTHON points
+    archive = f"{RELEASE}/dist/executor-env.tar.gz#environment"
+    assert command[command.index("--archives") + 1] == archive
+    assert not any("shuffle.partitions" in part for part in command)  # the cluster's own
     app = command.index(f"{RELEASE}/jobs/offsets_job.py")
     assert command[app + 1 :] == [
         "--conf",

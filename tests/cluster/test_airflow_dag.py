@@ -169,7 +169,6 @@ def deployment_options(
 SUBMIT_CONF = {
     "spark.driver.host": "127.0.0.1",
     "spark.driver.bindAddress": "127.0.0.1",
-    "spark.sql.shuffle.partitions": "4",
     # test-only: no executor-side cache of the jars (see servers.SparkCluster)
     "spark.files.useFetchCache": "false",
 }
@@ -182,8 +181,9 @@ def deployment(
     cluster: SparkCluster,
     scram_broker: KafkaBroker,
 ) -> Deployment:
-    """A release of the job (`make package`'s zip, the job, the shipped profile itself), a DAG
-    folder, the cluster's spark-defaults and an Airflow home with its metadata database."""
+    """A release of the job (`make package`'s zip and executors' environment, the job, the
+    shipped profile itself), a DAG folder, the cluster's spark-defaults and an Airflow home
+    with its metadata database."""
     root = tmp_path_factory.mktemp("deployment")
     release, dags = root / "release", root / "dags"
     for folder in (release / "jobs", release / "dist", release / "conf", dags):
@@ -191,6 +191,7 @@ def deployment(
     for job in ("offsets_job.py", "prune_job.py", "report_job.py"):
         (release / "jobs" / job).symlink_to(REPO / "jobs" / job)
     (release / "dist" / "offsets_lib.zip").symlink_to(cluster.pyfiles)
+    (release / "dist" / "executor-env.tar.gz").symlink_to(cluster.executor_env)
     (release / "conf" / PROFILE.name).symlink_to(PROFILE)
     (dags / "airflow_dag.py").symlink_to(REPO / "jobs" / "airflow_dag.py")
     warehouse = root / "catalog"
@@ -395,13 +396,21 @@ def second_run(first_run: dict, deployment: Deployment, scram_broker: KafkaBroke
 
 
 def test_the_next_hour_reads_only_the_new_records(
-    first_run: dict, second_run: dict, deployment: Deployment
+    first_run: dict, second_run: dict, deployment: Deployment, s3: S3Server
 ) -> None:
+    from tests.cluster.test_cluster import files_per_table
+
     task: TaskRun = second_run["task"]
     assert (task.code, task.state) == (0, "success"), task.log[-6000:]
     first, second = runs_rows(deployment)
     assert second["status"] == "succeeded"
     assert second["records_read"] == second_run["records"] - first_run["records"] == 2
+    # with the cluster's defaults (200 SQL shuffle partitions): a task per core of its two
+    # workers, at most a file per task and table
+    assert ", 2 tasks, read by " in task.log, task.log[-6000:]
+    files = files_per_table(s3, OUTPUT, second["run_id"])
+    print(f"the second hour: 2 tasks, files per table {files}")
+    assert max(files.values()) <= 2 and files["offsets"] >= 1, files
     assert second["as_of"] - first["as_of"] == timedelta(hours=1)
     assert SASL_PASSWORD not in task.log
     # the state of both hours: billing's partition 0 moved on, reports is new

@@ -1,7 +1,9 @@
 """The job on a standalone Spark cluster, dump and tables on an S3-compatible store.
 
 One small generated dump serves every test; the local-mode run over it is the reference that the
-cluster runs must reproduce table for table.
+cluster runs must reproduce table for table. The cluster keeps Spark's default settings (its
+SQL shuffle's 200 partitions among them), and its executors run the Python of `make package`'s
+packed venv, shipped with `--archives`, not the driver's.
 """
 
 from __future__ import annotations
@@ -61,6 +63,23 @@ def runs_rows(s3: S3Server, output: str) -> list[dict[str, Any]]:
 
     with aws(s3):
         return sink.read_table(output, "runs").to_pylist()
+
+
+def files_per_table(s3: S3Server, output: str, run_id: str = RUN_ID) -> dict[str, int]:
+    """The data files each table holds for one run (its `run_id` partition's add actions)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from offsets_lib.io import sink, storage
+
+    files = {}
+    with aws(s3):
+        for name in TABLES:
+            actions = pa.table(
+                storage.delta_table(sink.table_uri(output, name)).get_add_actions(flatten=True)
+            )
+            files[name] = pc.sum(pc.equal(actions["partition.run_id"], run_id)).as_py() or 0
+    return files
 
 
 def checksum_counts(s3: S3Server, output: str) -> dict[str, tuple[int, int]]:
@@ -203,9 +222,67 @@ def test_spark_submit_to_the_cluster_equals_the_local_run(
 ) -> None:
     assert cluster_run["code"] == 0, cluster_run["log"].read_text()[-3000:]
     assert "app-" in (cluster.root / "master.log").read_text()  # it ran on the cluster
-    assert "tasks, read by pyarrow" in cluster_run["log"].read_text()
+    # a task per core of the two workers, not one per SQL shuffle partition (200 by default):
+    # at most a file per task and table
+    assert ", 2 tasks, read by pyarrow" in cluster_run["log"].read_text()
+    files = files_per_table(s3, cluster_run["output"])
+    print(f"6000 records on the cluster: 2 tasks, files per table {files}")
+    assert files == EXPECTED_FILES
     assert all_tables(s3, cluster_run["output"]) == reference["tables"]
     assert lease_holder(s3, cluster_run["output"]) is None  # released
+
+
+# The data files the run's 2 audit tasks write per table (metrics: the driver sums the tasks'
+# partial sums into one file).
+EXPECTED_FILES = {
+    "offsets": 2, "groups": 2, "members": 2, "rejects": 2, "metrics": 1,
+    "offset_decisions": 2, "group_decisions": 2, "lag": 2,
+}  # fmt: skip
+
+EXECUTOR_PYTHON_PROBE = """
+import json, sys
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+def where(batches):
+    import deltalake, numpy, pyarrow
+    for _ in batches:
+        pass
+    versions = [pyarrow.__version__, deltalake.__version__, numpy.__version__]
+    yield pa.RecordBatch.from_pylist([{"prefix": sys.prefix, "pyarrow": pyarrow.__file__,
+                                       "versions": " ".join(versions)}])
+
+spark = SparkSession.builder.getOrCreate()
+frame = spark.range(0, 2, numPartitions=2)
+rows = frame.mapInArrow(where, "prefix string, pyarrow string, versions string").collect()
+print("PROBE " + json.dumps({"driver": sys.prefix, "executors": [r.asDict() for r in rows]}))
+spark.stop()
+"""
+
+
+def test_the_executors_run_the_shipped_environment_not_the_drivers_python(
+    cluster: SparkCluster, tmp_path: Path
+) -> None:
+    """spark-submit as the job's: each executor's Python is the packed venv's, unpacked in its
+    own folder (`--archives ...#environment`), with the pinned packages imported from it."""
+    import json
+
+    from tests.unit.test_executor_constraints import pins
+
+    probe = tmp_path / "probe.py"
+    probe.write_text(EXECUTOR_PYTHON_PROBE)
+    process = cluster.submit([], {}, application=probe, packages=[])
+    log = cluster.submitted[-1]
+    assert finished(process, log) == 0, log.read_text()[-3000:]
+    [line] = [x for x in log.read_text().splitlines() if x.startswith("PROBE ")]
+    found = json.loads(line.removeprefix("PROBE "))
+    assert len(found["executors"]) == 2
+    wanted = " ".join(pins()[name] for name in ("pyarrow", "deltalake", "numpy"))
+    for executor in found["executors"]:
+        assert executor["prefix"] != found["driver"]
+        assert executor["prefix"].endswith("/environment"), executor
+        assert executor["pyarrow"].startswith(executor["prefix"] + "/"), executor
+        assert executor["versions"] == wanted
 
 
 def test_a_second_writer_on_the_same_object_store_output_fails_with_exit_5(

@@ -87,7 +87,7 @@ def test_lag_rows_join_the_latest_ends_clamp_and_measure_time():
     assert {(r["log_end_offset"], r["lag"]) for r in nothing} == {(None, None)}
 
 
-def test_run_writes_lag_table_and_offsets_lag_prints_it(spark, tmp_path):
+def test_run_writes_lag_table_and_offsets_lag_prints_it(spark, tmp_path, monkeypatch):
     spec = json.loads(SCENARIO.read_text())
     pq.write_table(pa.Table.from_pylist(scenario.scenario_rows(spec)), tmp_path / "dump.parquet")
     out = str(tmp_path / "tables")
@@ -145,7 +145,17 @@ def test_run_writes_lag_table_and_offsets_lag_prints_it(spark, tmp_path):
     group = committed[0]["group_id"]
     args = ["lag", "--output", out, "--run-id", "plain", "--group", group]
     args += ["--end-offsets", str(tmp_path / "ends.parquet")]
-    again = runner.invoke(main, args, catch_exceptions=False)
+    import pyspark.java_gateway
+
+    from offsets_lib.job import session
+
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError("a SparkSession or a JVM was requested")
+
+    with monkeypatch.context() as no_spark:  # a file pyarrow reads is joined in Arrow
+        no_spark.setattr(session, "get_or_create", refuse)
+        no_spark.setattr(pyspark.java_gateway, "launch_gateway", refuse)
+        again = runner.invoke(main, args, catch_exceptions=False)
     assert again.exit_code == 0, again.output
     text = again.output.splitlines()
     assert tuple(text[0].split()) == cli_lag.HEADER
