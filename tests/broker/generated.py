@@ -24,12 +24,7 @@ from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from offsets_lib.audit.partition_claims import (
-    CLAIM_OVER_LOWER_EPOCH,
-    refuses_lower_epoch_claims,
-    refuses_reader_limits,
-    rule_of,
-)
+from offsets_lib.audit.partition_claims import CLAIM_OVER_LOWER_EPOCH, rule_of
 from offsets_lib.cli import main as offsets_cli
 from offsets_lib.tools.generate.model import partition_for
 from tests.broker import segments
@@ -48,6 +43,7 @@ from tests.broker.world import (
     job_view,
     tombstones_after,
 )
+from tests.reference.releases import refuses_lower_epoch_claims, refuses_reader_limits
 
 SITUATION = "generated"
 PHASE = "load"
