@@ -16,6 +16,7 @@ from typing import Any
 from offsets_lib.audit import partition_claims
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.group_rows import (
+    CLASSIC,
     CONSUMER,
     LOAD_FAILURE,
     SHARE,
@@ -25,6 +26,7 @@ from offsets_lib.audit.group_rows import (
     partition_row,
     simple_group_row,
 )
+from offsets_lib.audit.partition_claims import RECORD_OF_ANOTHER_GROUP_TYPE
 
 OFFSET_SUMMARY = -1  # pseudo record type: "an offset-commit value was replayed at this offset"
 READER_LIMIT = -2  # pseudo record type: a record only DEC-LIMIT reads (offset commit, rejected)
@@ -184,6 +186,10 @@ def replay_group(
         if family is None or not coordinator.reads_modern_records:
             continue
         metadata_type = _MODERN_TYPES[family][0]
+        if holds_another_type(family, classic, modern):
+            held = modern.family if modern is not None else CLASSIC
+            detail = f"{family} group record for an id a {held} group holds"
+            failures.append(_failure(RECORD_OF_ANOTHER_GROUP_TYPE, event, event.member_id, detail))
         if event.is_tombstone and replaces_simple_group(family, classic, modern):
             classic, modern = None, _Modern(family)
         if modern is not None and modern.family == family:
@@ -236,6 +242,26 @@ def replaces_simple_group(
     return family == CONSUMER and modern is None and classic == {}
 
 
+def holds_another_type(family: str, classic: Any, modern: _Modern | None) -> bool:
+    """LOG-8: the new coordinator's replay of a `family` record (value or tombstone) fails the
+    load when the id is held by a group of another type (`getOrMaybeCreatePersisted*Group`:
+    IllegalStateException "Group g is not a consumer group"). Consumer and streams records
+    replace a simple classic group instead (`isSimpleGroup`: offsets only, `classic == {}`, or
+    a GroupMetadata value of no protocol type and no members); share records replace none. A
+    value the replay did not read (not a dict) counts as held (`needed_records` keeps it)."""
+    if modern is not None:
+        return modern.family != family
+    if classic is None:
+        return False
+    read = isinstance(classic, dict)
+    simple = read and classic.get("members", [0]) == [] and not classic.get("protocolType")
+    return family == SHARE or not (classic == {} or simple)
+
+
+def _failure(check: str, event: Event, member_id: str | None, detail: str) -> dict[str, Any]:
+    return dict(zip(LOAD_FAILURE.names, (check, event.log_offset, member_id, detail), strict=True))
+
+
 def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
     """LOG-6: the new coordinator's replay checks that `event`, a record of `group`'s own family,
     fails (empty when it passes or is not a group or member tombstone). A member tombstone for
@@ -260,10 +286,7 @@ def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
             failed.append((MEMBER_EPOCH_NOT_LEFT, member_id, f"member epoch {epoch}"))
         if member_id in group.target_members:
             failed.append((MEMBER_IN_TARGET, member_id, "the member is in the target assignment"))
-    return [
-        dict(zip(LOAD_FAILURE.names, (check, event.log_offset, member, detail), strict=True))
-        for check, member, detail in failed
-    ]
+    return [_failure(check, event, member, detail) for check, member, detail in failed]
 
 
 def _claim_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
@@ -280,19 +303,13 @@ def _claim_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
         event.record_type, event.is_tombstone, old, event.value
     )
     return [
-        dict(
-            zip(
-                LOAD_FAILURE.names,
-                (check, event.log_offset, member_id, partition_claims.detail(check, detail)),
-                strict=True,
-            )
-        )
+        _failure(check, event, member_id, partition_claims.detail(check, detail))
         for check, detail in partition_claims.reassign(group.held_partitions, old, new)
     ]
 
 
 def _load_failure_notes(log_partition: int, failures: list[dict[str, Any]]) -> list[str]:
-    """One note per rule whose checks fail (LOG-6, LOG-7), naming the checks."""
+    """One note per rule whose checks fail (LOG-6, LOG-7, LOG-8), naming the checks."""
     notes = []
     for rule, checks in partition_claims.checks_by_rule(failures).items():
         who = partition_claims.refusing_brokers(checks)
