@@ -48,10 +48,10 @@ from tests.reference.releases import refuses_lower_epoch_claims, refuses_reader_
 SITUATION = "generated"
 PHASE = "load"
 PARTITIONS = 3  # offsets partitions of a Scala coordinator's era
-# the new coordinator's: two clean, one per damage (random_logs.BREAKS); not 3, where the
+# the new coordinator's: three clean, one per damage (random_logs.BREAKS); not 3, where the
 # broker's readiness probe group lives (brokers.py)
-PARTITIONS_4X = 6
-BREAKS_4X = {1: "log6", 2: "log7-equal", 4: "dec-limit", 5: "log7-lower"}
+PARTITIONS_4X = 8
+BREAKS_4X = {1: "log6", 2: "log7-equal", 4: "dec-limit", 5: "log7-lower", 6: "type-clash"}
 CLEANUP_INTERVAL_MS = 1000
 # groups per era: `make test` checks a few hundred, `make verify-broker` sets more
 DEFAULT_GROUPS = 150
