@@ -39,6 +39,9 @@ _MODERN_TYPES = {
     STREAMS: (17, {17, 19, 20, 21, 22, 23}),
 }
 _FAMILY_OF = {t: fam for fam, (_, types) in _MODERN_TYPES.items() for t in types}
+# the families whose records replace a simple classic group (`isSimpleGroup`, G-U4; streams
+# from 4.3 on: 4.1 refuses them, LOG-8); a share group replaces none
+REPLACE_SIMPLE_GROUPS = frozenset({CONSUMER, STREAMS})
 # Member-state codes of the current-assignment records (records.md, types 8, 14 and 22).
 _MEMBER_STATES = {
     CONSUMER: {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"},
@@ -232,14 +235,14 @@ def replay_group(
 def replaces_simple_group(
     family: str, classic: dict[str, Any] | RawValue | None, modern: _Modern | None
 ) -> bool:
-    """G-U4 for tombstones: a consumer-group tombstone (types 3-8, 16) of an id held only by a
+    """G-U4 for tombstones: a consumer- or streams-group tombstone of an id held only by a
     simple group (offsets, no GroupMetadata: `classic == {}`) first replaces it with an Empty
-    consumer group (G-M3's initial target-assignment epoch), as a value does: the new
-    coordinator's replay looks the group up with `getOrMaybeCreatePersistedConsumerGroup`, which
-    swaps a simple group even for a tombstone. So tombstones 6, 4, 3 remove the group (Dead: no
-    DEL-NEW tombstone left to write), and a lone tombstone 3 fails LOG-6 (no target-assignment
-    tombstone)."""
-    return family == CONSUMER and modern is None and classic == {}
+    group of its family (G-M3's initial target-assignment epoch), as a value does: the new
+    coordinator's replay looks the group up with `getOrMaybeCreatePersisted*Group`, which
+    swaps a simple group even for a tombstone (streams: 4.3+). So tombstones 6, 4, 3 (streams:
+    20, 17) remove the group (Dead: no DEL-NEW tombstone left to write), and a lone tombstone 3
+    fails LOG-6 (no target-assignment tombstone)."""
+    return family in REPLACE_SIMPLE_GROUPS and modern is None and classic == {}
 
 
 def holds_another_type(family: str, classic: Any, modern: _Modern | None) -> bool:
@@ -255,7 +258,7 @@ def holds_another_type(family: str, classic: Any, modern: _Modern | None) -> boo
         return False
     read = isinstance(classic, dict)
     simple = read and classic.get("members", [0]) == [] and not classic.get("protocolType")
-    return family == SHARE or not (classic == {} or simple)
+    return family not in REPLACE_SIMPLE_GROUPS or not (classic == {} or simple)
 
 
 def _failure(check: str, event: Event, member_id: str | None, detail: str) -> dict[str, Any]:
@@ -462,7 +465,7 @@ def needed_records(events: list[Event]) -> list[bool]:
             needed[i] = True  # offsets' summary, unknown types; accumulating topic names
             if family is not None and modern != family:
                 resets[i], modern = True, family
-        elif event.is_tombstone and modern is None and family == CONSUMER:
+        elif event.is_tombstone and modern is None and family in REPLACE_SIMPLE_GROUPS:
             # may replace a simple group (replaces_simple_group; whether one exists depends
             # on the offsets' summary): kept, and it resets nothing of another family
             needed[i] = True
