@@ -166,6 +166,9 @@ def replay_groups(
     present = has_offset.tolist()
     partition_list = partitions.to_pylist()
     group_list = groups.to_pylist()
+    if coordinator.reads_modern_records:
+        keys = list(zip(partition_list[:n_records], group_list[:n_records], strict=True))
+        _read_classic_values(event_values, types, keys, value_bytes)
     order_list = order.tolist()
     out: list[dict[str, Any]] = []
     classic_values: list[Any] = []  # of the classic groups, in `out`'s order
@@ -217,6 +220,20 @@ def replay_groups(
         "has_pending_transactions",
         pc.fill_null(summary.column("has_pending_transactions").take(at), False),
     )
+
+
+def _read_classic_values(
+    values: list[Any], types: list[int], keys: list[tuple], value_bytes: Callable
+) -> None:
+    """Read in place the GroupMetadata values left raw (replay.RawValue) of the groups that
+    also have modern records: whether such a classic group is simple decides LOG-8
+    (replay.holds_another_type)."""
+    modern = {key for key, t in zip(keys, types, strict=True) if t >= 3}
+    at = [i for i, v in enumerate(values) if isinstance(v, replay.RawValue) and keys[i] in modern]
+    if at:
+        read, _ = layout_read.record_values(2, value_bytes(np.array([values[i].row for i in at])))
+        for i, value in zip(at, read.to_pylist(), strict=True):
+            values[i] = value
 
 
 CLASSIC_ROW = "_classic"  # a replayed row whose group columns `_group_table` builds

@@ -134,16 +134,17 @@ GROUP_DECISIONS = TableSpec(
 
 LOAD_FAILURES = TableSpec(
     name="load_failures",
-    comment="One row per record the new coordinator's loader refuses to replay (LOG-6, LOG-7) "
-    "or to read (DEC-LIMIT, 4.2.2+/4.3.2+/4.4.0), "
+    comment="One row per record the new coordinator's loader refuses to replay (LOG-6, LOG-7, "
+    "LOG-8) or to read (DEC-LIMIT, 4.2.2+/4.3.2+/4.4.0), "
     "per run: the broker fails to load that offsets partition, and serves no group of it.",
     schema=StructType([
         offsets_partition_column("the record (the partition the broker would not load)"),
         column("group_id", StringType(), "Group whose record fails the check."),
         column("failed_check", StringType(),
             "The check that fails: GROUP_TOMBSTONE_* and MEMBER_TOMBSTONE_* (LOG-6), "
-            "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_* (LOG-7), TAGGED_FIELD_COUNT_* or "
-            "ARRAY_OVER_1000000_ELEMENTS (DEC-LIMIT); docs/rules.md."),
+            "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_* (LOG-7), RECORD_FOR_GROUP_OF_ANOTHER_TYPE "
+            "(LOG-8), TAGGED_FIELD_COUNT_* or ARRAY_OVER_1000000_ELEMENTS (DEC-LIMIT); "
+            "docs/rules.md."),
         column("log_offset", LongType(),
             "Offset in __consumer_offsets of the record that fails the check."),
         column("member_id", StringType(),

@@ -30,6 +30,8 @@ Partition = tuple[str, int]  # (topic id, partition)
 CLAIM_OVER_EQUAL_OR_HIGHER_EPOCH = "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_EQUAL_OR_HIGHER_EPOCH"
 CLAIM_OVER_LOWER_EPOCH = "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_LOWER_EPOCH"
 CLAIM_CHECKS = (CLAIM_OVER_EQUAL_OR_HIGHER_EPOCH, CLAIM_OVER_LOWER_EPOCH)
+# LOG-8 (replay.holds_another_type): a modern group's record for an id another type holds
+RECORD_OF_ANOTHER_GROUP_TYPE = "RECORD_FOR_GROUP_OF_ANOTHER_TYPE"
 
 
 def claims(assignment: dict[str, Any] | None) -> list[Partition]:
@@ -125,10 +127,12 @@ def reader_limit_failure(
 
 
 def rule_of(check: str) -> str:
-    """The rule a load_failures check belongs to: LOG-7's claims, DEC-LIMIT's reader limits,
-    else LOG-6's tombstones."""
+    """The rule a load_failures check belongs to: LOG-7's claims, LOG-8's type clash,
+    DEC-LIMIT's reader limits, else LOG-6's tombstones."""
     if check in CLAIM_CHECKS:
         return "LOG-7"
+    if check == RECORD_OF_ANOTHER_GROUP_TYPE:
+        return "LOG-8"
     return "DEC-LIMIT" if check in READER_LIMIT_CHECKS else "LOG-6"
 
 

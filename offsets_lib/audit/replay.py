@@ -16,6 +16,7 @@ from typing import Any
 from offsets_lib.audit import partition_claims
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.group_rows import (
+    CLASSIC,
     CONSUMER,
     LOAD_FAILURE,
     SHARE,
@@ -25,6 +26,7 @@ from offsets_lib.audit.group_rows import (
     partition_row,
     simple_group_row,
 )
+from offsets_lib.audit.partition_claims import RECORD_OF_ANOTHER_GROUP_TYPE
 
 OFFSET_SUMMARY = -1  # pseudo record type: "an offset-commit value was replayed at this offset"
 READER_LIMIT = -2  # pseudo record type: a record only DEC-LIMIT reads (offset commit, rejected)
@@ -37,6 +39,9 @@ _MODERN_TYPES = {
     STREAMS: (17, {17, 19, 20, 21, 22, 23}),
 }
 _FAMILY_OF = {t: fam for fam, (_, types) in _MODERN_TYPES.items() for t in types}
+# the families whose records replace a simple classic group (`isSimpleGroup`, G-U4; streams
+# from 4.3 on: 4.1 refuses them, LOG-8); a share group replaces none
+REPLACE_SIMPLE_GROUPS = frozenset({CONSUMER, STREAMS})
 # Member-state codes of the current-assignment records (records.md, types 8, 14 and 22).
 _MEMBER_STATES = {
     CONSUMER: {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"},
@@ -184,6 +189,10 @@ def replay_group(
         if family is None or not coordinator.reads_modern_records:
             continue
         metadata_type = _MODERN_TYPES[family][0]
+        if holds_another_type(family, classic, modern):
+            held = modern.family if modern is not None else CLASSIC
+            detail = f"{family} group record for an id a {held} group holds"
+            failures.append(_failure(RECORD_OF_ANOTHER_GROUP_TYPE, event, event.member_id, detail))
         if event.is_tombstone and replaces_simple_group(family, classic, modern):
             classic, modern = None, _Modern(family)
         if modern is not None and modern.family == family:
@@ -226,14 +235,34 @@ def replay_group(
 def replaces_simple_group(
     family: str, classic: dict[str, Any] | RawValue | None, modern: _Modern | None
 ) -> bool:
-    """G-U4 for tombstones: a consumer-group tombstone (types 3-8, 16) of an id held only by a
+    """G-U4 for tombstones: a consumer- or streams-group tombstone of an id held only by a
     simple group (offsets, no GroupMetadata: `classic == {}`) first replaces it with an Empty
-    consumer group (G-M3's initial target-assignment epoch), as a value does: the new
-    coordinator's replay looks the group up with `getOrMaybeCreatePersistedConsumerGroup`, which
-    swaps a simple group even for a tombstone. So tombstones 6, 4, 3 remove the group (Dead: no
-    DEL-NEW tombstone left to write), and a lone tombstone 3 fails LOG-6 (no target-assignment
-    tombstone)."""
-    return family == CONSUMER and modern is None and classic == {}
+    group of its family (G-M3's initial target-assignment epoch), as a value does: the new
+    coordinator's replay looks the group up with `getOrMaybeCreatePersisted*Group`, which
+    swaps a simple group even for a tombstone (streams: 4.3+). So tombstones 6, 4, 3 (streams:
+    20, 17) remove the group (Dead: no DEL-NEW tombstone left to write), and a lone tombstone 3
+    fails LOG-6 (no target-assignment tombstone)."""
+    return family in REPLACE_SIMPLE_GROUPS and modern is None and classic == {}
+
+
+def holds_another_type(family: str, classic: Any, modern: _Modern | None) -> bool:
+    """LOG-8: the new coordinator's replay of a `family` record (value or tombstone) fails the
+    load when the id is held by a group of another type (`getOrMaybeCreatePersisted*Group`:
+    IllegalStateException "Group g is not a consumer group"). Consumer and streams records
+    replace a simple classic group instead (`isSimpleGroup`: offsets only, `classic == {}`, or
+    a GroupMetadata value of no protocol type and no members); share records replace none. A
+    value the replay did not read (not a dict) counts as held (`needed_records` keeps it)."""
+    if modern is not None:
+        return modern.family != family
+    if classic is None:
+        return False
+    read = isinstance(classic, dict)
+    simple = read and classic.get("members", [0]) == [] and not classic.get("protocolType")
+    return family not in REPLACE_SIMPLE_GROUPS or not (classic == {} or simple)
+
+
+def _failure(check: str, event: Event, member_id: str | None, detail: str) -> dict[str, Any]:
+    return dict(zip(LOAD_FAILURE.names, (check, event.log_offset, member_id, detail), strict=True))
 
 
 def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
@@ -260,10 +289,7 @@ def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
             failed.append((MEMBER_EPOCH_NOT_LEFT, member_id, f"member epoch {epoch}"))
         if member_id in group.target_members:
             failed.append((MEMBER_IN_TARGET, member_id, "the member is in the target assignment"))
-    return [
-        dict(zip(LOAD_FAILURE.names, (check, event.log_offset, member, detail), strict=True))
-        for check, member, detail in failed
-    ]
+    return [_failure(check, event, member, detail) for check, member, detail in failed]
 
 
 def _claim_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
@@ -280,19 +306,13 @@ def _claim_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
         event.record_type, event.is_tombstone, old, event.value
     )
     return [
-        dict(
-            zip(
-                LOAD_FAILURE.names,
-                (check, event.log_offset, member_id, partition_claims.detail(check, detail)),
-                strict=True,
-            )
-        )
+        _failure(check, event, member_id, partition_claims.detail(check, detail))
         for check, detail in partition_claims.reassign(group.held_partitions, old, new)
     ]
 
 
 def _load_failure_notes(log_partition: int, failures: list[dict[str, Any]]) -> list[str]:
-    """One note per rule whose checks fail (LOG-6, LOG-7), naming the checks."""
+    """One note per rule whose checks fail (LOG-6, LOG-7, LOG-8), naming the checks."""
     notes = []
     for rule, checks in partition_claims.checks_by_rule(failures).items():
         who = partition_claims.refusing_brokers(checks)
@@ -445,7 +465,7 @@ def needed_records(events: list[Event]) -> list[bool]:
             needed[i] = True  # offsets' summary, unknown types; accumulating topic names
             if family is not None and modern != family:
                 resets[i], modern = True, family
-        elif event.is_tombstone and modern is None and family == CONSUMER:
+        elif event.is_tombstone and modern is None and family in REPLACE_SIMPLE_GROUPS:
             # may replace a simple group (replaces_simple_group; whether one exists depends
             # on the offsets' summary): kept, and it resets nothing of another family
             needed[i] = True

@@ -19,7 +19,8 @@ broker (EV-EMPTY-EPOCH: no target-assignment epoch after the last member left), 
 per `breaks` partition written as only damage writes it: a LOG-6 group tombstone while a member
 remains, a LOG-7 assignment claiming a partition another member holds (at an equal epoch: the
 load fails; at a lower one: 4.0.2+/4.1.2+/4.2+ overwrite), a DEC-LIMIT value with 10,001 tagged
-fields. In every era some records are corrupt but parseable as every broker reads them (bytes
+fields, a LOG-8 consumer-group member record for a classic group (no GroupMetadata tombstone
+before it). In every era some records are corrupt but parseable as every broker reads them (bytes
 after the last field of a key or value; unknown tagged fields; from 3.5 records of types the
 era skips).
 """
@@ -43,9 +44,11 @@ CLASSIC_ERA = ("classic", "simple")
 CONSUMER_ERA = ("classic", "simple", "consumer", "share", "streams")
 KIND_WEIGHTS = (3, 1, 2, 1, 1)
 # a damaged group per offsets partition (`generate`'s `breaks`): LOG-6, LOG-7 at an equal and at
-# a lower epoch, DEC-LIMIT
-BREAKS = ("log6", "log7-equal", "log7-lower", "dec-limit")
-FAILING_BREAKS = ("log6", "log7-equal", "dec-limit")  # every 4.4 broker fails these loads
+# a lower epoch, DEC-LIMIT, LOG-8; the kind of group each damages (at the end of its history)
+BREAKS = ("log6", "log7-equal", "log7-lower", "dec-limit", "type-clash")
+DAMAGED_KIND = {"type-clash": "classic"}  # the others: "consumer"
+# every 4.4 broker fails these loads
+FAILING_BREAKS = ("log6", "log7-equal", "dec-limit", "type-clash")
 FAILING_QUOTA = 20  # groups on a partition that fails to load (not compared)
 # corrupt but parseable: the share of records with bytes after the last field, and (flexible
 # values) with an unknown tagged field; records of types the era skips, per group
@@ -405,11 +408,13 @@ def _assign(topics: list[tuple[str, int]], n: int) -> list[list[tuple[str, list[
     return [sorted(d.items()) for d in per]
 
 
-def _history(w: _Writer, g: _Group, *, damage: str | None = None) -> list[Step]:
-    """One group's steps in time order. `damage` (a consumer group; BREAKS) ends it as only
-    damage writes it: "log6" its group tombstone while a member remains (the member's tombstones
-    compacted away), "log7-equal"/"log7-lower" a new member's assignment claiming a partition
-    another member holds, "dec-limit" its metadata value over the readers' limits."""
+def _history(w: _Writer, g: _Group, *, damage: str | None = None) -> tuple[list[Step], bool]:
+    """One group's steps in time order, and whether `damage` (BREAKS) ends them, as only damage
+    writes it, where the group ends of its DAMAGED_KIND (a type change may have made it
+    another): a consumer group's "log6" group tombstone while a member remains (the member's
+    tombstones compacted away), "log7-equal"/"log7-lower" a new member's assignment claiming a
+    partition another member holds, "dec-limit" its metadata value over the readers' limits; a
+    classic group's "type-clash", a consumer-group member record after its GroupMetadata value."""
     rng, steps = w.rng, []
 
     def plain(*records) -> None:
@@ -463,8 +468,14 @@ def _history(w: _Writer, g: _Group, *, damage: str | None = None) -> list[Step]:
                 records.append(w.group_tombstone(g))
             if records:
                 plain(*records)
-    if damage is None:
-        return steps
+    if damage is None or g.kind != DAMAGED_KIND.get(damage, "consumer"):
+        return steps, False
+    if damage == "type-clash":
+        if not g.exists:  # a simple group: a consumer group would replace it
+            plain(w.group_value(g))
+        m = w.member(g)
+        plain((w.modern_key(5, g, m), w.member_value(g, m)))
+        return steps, True
     while not g.members:
         plain(*w.modern_rebalance(g))
     if damage == "log6":
@@ -473,7 +484,7 @@ def _history(w: _Writer, g: _Group, *, damage: str | None = None) -> list[Step]:
         plain(w.over_reader_limits(g))
     else:
         plain(*w.claim(g, lower=damage == "log7-lower"))
-    return steps
+    return steps, True
 
 
 def _corrupt(w: _Writer, steps: list[Step], skipped_types: tuple[int, ...], partitions: int) -> int:
@@ -558,8 +569,9 @@ def generate(
 ) -> GeneratedLog:
     """`groups` histories over `topics` (name -> (partitions, topic id or None)), interleaved
     at random in each offsets partition, then compaction-like gaps and corrupt but parseable
-    records. In an era with consumer groups, the first consumer group of each partition of
-    `breaks` (partition -> one of BREAKS) is damaged so (`_history`); a partition whose damage
+    records. In an era with consumer groups, the first group of each partition of `breaks`
+    (partition -> one of BREAKS) that ends of the damage's kind is damaged so (`_history`); a
+    partition whose damage
     fails every 4.4 broker's load (FAILING_BREAKS) holds at most FAILING_QUOTA groups (the
     others are renamed onto another partition). `max_transactions`: the others become plain
     commits (committed ones) or nothing (aborted, open). `transactions_first`: every
@@ -581,8 +593,12 @@ def generate(
             crowded[g.partition] += 1
         if any(t not in ids for t, _ in g.topics):  # a modern group names topics by id
             g.kind = kind = "classic" if kind in ("consumer", "share") else kind
-        damage = damages.pop(g.partition, None) if kind == "consumer" else None
-        history = _history(w, g, damage=damage)
+        damage = damages.get(g.partition)
+        if damage is not None and kind != DAMAGED_KIND.get(damage, "consumer"):
+            damage = None
+        history, damaged = _history(w, g, damage=damage)
+        if damaged:
+            del damages[g.partition]
         kinds[name] = g.kind
         # one open transaction per group at most, and it is the group's last step
         opened = [k for k, s in enumerate(history) if s.txn == "open"]

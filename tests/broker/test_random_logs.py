@@ -105,19 +105,20 @@ def test_consumer_groups_in_the_new_coordinators_era() -> None:
 
 
 def test_damaged_partitions_as_the_broker_replays_them() -> None:
-    """Each `breaks` partition's first consumer group ends damaged (LOG-6, LOG-7, DEC-LIMIT),
+    """Each `breaks` partition's first group of the damage's kind ends damaged (LOG-6, LOG-7,
+    DEC-LIMIT on a consumer group, LOG-8 on a classic one: the damage follows a type change),
     the failing ones hold at most FAILING_QUOTA groups; some records are corrupt but
     parseable (bytes after the last field, unknown tags)."""
     topics = {"a": (4, uuid.UUID(int=1)), "b": (3, uuid.UUID(int=2))}
-    breaks = {1: "log6", 2: "log7-equal", 3: "dec-limit", 4: "log7-lower"}
-    log = generate(4, 600, "4.4.0", 6, topics, NOW_MS, breaks=breaks)
+    breaks = {1: "log6", 2: "log7-equal", 3: "dec-limit", 4: "log7-lower", 5: "type-clash"}
+    log = generate(4, 700, "4.4.0", 7, topics, NOW_MS, breaks=breaks)
     assert log.undamaged == []
-    per_partition = {p: 0 for p in range(6)}
+    per_partition = {p: 0 for p in range(7)}
     for group in log.groups:
         if not group.startswith("skipped"):
-            per_partition[partition_for(group, 6)] += 1
-    assert max(per_partition[p] for p in (1, 2, 3)) <= FAILING_QUOTA
-    assert min(per_partition[p] for p in (0, 4, 5)) > 80
+            per_partition[partition_for(group, 7)] += 1
+    assert max(per_partition[p] for p in (1, 2, 3, 5)) <= FAILING_QUOTA
+    assert min(per_partition[p] for p in (0, 4, 6)) > 80
     decoded = [wire.decode_record(k, v) for s in log.steps for k, v in s.records]
     assert sum(r.reader_limit is not None for r in decoded) == 1
     assert any(r.trailing_bytes for r in decoded) and any(r.key_trailing_bytes for r in decoded)

@@ -624,8 +624,9 @@ def _key_group(key: bytes) -> tuple[int, str]:
     return version, key[4 : 4 + length].decode()
 
 
-def tombstones_after(table, after: dict[int, int]) -> tuple[dict, set]:
-    """Offset tombstones {(group, topic, partition): ts_ms} and group tombstones written after."""
+def tombstones_after(table, after: dict[int, int], until_ms: int | None = None) -> tuple[dict, set]:
+    """Offset tombstones {(group, topic, partition): ts_ms} and group tombstones written after
+    the `after` offsets (and, given `until_ms`, written by then)."""
     offsets: dict[tuple[str, str, int], int] = {}
     groups: set[str] = set()
     for row in table.to_pylist():
@@ -635,6 +636,8 @@ def tombstones_after(table, after: dict[int, int]) -> tuple[dict, set]:
             continue
         version, group = _key_group(row["key"])
         ts_ms = int(row["timestamp"].timestamp() * 1000)
+        if until_ms is not None and ts_ms > until_ms:
+            continue
         if version in (0, 1):
             pos = 4 + len(group.encode())
             tlen = struct.unpack_from(">h", row["key"], pos)[0]

@@ -46,3 +46,15 @@ def test_a_lone_group_tombstone_on_a_simple_group_fails_the_load() -> None:
     assert [(f["failed_check"], f["log_offset"]) for f in group["load_failures"]] == [
         ("GROUP_TOMBSTONE_WITHOUT_TARGET_ASSIGNMENT_TOMBSTONE", 1)
     ]
+
+
+def test_streams_tombstones_remove_a_simple_group() -> None:
+    """The same for a streams group's tombstones (20, 17, 23; `getOrMaybeCreatePersisted
+    StreamsGroup` swaps a simple group from 4.3 on): found on 4.4.0 at 5,000 groups (gen-1-3585,
+    whose streams values the compaction-like gaps removed; the audit predicted DEL-NEW)."""
+    log = [commit(5), tombstone(), *(group_record(t, "g", None) for t in (20, 17, 23))]
+    groups = audit(log)[task_audit.GROUP].to_pylist()
+    fields = ("group_id", "group_type", "state", "load_failures", "deleted", "blocked_by")
+    assert [tuple(g[f] for f in fields) for g in groups] == [
+        ("g", "classic", "Dead", [], False, "DEAD")
+    ]

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from offsets_lib import wire
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.group_rows import GROUP_STATE_ARROW
+from offsets_lib.audit.partition_claims import RECORD_OF_ANOTHER_GROUP_TYPE as CLASH
 from offsets_lib.audit.replay import (
     GROUP_KEEPS_TARGET_EPOCH,
     OFFSET_SUMMARY,
@@ -240,14 +241,39 @@ def test_two_members_claiming_the_same_partition_do_not_fail_the_replay():
 
 
 def test_consumer_records_after_a_classic_group_without_its_tombstone():
-    """G-U1 normally has a GroupMetadata tombstone first; without it the consumer group wins.
-
-    (The broker's loader would stop with IllegalStateException for a non-simple classic group;
-    the reader keeps going and notes it in `state_notes`.)
-    """
+    """G-U1 normally has a GroupMetadata tombstone first; without it the broker's loader stops
+    at the first consumer record (LOG-8); the reader keeps going (the consumer group wins),
+    notes it in `state_notes` and lists the record in `load_failures`."""
     row = replay(classic(1, members=1), offsets_at(2), ev(3, 3, {"Epoch": 1}), member(4, "m1"))
     assert (row["group_type"], row["generation"], list(members_of(row))) == ("consumer", 1, ["m1"])
     assert "G-U1" in row["state_notes"]
+    held = "consumer group record for an id a classic group holds"
+    assert failures(row) == [(CLASH, 3, None, held)]
+    assert "LOG-8: the broker fails to load offsets partition 7 (" in row["state_notes"]
+
+
+def test_a_modern_record_for_an_id_another_type_holds_fails_the_load():
+    """LOG-8 (`getOrMaybeCreatePersisted*Group`, "Group g is not a consumer group"): values and
+    tombstones alike; an Empty classic group of protocol type "consumer" is not simple. The
+    member record is the 4.4.0 broker's failure on the generated logs (gen-1-14)."""
+    held = "consumer group record for an id a classic group holds"
+    with_members = replay(classic(1, members=2), member(2, "m9"))
+    assert failures(with_members) == [(CLASH, 2, "m9", held)]
+    assert failures(replay(classic(1), ev(2, 8, None, MemberId="m1"))) == [(CLASH, 2, "m1", held)]
+    streams_value = {"Epoch": 1, "MetadataHash": 0}
+    streams = replay(ev(1, 3, {"Epoch": 1}), ev(2, 17, streams_value))
+    assert failures(streams) == [
+        (CLASH, 2, None, "streams group record for an id a consumer group holds")
+    ]
+
+
+def test_a_simple_classic_group_is_replaced_without_failing():
+    """LOG-8's exception (`isSimpleGroup`): offsets only, or a GroupMetadata value of no
+    protocol type and no members."""
+    value = {"protocolType": "", "generation": 0, "currentStateTimestamp": -1, "members": []}
+    for before in ([offsets_at(1)], [ev(1, 2, value)], [offsets_at(1), ev(2, 2, value)]):
+        row = replay(*before, ev(3, 3, {"Epoch": 1}), member(4, "m1"))
+        assert (row["group_type"], row["load_failures"]) == ("consumer", [])
 
 
 def test_classic_record_after_a_consumer_group_without_its_tombstones():
@@ -513,8 +539,12 @@ def test_share_group_never_replaces_another_group():
     row = replay(offsets_at(0), ev(1, 11, {"Epoch": 2}))
     assert (row["group_type"], row["protocol_type"], row["state"]) == ("classic", None, "Empty")
     assert "share" in row["state_notes"]
+    held = "share group record for an id a classic group holds"
+    assert failures(row) == [(CLASH, 1, None, held)]  # the loader stops there (LOG-8)
     row = replay(ev(1, 3, {"Epoch": 1}), member(2, "m1"), ev(3, 11, {"Epoch": 2}))
     assert (row["group_type"], row["member_count"]) == ("consumer", 1)
+    held = "share group record for an id a consumer group holds"
+    assert failures(row) == [(CLASH, 3, None, held)]
 
 
 # ---- what an incremental run keeps of a group: `needed_records` -----------------------------
