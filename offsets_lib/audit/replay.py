@@ -236,29 +236,37 @@ def replaces_simple_group(
     family: str, classic: dict[str, Any] | RawValue | None, modern: _Modern | None
 ) -> bool:
     """G-U4 for tombstones: a consumer- or streams-group tombstone of an id held only by a
-    simple group (offsets, no GroupMetadata: `classic == {}`) first replaces it with an Empty
-    group of its family (G-M3's initial target-assignment epoch), as a value does: the new
-    coordinator's replay looks the group up with `getOrMaybeCreatePersisted*Group`, which
+    simple group (`is_simple_group`) first replaces it with an Empty group of its family (G-M3's
+    initial target-assignment epoch), as a value does: the new coordinator's replay looks the group up with `getOrMaybeCreatePersisted*Group`, which
     swaps a simple group even for a tombstone (streams: 4.3+). So tombstones 6, 4, 3 (streams:
     20, 17) remove the group (Dead: no DEL-NEW tombstone left to write), and a lone tombstone 3
     fails LOG-6 (no target-assignment tombstone)."""
-    return family in REPLACE_SIMPLE_GROUPS and modern is None and classic == {}
+    return family in REPLACE_SIMPLE_GROUPS and modern is None and is_simple_group(classic)
+
+
+def is_simple_group(classic: Any) -> bool:
+    """`ClassicGroup.isSimpleGroup`: offsets only (`classic == {}`), or a GroupMetadata value
+    of no protocol type and no members. A value the replay did not read (not a dict) is not
+    (`needed_records` keeps it)."""
+    if classic == {}:
+        return True
+    return (
+        isinstance(classic, dict)
+        and classic.get("members", [0]) == []
+        and not classic.get("protocolType")
+    )
 
 
 def holds_another_type(family: str, classic: Any, modern: _Modern | None) -> bool:
     """LOG-8: the new coordinator's replay of a `family` record (value or tombstone) fails the
     load when the id is held by a group of another type (`getOrMaybeCreatePersisted*Group`:
     IllegalStateException "Group g is not a consumer group"). Consumer and streams records
-    replace a simple classic group instead (`isSimpleGroup`: offsets only, `classic == {}`, or
-    a GroupMetadata value of no protocol type and no members); share records replace none. A
-    value the replay did not read (not a dict) counts as held (`needed_records` keeps it)."""
+    replace a simple classic group instead (`is_simple_group`); share records replace none."""
     if modern is not None:
         return modern.family != family
     if classic is None:
         return False
-    read = isinstance(classic, dict)
-    simple = read and classic.get("members", [0]) == [] and not classic.get("protocolType")
-    return family not in REPLACE_SIMPLE_GROUPS or not (classic == {} or simple)
+    return family not in REPLACE_SIMPLE_GROUPS or not is_simple_group(classic)
 
 
 def _failure(check: str, event: Event, member_id: str | None, detail: str) -> dict[str, Any]:

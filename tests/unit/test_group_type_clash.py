@@ -10,6 +10,7 @@ from offsets_lib import wire
 from offsets_lib.audit import task_audit
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.partition_claims import RECORD_OF_ANOTHER_GROUP_TYPE
+from offsets_lib.audit.replay import GROUP_KEEPS_TARGET_EPOCH
 from tests.log_builder import batch, classic_group_value, commit, group_record
 
 NEW = Coordinator.NEW
@@ -39,3 +40,15 @@ def test_a_simple_classic_group_is_replaced() -> None:
     member = group_record(5, "g", MEMBER, MemberId="m9")
     assert failures([classic(0, protocol_type=""), member]) == []
     assert failures([commit(5), member]) == []
+
+
+def test_a_tombstone_replaces_a_simple_classic_group_whichever_way_it_is_simple() -> None:
+    """G-U4 takes the same `isSimpleGroup` as LOG-8: a lone consumer-group tombstone swaps in
+    an Empty consumer group, whose target epoch it leaves (LOG-6), after a GroupMetadata value
+    of no protocol type and no members as after offsets alone."""
+    tombstone = group_record(3, "g", None)
+    assert failures([commit(5), tombstone]) == [(GROUP_KEEPS_TARGET_EPOCH, 1, None)]
+    assert failures([classic(0, protocol_type=""), tombstone]) == [
+        (GROUP_KEEPS_TARGET_EPOCH, 1, None)
+    ]
+    assert failures([classic(0), tombstone]) == [(RECORD_OF_ANOTHER_GROUP_TYPE, 1, None)]
