@@ -380,7 +380,12 @@ def accepted_offset_commits(keys: pa.Array, values: pa.Array) -> np.ndarray:
     try:
         for data, (start, length), ok in strings:
             cut = cut_strings(data, start, length, ok, as_bytes=True)
-            encoded = pc.dictionary_encode(cut)
+            try:
+                cut.cast(pa.string())  # every string UTF-8: the usual case, one Arrow check
+                continue
+            except pa.ArrowInvalid:
+                pass
+            encoded = pc.dictionary_encode(cut)  # else each distinct string on its own
             is_text = np.array([_is_utf8(v) for v in encoded.dictionary.to_pylist()] + [True])
             accepted &= is_text[np.asarray(encoded.indices.fill_null(-1), dtype=np.int64)]
     except (pa.ArrowInvalid, ValueError):  # ranges that cannot be cut so: the codec decides
