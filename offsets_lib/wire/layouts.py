@@ -90,6 +90,11 @@ _TASKS_WITH_EPOCHS = (
       since="4.2.0"),
 )
 """struct TaskIds of the current assignment"""
+_TARGET_ASSIGNMENT_METADATA = (
+    F("AssignmentEpoch", "int32", "0+"),
+    F("AssignmentTimestamp", "int64", "0+", tag=0, tagged="0+", default=0, since="4.3.0"),
+)
+"""the target assignment's metadata value of every modern group type (6, 12, 20)"""
 _KEY_VALUE = (F("Key", "string", "0+"), F("Value", "string", "0+"))
 """struct KeyValue / LastAssignmentConfig"""
 _STREAMS_TOPIC_INFO = (
@@ -193,9 +198,8 @@ RECORD_TYPES: dict[int, RecordType] = {rt.type: rt for rt in (
                 F("Metadata", "bytes", "0+"))))),)),
     R(6, "ConsumerGroupTargetAssignmentMetadata", since=_KIP_848, status="current",
       key=K("ConsumerGroupTargetAssignmentMetadataKey", "GroupId"),
-      value=M("ConsumerGroupTargetAssignmentMetadataValue", "0", "0+", fields=(
-          F("AssignmentEpoch", "int32", "0+"),
-          F("AssignmentTimestamp", "int64", "0+", tag=0, tagged="0+", default=0, since="4.3.0")))),
+      value=M("ConsumerGroupTargetAssignmentMetadataValue", "0", "0+",
+        fields=_TARGET_ASSIGNMENT_METADATA)),
     R(7, "ConsumerGroupTargetAssignmentMember", since=_KIP_848, status="current",
       key=K("ConsumerGroupTargetAssignmentMemberKey", "GroupId", "MemberId"),
       value=M("ConsumerGroupTargetAssignmentMemberValue", "0", "0+",
@@ -261,9 +265,8 @@ RECORD_TYPES: dict[int, RecordType] = {rt.type: rt for rt in (
           fields=(F("Epoch", "int32", "0+"),)),)),
     R(12, "ShareGroupTargetAssignmentMetadata", since=_KIP_932, status="current",
       key=K("ShareGroupTargetAssignmentMetadataKey", "GroupId"),
-      value=M("ShareGroupTargetAssignmentMetadataValue", "0", "0+", fields=(
-          F("AssignmentEpoch", "int32", "0+"),
-          F("AssignmentTimestamp", "int64", "0+", tag=0, tagged="0+", default=0, since="4.3.0")))),
+      value=M("ShareGroupTargetAssignmentMetadataValue", "0", "0+",
+        fields=_TARGET_ASSIGNMENT_METADATA)),
     R(13, "ShareGroupTargetAssignmentMember", since=_KIP_932, status="current",
       key=K("ShareGroupTargetAssignmentMemberKey", "GroupId", "MemberId"),
       value=M("ShareGroupTargetAssignmentMemberValue", "0", "0+",
@@ -326,9 +329,8 @@ RECORD_TYPES: dict[int, RecordType] = {rt.type: rt for rt in (
           F("ClientTags", "[]KeyValue", "0+", fields=_KEY_VALUE)))),
     R(20, "StreamsGroupTargetAssignmentMetadata", since=_KIP_1071, status="current",
       key=K("StreamsGroupTargetAssignmentMetadataKey", "GroupId"),
-      value=M("StreamsGroupTargetAssignmentMetadataValue", "0", "0+", fields=(
-          F("AssignmentEpoch", "int32", "0+"),
-          F("AssignmentTimestamp", "int64", "0+", tag=0, tagged="0+", default=0, since="4.3.0")))),
+      value=M("StreamsGroupTargetAssignmentMetadataValue", "0", "0+",
+        fields=_TARGET_ASSIGNMENT_METADATA)),
     R(21, "StreamsGroupTargetAssignmentMember", since=_KIP_1071, status="current",
       key=K("StreamsGroupTargetAssignmentMemberKey", "GroupId", "MemberId"),
       value=M("StreamsGroupTargetAssignmentMemberValue", "0", "0+", fields=(
