@@ -170,7 +170,7 @@ def test_a_group_tombstone_the_loader_refuses_is_reported(decided) -> None:
     assert sorted(new["load_failures"], key=lambda r: r["failed_check"]) == [
         {"offsets_partition": 0, "group_id": "unloadable",
          "failed_check": "GROUP_TOMBSTONE_WITHOUT_TARGET_ASSIGNMENT_TOMBSTONE",
-         "log_offset": 20, "member_id": None, "detail": "target assignment epoch 0"},
+         "log_offset": 20, "member_id": None, "detail": "target assignment epoch 1"},
         {"offsets_partition": 0, "group_id": "unloadable",
          "failed_check": "GROUP_TOMBSTONE_WITH_MEMBERS", "log_offset": 20, "member_id": None,
          "detail": "members m remain"},
