@@ -237,8 +237,9 @@ def replaces_simple_group(
 ) -> bool:
     """G-U4 for tombstones: a consumer- or streams-group tombstone of an id held only by a
     simple group (`is_simple_group`) first replaces it with an Empty group of its family (G-M3's
-    initial target-assignment epoch), as a value does: the new coordinator's replay looks the group up with `getOrMaybeCreatePersisted*Group`, which
-    swaps a simple group even for a tombstone (streams: 4.3+). So tombstones 6, 4, 3 (streams:
+    initial target-assignment epoch), as a value does: the new coordinator's replay looks the
+    group up with `getOrMaybeCreatePersisted*Group`, which swaps a simple group even for a
+    tombstone (streams: 4.3+). So tombstones 6, 4, 3 (streams:
     20, 17) remove the group (Dead: no DEL-NEW tombstone left to write), and a lone tombstone 3
     fails LOG-6 (no target-assignment tombstone)."""
     return family in REPLACE_SIMPLE_GROUPS and modern is None and is_simple_group(classic)
