@@ -102,7 +102,8 @@ def committed_groups(kafka_broker: KafkaBroker) -> CommittedGroups:
     conf = kafka_broker.client_conf
     topic = f"consumed-{uuid.uuid4().hex[:8]}"
     new = NewTopic(topic, len(CONSUMED_PER_PARTITION), 1)
-    AdminClient(conf).create_topics([new])[topic].result(timeout=30)
+    admin = AdminClient(conf)  # kept while its future runs
+    admin.create_topics([new])[topic].result(timeout=30)
     producer = Producer({**conf, "enable.idempotence": True})
     for partition, count in enumerate(CONSUMED_PER_PARTITION):
         for i in range(count):
@@ -111,6 +112,7 @@ def committed_groups(kafka_broker: KafkaBroker) -> CommittedGroups:
     for group, protocol in ((CLASSIC_GROUP, "classic"), (CONSUMER_GROUP, "consumer")):
         _consume_and_commit(conf, group, topic, protocol)
     metadata = "committed by hand: ünï"
+    stored = metadata + "\0"  # confluent-kafka commits the C string's terminator too
     _commit(
         conf,
         NON_ASCII_GROUP,
@@ -123,8 +125,8 @@ def committed_groups(kafka_broker: KafkaBroker) -> CommittedGroups:
         for p, count in enumerate(CONSUMED_PER_PARTITION)
     }
     by_hand = {
-        (NON_ASCII_GROUP, topic, 0): (4, 0, metadata),
-        (NON_ASCII_GROUP, topic, 1): (1, None, metadata),
+        (NON_ASCII_GROUP, topic, 0): (4, 0, stored),
+        (NON_ASCII_GROUP, topic, 1): (1, None, stored),
         (LONG_GROUP, topic, 2): (2, None, ""),
     }
     return CommittedGroups(topic, consumed | by_hand)
@@ -146,22 +148,21 @@ def broker_groups(broker: KafkaBroker) -> dict[str, tuple[str, str]]:
 
 
 def broker_offsets(broker: KafkaBroker) -> dict[tuple[str, str, int], tuple[int, int | None, str]]:
-    """Every listed group's committed offsets as the broker answers OffsetFetch."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
+    """Every listed group's committed offsets as Kafka's Java Admin client fetches them (the
+    exact metadata: librdkafka reads it as a C string)."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(broker.client_conf)
-    answers = {}
-    for group in _listed_groups(admin):
-        asked = [ConsumerGroupTopicPartitions(group.group_id)]
-        fetched = admin.list_consumer_group_offsets(asked, request_timeout=10)[group.group_id]
-        for tp in fetched.result(timeout=30).topic_partitions:
-            assert tp.error is None, tp.error
-            epoch = (
-                tp.leader_epoch if tp.leader_epoch is not None and tp.leader_epoch >= 0 else None
-            )
-            answers[(group.group_id, tp.topic, tp.partition)] = (tp.offset, epoch, tp.metadata)
-    return answers
+    from tests.broker.situations import java_admin
+
+    groups = [g.group_id for g in _listed_groups(AdminClient(broker.client_conf))]
+    fetched = java_admin(broker.bootstrap, "offsets", groups)
+    assert not [row for row in fetched if "error" in row], fetched
+    return {
+        (row["group"], row["topic"], row["partition"]): (
+            row["offset"], row["leader_epoch"], row["metadata"],
+        )
+        for row in fetched
+    }  # fmt: skip
 
 
 # ---- a Spark Connect server (tests/kafka/test_connect.py) ------------------------------------
