@@ -77,7 +77,7 @@ test: setup ## run the whole test suite (two workers, tests/conftest.py `work_un
 	$(BIN)/pytest -q -n 2 --durations=25
 
 # The edit-test loop: everything not marked slow (the end-to-end runs, the hypothesis fuzzers),
-# kafka (Tansu) or broker (real Kafka brokers). `make test`, CI's command, runs all of them.
+# kafka (tests/kafka's broker) or broker (real brokers as the oracle). `make test` runs them all.
 test-fast: setup ## unit tests and quick Spark tests (no slow, Kafka or broker tests)
 	$(BIN)/pytest -q -m "not slow and not kafka and not broker"
 

@@ -17,7 +17,7 @@ SUITE_DISK_GB = 8
 
 
 # `make test` runs two pytest-xdist workers. Tests that share a session-scoped server (a
-# broker, the cluster, Tansu) go to one worker: a second would start a second server for the
+# Kafka broker, the cluster) go to one worker: a second would start a second server for the
 # same tests. Every other file goes whole to one worker, so its module fixtures are built once.
 _SHARED_SERVER_FOLDERS = ("tests/broker", "tests/cluster", "tests/kafka")
 

@@ -9,6 +9,7 @@ user who logs in but has no ACL may not describe or read `__consumer_offsets`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from offsets_lib.cli import main
+from offsets_lib.io.sources import InputNotReadable
+from offsets_lib.io.sources.kafka import resolve_end_offsets
 from offsets_lib.io.sources.kafka_names import jaas_config
 from tests.broker.brokers import KafkaBroker
 from tests.kafka.test_kafka_job import (
@@ -192,6 +195,19 @@ def test_a_wrong_password_fails_on_the_driver_in_one_line_without_the_password(s
     assert len(lines) == 1, lines
     assert "authentication" in lines[0].lower() or "sasl" in lines[0].lower(), lines
     assert PASSWORD not in result.output and PASSWORD not in result.stderr
+
+
+def test_a_wrong_password_is_not_readable_and_not_logged(sasl_dump, caplog):
+    """The driver's look-up alone, its debug log kept: one line naming the broker."""
+    bootstrap = sasl_dump["broker"].bootstrap
+    wrong = {**LOGIN_RDKAFKA, "bootstrap.servers": bootstrap, "sasl.password": PASSWORD + "!"}
+    caplog.set_level(logging.DEBUG, logger="offsets_lib")
+    with pytest.raises(InputNotReadable) as info:
+        resolve_end_offsets(wrong, TOPIC)
+    message = str(info.value)
+    assert message.startswith(f"kafka authentication failed (bootstrap.servers={bootstrap}")
+    assert "\n" not in message
+    assert PASSWORD not in message and PASSWORD not in caplog.text
 
 
 def test_a_user_without_acls_fails_on_the_driver_in_one_line_without_the_password(sasl_dump):

@@ -1,11 +1,11 @@
 """`offsets run` in a Spark Connect session (SPARK_REMOTE) gives the tables a classic session's
-run of the same input gives: a dump, and the live topic of a real broker."""
+run of the same input gives: a dump, and the live topic of a real Kafka broker."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
-import uuid
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,13 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import offsets_lib
-from tests.kafka.test_kafka_job import (
-    create_topic,
-    produce_rows,
-    rows_on_own_partitions,
-    scenario_specs,
-    table_rows,
-)
+from tests.kafka.test_kafka_job import rows_on_own_partitions, scenario_specs, table_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
@@ -39,14 +33,14 @@ def _connect_run(server, *args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def golden(tmp_path_factory) -> tuple[list[dict], int, int]:
+def golden(tmp_path_factory) -> tuple[list[dict], int]:
     specs = scenario_specs([1, 2, 3, 5, 8, 13])
-    rows, partitions = rows_on_own_partitions(specs)
-    return rows, partitions, specs[0]["config"]["evaluated_at_ms"]
+    rows, _ = rows_on_own_partitions(specs)
+    return rows, specs[0]["config"]["evaluated_at_ms"]
 
 
 def test_a_dump_under_connect_equals_classic(spark, connect_server, golden, tmp_path):
-    rows, _, as_of = golden
+    rows, as_of = golden
     dump = tmp_path / "dump.parquet"
     pq.write_table(pa.Table.from_pylist(rows), dump)
     out = str(tmp_path / "tables")
@@ -64,22 +58,17 @@ def test_a_dump_under_connect_equals_classic(spark, connect_server, golden, tmp_
 
 
 def test_the_live_topic_under_connect_equals_classic(
-    spark, connect_server, tansu_bootstrap, golden, tmp_path
+    spark, connect_server, kafka_broker, committed_groups, tmp_path
 ):
-    rows, partitions, as_of = golden
-    topic = f"connect-{uuid.uuid4().hex[:8]}"
-    create_topic(tansu_bootstrap, topic, partitions)
-    produce_rows(tansu_bootstrap, topic, rows)
-    kafka = ["--source", "kafka", "--bootstrap-servers", tansu_bootstrap, "--topic", topic]
+    """A real broker's `__consumer_offsets` (its coordinator's records of real groups)."""
+    as_of = str(int(time.time() * 1000))
+    kafka = ["--source", "kafka", "--bootstrap-servers", kafka_broker.bootstrap]
     connect_out, classic_out = str(tmp_path / "connect"), str(tmp_path / "classic")
-    _connect_run(
-        connect_server, *kafka, "--output", connect_out, "--as-of", str(as_of), "--run-id", "r"
-    )
+    _connect_run(connect_server, *kafka, "--output", connect_out, "--as-of", as_of, "--run-id", "r")
     offsets_lib.run(
         spark,
         source="kafka",
-        kafka_options={"bootstrap.servers": tansu_bootstrap},
-        topic=topic,
+        kafka_options={"bootstrap.servers": kafka_broker.bootstrap},
         output=classic_out,
         as_of=as_of,
         run_id="r",
@@ -88,7 +77,8 @@ def test_the_live_topic_under_connect_equals_classic(
         table_rows(connect_out, "r", TABLES),
         table_rows(classic_out, "r", TABLES),
     )
-    assert via_connect["offsets"] and via_connect["lag"]
+    assert len(via_connect["offsets"]) == len(committed_groups.offsets)
+    assert via_connect["lag"] and via_connect["members"] == []
     assert via_connect == via_classic
 
 

@@ -1,27 +1,19 @@
 """`offsets_lib.run(spark, **options)`: a whole run inside the caller's session, which keeps
-its settings; the notebook example audits a live topic through it."""
+its settings; the notebook example audits a real broker's `__consumer_offsets` through it."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import get_type_hints
 
 import jupytext
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 
 import offsets_lib
+from offsets_lib.io import sink
 from offsets_lib.job.entry import AuditOptions
 from offsets_lib.job.options import RunOptions, UsageError
-from tests.kafka.test_kafka_job import (
-    create_topic,
-    produce_rows,
-    rows_on_own_partitions,
-    scenario_specs,
-    table_rows,
-)
+from tests.kafka.conftest import broker_groups, broker_offsets
 
 NOTEBOOK = Path(__file__).resolve().parents[2] / "notebooks" / "audit_live_topic.py"
 
@@ -49,36 +41,34 @@ def _notebook(**parameters: object) -> dict:
 
 
 @pytest.mark.spark
+@pytest.mark.kafka
 def test_notebook_audits_the_live_topic_and_the_session_keeps_its_settings(
-    spark, tansu_bootstrap, tmp_path
+    spark, kafka_broker, committed_groups, tmp_path
 ):
-    """The notebook's Kafka run through `offsets_lib.run` and a dump of the same records
-    through it give the same tables; the session's settings are the same after both."""
-    specs = scenario_specs([1, 2, 3, 5, 8])
-    rows, partitions = rows_on_own_partitions(specs)
-    topic = f"entry-{uuid.uuid4().hex[:8]}"
-    create_topic(tansu_bootstrap, topic, partitions)
-    stored = produce_rows(tansu_bootstrap, topic, rows)
-    pq.write_table(pa.Table.from_pylist(stored), tmp_path / "dump.parquet")
+    """The notebook's run of a real broker's `__consumer_offsets` through `offsets_lib.run`:
+    its tables hold the offsets and groups the broker answers; the session's settings are the
+    same after it."""
     out = str(tmp_path / "tables")
-    as_of = specs[0]["config"]["evaluated_at_ms"]
     spark.sql("SELECT 1").collect()  # Delta's extension sets its Parquet field-id settings
     before = dict(spark.conf.getAll)
 
-    names = _notebook(
-        bootstrap_servers=tansu_bootstrap, topic=topic, output=out, as_of=as_of, run_id="live"
-    )
+    names = _notebook(bootstrap_servers=kafka_broker.bootstrap, output=out, run_id="live")
     assert names["spark"] is spark
     assert names["report"].status == "succeeded"
-    assert names["report"].records_read == len(rows)
-    dumped = offsets_lib.run(
-        spark, inputs=[str(tmp_path / "dump.parquet")], output=out, as_of=as_of, run_id="dump"
-    )
-    assert dumped.records_read == len(rows)
     assert dict(spark.conf.getAll) == before
-    via_kafka, via_dump = table_rows(out, "live"), table_rows(out, "dump")
-    assert via_kafka["offsets"] and via_kafka["group_decisions"]
-    assert via_kafka == via_dump
+    answered = broker_offsets(kafka_broker)
+    assert answered == committed_groups.offsets
+    offsets = sink.read_table(out, "offsets", run_id="live").to_pylist()
+    assert {
+        (r["group_id"], r["topic"], r["partition"]): (
+            r["committed_offset"], r["leader_epoch"], r["metadata"],
+        )
+        for r in offsets
+    } == answered  # fmt: skip
+    groups = sink.read_table(out, "groups", run_id="live").to_pylist()
+    assert {r["group_id"]: (r["group_type"], r["state"]) for r in groups} == broker_groups(
+        kafka_broker
+    )
 
 
 @pytest.mark.spark

@@ -1,11 +1,12 @@
-"""A chain of incremental `offsets run --source kafka` runs equals a full re-read (Tansu).
+"""A chain of incremental `offsets run --source kafka` runs equals a full re-read.
 
-Golden scenarios' records are produced batch by batch into one topic; later batches replay other
-scenarios onto the partitions of earlier ones (same group ids), so the increments bring new
-commits for existing keys, offset tombstones, group deletions and re-creations, classic and
-consumer groups. After each batch an incremental run reads only the new records; a final
-`--full` run re-reads everything. Every contract table of the last incremental run must equal
-the full run's (same as_of). Plus unit checks of the pure state compaction (transactions).
+Golden scenarios' records are produced batch by batch into one topic of a real Kafka broker;
+later batches replay other scenarios onto the partitions of earlier ones (same group ids), so
+the increments bring new commits for existing keys, offset tombstones, group deletions and
+re-creations, classic and consumer groups. After each batch an incremental run reads only the
+new records; a final `--full` run re-reads everything. Every contract table of the last
+incremental run must equal the full run's (same as_of). Plus unit checks of the pure state
+compaction (transactions).
 """
 
 from __future__ import annotations
@@ -56,19 +57,19 @@ def _batch_rows(batch: list[tuple[int, int]]) -> list[dict]:
 
 @pytest.mark.kafka
 @pytest.mark.spark
-def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
+def test_incremental_chain_equals_full_reread(spark, kafka_bootstrap, tmp_path):
     """Kafka runs, their kept records stored by audit task, against a --full re-read (the
     last incremental run with Delta's Spark writer and --database)."""
     topic = f"incremental-{uuid.uuid4().hex[:8]}"
-    create_topic(tansu_bootstrap, topic, PARTITIONS)
+    create_topic(kafka_bootstrap, topic, PARTITIONS)
     out = str(tmp_path / "tables")
     database = f"incremental_{uuid.uuid4().hex[:8]}"
-    common = ["--source", "kafka", "--bootstrap-servers", tansu_bootstrap, "--topic", topic]
+    common = ["--source", "kafka", "--bootstrap-servers", kafka_bootstrap, "--topic", topic]
     common += ["--output", out, "--as-of", AS_OF]
     produced = []
     for i, batch in enumerate(BATCHES):
         rows = _batch_rows(batch)
-        produced.append(len(produce_rows(tansu_bootstrap, topic, rows)))
+        produced.append(len(produce_rows(kafka_bootstrap, topic, rows)))
         # the last incremental run commits with Delta's Spark writer into a catalog: the Kafka
         # path whole on the other writer, its tables compared with the --full re-read's below,
         # and the tables delta-rs commits with either writer (the kept records, the
@@ -106,7 +107,7 @@ def test_incremental_chain_equals_full_reread(spark, tansu_bootstrap, tmp_path):
     assert 0 < state.num_rows < sum(produced)
 
     # After --full, incremental runs continue from the full run's checkpoint.
-    more = len(produce_rows(tansu_bootstrap, topic, _batch_rows(BATCHES[1])))
+    more = len(produce_rows(kafka_bootstrap, topic, _batch_rows(BATCHES[1])))
     run_cli(*common, "--run-id", "after")
     after = {r["run_id"]: r for r in sink.read_table(out, "runs").to_pylist()}["after"]
     assert after["records_read"] == more

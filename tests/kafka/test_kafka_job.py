@@ -120,12 +120,13 @@ def create_topic(bootstrap: str, topic: str, partitions: int, conf: dict | None 
 def produce_rows(
     bootstrap: str, topic: str, rows: list[dict], conf: dict | None = None
 ) -> list[dict]:
-    """Produce raw-record rows (scenario.scenario_rows shape) one by one, flushing each (Tansu:
-    end offsets lag after batched produces); returns the rows as stored (broker offsets).
+    """Produce raw-record rows (scenario.scenario_rows shape) in their order (an idempotent
+    producer keeps it per partition); returns the rows as stored (broker offsets).
     `conf`: more client settings (a login)."""
     from confluent_kafka import Producer
 
-    settings = {"bootstrap.servers": bootstrap, "linger.ms": 0, "log_level": 0, **(conf or {})}
+    settings = {"bootstrap.servers": bootstrap, "enable.idempotence": True, "log_level": 0}
+    settings |= conf or {}
     producer = Producer(settings)
     stored: list[dict] = []
     errors: list = []
@@ -156,7 +157,7 @@ def produce_rows(
             timestamp=ms,
             on_delivery=on_delivery,
         )
-        assert producer.flush(10) == 0
+    assert producer.flush(60) == 0
     assert not errors, errors
     return stored
 
@@ -180,20 +181,20 @@ def table_rows(output: str, run_id: str, names=CONTRACT_TABLES) -> dict[str, lis
 
 
 @pytest.mark.spark
-def test_kafka_path_equals_parquet_path_on_golden_scenarios(spark, tansu_bootstrap, tmp_path):
+def test_kafka_path_equals_parquet_path_on_golden_scenarios(spark, kafka_bootstrap, tmp_path):
     """Scenarios without batch metadata (no producer ids / markers: a consumer cannot see them),
     coordinator `new`, each on its own partitions of one topic."""
     numbers = [n for n in range(1, 32) if n not in (20, 21, 22, 23, 29, 30)]
     specs = scenario_specs(numbers)
     rows, base = rows_on_own_partitions(specs)
     topic = f"golden-{uuid.uuid4().hex[:8]}"
-    create_topic(tansu_bootstrap, topic, base)
-    stored = produce_rows(tansu_bootstrap, topic, rows)
+    create_topic(kafka_bootstrap, topic, base)
+    stored = produce_rows(kafka_bootstrap, topic, rows)
     assert len(stored) == len(rows)
     pq.write_table(pa.Table.from_pylist(stored), tmp_path / "dump.parquet")
     out = str(tmp_path / "tables")
     as_of = str(specs[0]["config"]["evaluated_at_ms"])
-    kafka_args = ["--source", "kafka", "--bootstrap-servers", tansu_bootstrap, "--topic", topic]
+    kafka_args = ["--source", "kafka", "--bootstrap-servers", kafka_bootstrap, "--topic", topic]
     run_cli(*kafka_args, "--output", out, "--as-of", as_of, "--run-id", "kafka")
     parquet_args = ["--source", "parquet", "--input", str(tmp_path / "dump.parquet")]
     run_cli(*parquet_args, "--output", out, "--as-of", as_of, "--run-id", "parquet")
@@ -222,17 +223,17 @@ def test_kafka_path_equals_parquet_path_on_golden_scenarios(spark, tansu_bootstr
 
 
 @pytest.mark.spark
-def test_kafka_run_lag_holds_the_clusters_log_end_offsets(spark, tansu_bootstrap, tmp_path):
+def test_kafka_run_lag_holds_the_clusters_log_end_offsets(spark, kafka_bootstrap, tmp_path):
     """The lag table of a Kafka run: the log-end offsets of every topic, taken before the audit
     tasks write the lag rows; a topic the cluster does not have keeps its lag unknown."""
     from offsets_lib import wire
 
     consumed, offsets_topic = f"orders-{uuid.uuid4().hex[:8]}", f"co-{uuid.uuid4().hex[:8]}"
-    create_topic(tansu_bootstrap, consumed, 2)
-    create_topic(tansu_bootstrap, offsets_topic, 1)
+    create_topic(kafka_bootstrap, consumed, 2)
+    create_topic(kafka_bootstrap, offsets_topic, 1)
     records = [{"key": b"k", "value": b"v", "partition": p} for p in (0, 0, 0, 0, 0, 1, 1)]
     now = datetime.now(UTC)
-    produce_rows(tansu_bootstrap, consumed, [{**r, "timestamp": now} for r in records])
+    produce_rows(kafka_bootstrap, consumed, [{**r, "timestamp": now} for r in records])
 
     def commit(topic: str, partition: int, offset: int) -> dict:
         key = wire.encode_key(1, {"group": "g", "topic": topic, "partition": partition})
@@ -241,9 +242,9 @@ def test_kafka_run_lag_holds_the_clusters_log_end_offsets(spark, tansu_bootstrap
         return {"key": key, "value": value, "partition": 0, "timestamp": now}
 
     commits = [commit(consumed, 0, 2), commit(consumed, 1, 2), commit("gone", 0, 4)]
-    produce_rows(tansu_bootstrap, offsets_topic, commits)
+    produce_rows(kafka_bootstrap, offsets_topic, commits)
     out = str(tmp_path / "tables")
-    kafka_args = ["--source", "kafka", "--bootstrap-servers", tansu_bootstrap]
+    kafka_args = ["--source", "kafka", "--bootstrap-servers", kafka_bootstrap]
     run_cli(*kafka_args, "--topic", offsets_topic, "--output", out, "--run-id", "lag")
     lag = {
         (r["topic"], r["partition"]): (r["committed_offset"], r["log_end_offset"], r["lag"])
