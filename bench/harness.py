@@ -190,42 +190,44 @@ def baseline(spark, dump: str, out: str) -> None:
     ).parquet(out)
 
 
-FLOOR_BATCH_ROWS = 2_000_000  # records the floor merges into its survivors at a time
+OFFSET_BITS = 47  # a record named by one int64: partition << 47 | offset (offsets < 1.4e14)
 
 
 def arrow_floor(dump: str, out: str) -> None:
     """The physical floor of the same read and compaction outside Spark: pyarrow reads the dump
     and keeps the latest record per raw key in each partition (a tombstone deletes the key),
-    then writes Parquet at `out`, as `baseline` does. Batch by batch, each merged into the
-    survivors so far (the newest offset per key; offsets are unique within a partition, so
-    (partition, offset) names the record), which keeps memory at the survivors' size."""
+    then writes Parquet at `out`, as `baseline` does. Two passes: the newest offset per
+    (partition, key) from the key columns alone (one hash aggregation), then the records with
+    those offsets, batch by batch (`is_in` on one int64 per record). Merging batches into the
+    survivors instead took 54 s of CPU for the 10M dump against 30 s this way, same rows."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
 
-    columns = ["partition", "key", "value", "offset", "timestamp"]
-    latest: pa.Table | None = None
-    survivors = None
-    for batch in ds.dataset(dump, format="parquet").to_batches(
-        columns=columns, batch_size=FLOOR_BATCH_ROWS
-    ):
-        part = pa.Table.from_batches([batch])
-        merged = part if latest is None else pa.concat_tables([latest, part])
-        newest = merged.group_by(["partition", "key"]).aggregate([("offset", "max")])
-        latest = merged.join(
-            newest.select(["partition", "offset_max"]),
-            keys=["partition", "offset"],
-            right_keys=["partition", "offset_max"],
-            join_type="inner",
-        ).combine_chunks()
+    dataset = ds.dataset(dump, format="parquet")
+
+    def record_ids(table: pa.Table | pa.RecordBatch, offset: str) -> pa.Array:
+        partition = pc.cast(table.column("partition"), pa.int64())
+        return pc.add(pc.shift_left(partition, OFFSET_BITS), table.column(offset))
+
+    keys = dataset.to_table(columns=["partition", "key", "offset"])
+    newest = keys.group_by(["partition", "key"]).aggregate([("offset", "max")])
+    latest_ids = record_ids(newest, "offset_max")
+    del keys, newest
     Path(out).mkdir(parents=True, exist_ok=True)
-    if latest is not None:
-        survivors = latest.filter(pc.is_valid(latest.column("value")))
-        pq.write_table(survivors, f"{out}/part-0.parquet", compression="snappy")
+    columns = ["partition", "key", "value", "offset", "timestamp"]
+    schema = pa.schema([dataset.schema.field(name) for name in columns])
+    with pq.ParquetWriter(f"{out}/part-0.parquet", schema, compression="snappy") as writer:
+        for batch in dataset.to_batches(columns=columns):
+            kept = pc.and_(
+                pc.is_in(record_ids(batch, "offset"), value_set=latest_ids),
+                pc.is_valid(batch.column("value")),
+            )
+            writer.write_batch(batch.filter(kept))
     # the floor runs in the bench's own process: give its memory back before the pipeline's
     # runs, whose driver RSS is judged
-    del latest, survivors
+    del latest_ids
     pa.default_memory_pool().release_unused()
 
 
