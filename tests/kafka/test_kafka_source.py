@@ -99,7 +99,7 @@ def fresh_topic(tansu_bootstrap) -> str:
 
 @pytest.mark.kafka
 def test_end_offsets_match_what_was_produced(tansu_bootstrap, offsets_topic):
-    ends = ks.resolve_end_offsets({"bootstrap.servers": tansu_bootstrap}, ks.DEFAULT_TOPIC)
+    ends = ks.resolve_read_range({"bootstrap.servers": tansu_bootstrap}, ks.DEFAULT_TOPIC)[0]
     assert ends == ends_from(offsets_topic)
     starts = ks.resolve_start_offsets({"kafka.bootstrap.servers": tansu_bootstrap})
     assert starts == dict.fromkeys(range(PARTITIONS), 0)
@@ -108,7 +108,7 @@ def test_end_offsets_match_what_was_produced(tansu_bootstrap, offsets_topic):
 @pytest.mark.kafka
 def test_reads_exactly_the_produced_rows(spark, tansu_bootstrap, offsets_topic):
     options = {"kafka.bootstrap.servers": tansu_bootstrap}
-    ends = ks.resolve_end_offsets(options, ks.DEFAULT_TOPIC)
+    ends = ks.resolve_read_range(options, ks.DEFAULT_TOPIC)[0]
     df = ks.read_kafka(spark, kafka_options=options, start_offsets=None, end_offsets=ends)
     assert df.schema == ks.KAFKA_SCHEMA
     rows = df.collect()
@@ -125,7 +125,7 @@ def test_reads_exactly_the_produced_rows(spark, tansu_bootstrap, offsets_topic):
 def test_start_offsets_give_an_incremental_read(spark, tansu_bootstrap, fresh_topic):
     options = {"bootstrap.servers": tansu_bootstrap}
     first = produce(tansu_bootstrap, fresh_topic, sample_records("one", 12))
-    ends1 = ks.resolve_end_offsets(options, fresh_topic)
+    ends1 = ks.resolve_read_range(options, fresh_topic)[0]
     assert ends1 == ends_from(first)
     df1 = ks.read_kafka(
         spark, kafka_options=options, topic=fresh_topic, start_offsets=None, end_offsets=ends1
@@ -133,7 +133,7 @@ def test_start_offsets_give_an_incremental_read(spark, tansu_bootstrap, fresh_to
     assert rows_of(df1) == canon(first)
 
     second = produce(tansu_bootstrap, fresh_topic, sample_records("two", 9))
-    ends2 = ks.resolve_end_offsets(options, fresh_topic)
+    ends2 = ks.resolve_read_range(options, fresh_topic)[0]
     assert ends2 == ends_from(first + second)
     # The first DataFrame is pinned to its end offsets: new records do not leak into it.
     assert df1.count() == len(first)
@@ -194,7 +194,7 @@ def test_transaction_markers_leave_gaps_the_read_goes_past(spark, tansu_bootstra
     (Tansu does not filter aborted records under read_committed, so those are not tested here.)"""
     options = {"bootstrap.servers": tansu_bootstrap}
     data_offsets = produce_transactions(tansu_bootstrap, fresh_topic)
-    ends = ks.resolve_end_offsets(options, fresh_topic)
+    ends = ks.resolve_read_range(options, fresh_topic)[0]
     assert ends == {0: 8, 1: 0, 2: 0}
 
     def offsets_read(start: dict[int, int], end: dict[int, int]) -> list[int]:
@@ -265,7 +265,7 @@ def test_unreachable_broker_fails_fast_with_one_line_and_no_secret(caplog, capfd
     caplog.set_level(logging.DEBUG, logger="offsets_lib")
     started = time.monotonic()
     with pytest.raises(InputNotReadable) as info:
-        ks.resolve_end_offsets(options, ks.DEFAULT_TOPIC)
+        ks.resolve_read_range(options, ks.DEFAULT_TOPIC)
     elapsed = time.monotonic() - started
     message = str(info.value)
     print(f"broker down: failed after {elapsed:.1f} s: {message}")
@@ -291,7 +291,7 @@ def test_failed_authentication_is_not_readable_without_secret(tansu_auth_bootstr
     caplog.set_level(logging.DEBUG, logger="offsets_lib")
     started = time.monotonic()
     with pytest.raises(InputNotReadable, match="authentication failed") as info:
-        ks.resolve_end_offsets(options, ks.DEFAULT_TOPIC)
+        ks.resolve_read_range(options, ks.DEFAULT_TOPIC)
     elapsed = time.monotonic() - started
     print(f"bad credentials: failed after {elapsed:.1f} s: {info.value}")
     assert elapsed < 60
@@ -306,7 +306,7 @@ def test_unknown_topic_is_not_readable_and_not_created(tansu_bootstrap):
     topic = f"no-such-topic-{uuid.uuid4().hex[:6]}"
     started = time.monotonic()
     with pytest.raises(InputNotReadable, match="topic not found") as info:
-        ks.resolve_end_offsets(options, topic)
+        ks.resolve_read_range(options, topic)
     assert time.monotonic() - started < 60
     assert topic in str(info.value)
     assert SECRET not in str(info.value)
@@ -319,7 +319,7 @@ def test_unknown_topic_is_not_readable_and_not_created(tansu_bootstrap):
 @pytest.mark.kafka
 def test_start_beyond_end_or_unknown_partition_is_refused(spark, tansu_bootstrap, offsets_topic):
     options = {"bootstrap.servers": tansu_bootstrap}
-    ends = ks.resolve_end_offsets(options)
+    ends = ks.resolve_read_range(options)[0]
     with pytest.raises(InputNotReadable, match="beyond the end offset"):
         ks.read_kafka(
             spark, kafka_options=options, start_offsets={0: ends[0] + 5}, end_offsets=ends
@@ -361,7 +361,7 @@ def test_topic_authorization_failure_is_not_readable(monkeypatch):
 
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", DeniedAdmin)
     with pytest.raises(InputNotReadable, match="not authorized") as info:
-        ks.resolve_end_offsets({"bootstrap.servers": "b:9092", "sasl.password": SECRET})
+        ks.resolve_read_range({"bootstrap.servers": "b:9092", "sasl.password": SECRET})
     assert SECRET not in str(info.value) and "\n" not in str(info.value)
 
 
