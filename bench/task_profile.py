@@ -5,7 +5,7 @@ Why in-process CPU and not wall time: on a shared machine a wall-clock bench mea
 neighbours; the process CPU of one task (`time.process_time` around each part's functions) does
 not. cProfile (--top) only ranks functions: its per-call cost inflates Python-heavy parts. The
 task is the one `offsets run` would give the most records: the dump's records cut by
-`routing.audit_tasks_of` into as many tasks as the run makes (`routing.tasks_for`), the
+`routing.audit_tasks_of` into as many tasks as the run makes (`audit_plan.audit_tasks`), the
 transaction markers copied to every task; one unmeasured run first, then --reps measured.
 
     PYTHONPATH=. python bench/task_profile.py bench/data/dump-10000000 [--reps 3] [--top 25]
@@ -51,7 +51,7 @@ PARTS = (
 def largest_task(dump: str, cores: int = 2) -> list[pa.RecordBatch]:
     """The records of the run's largest audit task (RAW_ARROW batches), markers included."""
     table = routing.positioned_table(ds.dataset(dump, format="parquet").to_table())
-    tasks = routing.tasks_for(table.num_rows, cores=cores, at_most=10_000)
+    tasks = max(cores, -(-table.num_rows // routing.RECORDS_PER_TASK))  # audit_plan.audit_tasks
     task_of = routing.audit_tasks_of(table, tasks)
     sizes = np.bincount(task_of[task_of >= 0], minlength=tasks)
     chosen = int(np.argmax(sizes))

@@ -1,6 +1,5 @@
 """An audit task's input (RAW_ARROW), decoded once with its offset commits' transactions
-resolved (`ResolvedCommits`): what the audit, the kept records and the split audit's first
-step all start from.
+resolved (`ResolvedCommits`): what the audit and the kept records both start from.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ RAW_ARROW = POSITIONED_ARROW.append(pa.field("is_history", pa.bool_()))
 class ResolvedCommits:
     """A task's records decoded once (values left undecoded), their offset commits with the
     transaction status, and the commits `compaction.kept_rows` keeps: what the kept
-    records (`kept_records`) and the split audit's first step (`key_split`) both choose from."""
+    records (`kept_records`) choose from."""
 
     records: TaskRecords
     ok: np.ndarray  # decoded without error

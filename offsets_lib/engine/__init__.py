@@ -2,6 +2,6 @@
 
 `routing` says which task audits each record (all records of a group meet in one task),
 `exchange` is the file shuffle that brings them there and runs `audit.task_audit` in those
-tasks, `key_split` the split audit's first step, `staging` the tasks' result files, `pipeline`
-the tables' frames from them. Imports `wire`, `audit` and `io`.
+tasks, `staging` the tasks' result files, `pipeline` the tables' frames from them. Imports
+`wire`, `audit` and `io`.
 """

@@ -21,7 +21,7 @@ The staging folder is on the output's file system, written with pyarrow from eve
 the run when it starts (staging.Staging.fresh; I/O module: shell side).
 
 The pieces' files (cutting, writing, reading back by route) are in `piece_files`; each stage's
-tasks are work items (`MapUnits`, `AuditTask`, `RemapShare`) run by `task_runner.run_tasks`.
+tasks are work items (`MapUnits`, `AuditTask`) run by `task_runner.run_tasks`.
 """
 
 from __future__ import annotations
@@ -48,12 +48,10 @@ from offsets_lib.engine import routing
 from offsets_lib.engine.piece_files import (
     MAP_ARROW,
     STORED_FILE,
-    Piece,
     Route,
     arrow_uri,
     batch_rows,
     cut,
-    read_pieces,
     read_unit,
     routed_pieces,
     task_records,
@@ -61,7 +59,7 @@ from offsets_lib.engine.piece_files import (
 )
 from offsets_lib.engine.pipeline import TaskEmitter
 from offsets_lib.engine.task_runner import run_tasks
-from offsets_lib.io import spark_settings, storage
+from offsets_lib.io import storage
 
 log = logging.getLogger(__name__)
 
@@ -309,7 +307,7 @@ class AuditTask:
     def __call__(self, task: int) -> Iterator[pa.RecordBatch]:
         if not self.routes[task]:  # fewer groups than tasks
             return
-        records = task_records(self.routes[task], copies_as_history=True)
+        records = task_records(self.routes[task])
         yield from self.emit(
             task_audit.task_tables(
                 iter(records),
@@ -330,14 +328,12 @@ def audit_pieces(
     tasks: int,
     emit: TaskEmitter,
     keep: bool = False,
-    superseded: list[pa.Table | None] | None = None,
 ) -> DataFrame:
     """The audit stage over `map_pieces`' manifest, decided at `params` -> `emit`'s rows (with
-    `keep`, the tasks' kept records too: task_audit.task_tables). The largest tasks first
-    (`largest_first`). `superseded`: by audit task, the counts of the records the map dropped
-    (`superseded_by_task`; by default those of `pieces`)."""
+    `keep`, the tasks' kept records too: task_audit.task_tables), with the counts of the
+    records the map dropped (`superseded_by_task`). The largest tasks first (`largest_first`)."""
     routed = routed_pieces(pieces, tasks=tasks)
-    counts = superseded if superseded is not None else superseded_by_task(pieces, tasks)
+    counts = superseded_by_task(pieces, tasks)
     order = largest_first(pieces, tasks=tasks)
     work = AuditTask(
         [routed[t] for t in order], coordinator, params, emit, keep, [counts[t] for t in order]
@@ -362,71 +358,14 @@ def largest_first(pieces: list[dict[str, Any]], *, tasks: int) -> list[int]:
     task launched last runs alone at the end of the stage. Bytes, as a group's large metadata
     records take a task's time more than its many small commits: measured (2 cores,
     10M records, one group 30 % of the commits) that group's audit task held the fewest records
-    after the split audit's first step and ran 1.4-1.6 s against 0.7 s for the others."""
+    once its commits were reduced per offset key and ran 1.4-1.6 s against 0.7 s for the
+    others."""
     owned = [p for p in pieces if p["task"] != routing.MARKERS]  # markers go to every task
     by_bytes = all(p.get("num_bytes") is not None for p in owned)
     size = np.zeros(tasks, dtype=np.int64)
     for piece in owned:
         size[piece["task"]] += piece["num_bytes"] if by_bytes else piece["num_rows"]
     return np.argsort(-size, kind="stable").tolist()
-
-
-@dataclass(frozen=True)
-class RemapShare:
-    """Re-map task t: the pieces `shares[t]` (each with its audit task) cut again by offset key
-    into one piece file under `pieces_uri`, and the records the first step only forwards kept
-    by audit task in a second file (`is_direct`) -> their MAP_ARROW rows."""
-
-    shares: list[list[tuple[Route, int]]]
-    pieces_uri: str
-    tasks: int
-    schema: ClassVar[pa.Schema] = MAP_ARROW
-
-    def __call__(self, task: int) -> Iterator[pa.RecordBatch]:
-        share = self.shares[task]
-        direct: list[Piece] = []
-
-        def first_step_records() -> Iterator[pa.Table]:
-            read = read_pieces([route for route, _task in share])
-            for (_route, audit_task), piece in zip(share, read, strict=True):
-                table = pa.Table.from_batches([piece])
-                is_first_step = routing.decoded_by_key_split(table)
-                if not is_first_step.all():
-                    rest = table.filter(pa.array(~is_first_step)).combine_chunks()
-                    direct.extend(Piece(audit_task, batch) for batch in rest.to_batches())
-                yield table.filter(pa.array(is_first_step))
-
-        first_step = cut(first_step_records(), self.tasks, by_offset_key=True)
-        yield write_piece_file(first_step, self.pieces_uri)
-        if direct:
-            yield write_piece_file(direct, self.pieces_uri, is_direct=True)
-
-
-def remap_pieces(
-    spark: SparkSession, pieces: list[dict[str, Any]], *, staging_uri: str, tasks: int
-) -> list[dict[str, Any]]:
-    """Pieces cut again by offset key (routing.audit_tasks_of with `by_offset_key`): the records
-    of the audit tasks that the per-group routing left oversized, for the split audit's first
-    step, without reading the dump again (one Spark job, routing.tasks_for: 325k records of 25
-    pieces took 0.9 s in 20 tasks, 0.3 s in 2; 2 cores) -> MAP_ARROW rows. The records that
-    step only forwards (routing.decoded_by_key_split: group-level records) keep their audit
-    task, in pieces marked `is_direct`. Measured on a 10M-record dump with one group holding
-    30 % of the commits (2 cores): that group's metadata records, in one first-step task, made
-    it a 2.7 s straggler of a 4.6 s stage."""
-    if not pieces:
-        return []
-    pieces_uri = arrow_uri(f"{staging_uri}/remapped")
-    remap_tasks = routing.tasks_for(
-        sum(p["num_rows"] for p in pieces),
-        cores=spark_settings.parallelism(spark),
-        at_most=min(len(pieces), tasks),
-    )
-    shares = [
-        [(Route(p["path"], p["batch"]), p["task"]) for p in pieces[i::remap_tasks]]
-        for i in range(remap_tasks)
-    ]
-    remapped = run_tasks(spark, RemapShare(shares, pieces_uri, tasks), remap_tasks).collect()
-    return [r.asDict() for r in remapped]
 
 
 # An incremental run's kept records (staging.KeptFiles) are written by the audit task that chose
@@ -491,7 +430,6 @@ def stored_pieces(cuts: Iterable[StoredCut], tasks: int) -> list[dict[str, Any]]
             "task": cut.task % tasks,
             "num_rows": cut.rows,
             "max_timestamp_ms": cut.max_timestamp_ms,
-            "is_direct": False,
             "superseded": None,
             "num_bytes": None,
         }

@@ -54,9 +54,6 @@ MAP_ARROW = pa.schema(
         ("task", pa.int32()),  # routing.MARKERS for transaction markers
         ("num_rows", pa.int64()),
         ("max_timestamp_ms", pa.int64()),  # newest record of the piece (as_of "latest")
-        # a remapped piece the split audit's first step has nothing to do with (group-level
-        # records of an oversized task): it goes to the per-group audit task `task` directly
-        ("is_direct", pa.bool_()),
         # the offset-commit values of the piece's task that the map dropped, counted
         # (superseded_commits.SUPERSEDED_ARROW rows; null: none)
         ("superseded", pa.list_(pa.struct(list(superseded_commits.SUPERSEDED_ARROW)))),
@@ -70,8 +67,10 @@ MAP_ARROW = pa.schema(
 # A task whose records in one map batch are more than this many times the batch's average task
 # (a dominant group's) has the offset-commit values that a later value of the same key replaces
 # dropped there (superseded_commits), and counted: its audit task then holds a few records per
-# offset key and batch instead of every commit of the group. Below the run's SKEWED_TASK (2.0),
-# so that a task the whole dump makes oversized is reduced in (nearly) every batch.
+# offset key and batch instead of every commit of the group (10M records, one group at 30 % of
+# the commits: the largest task 3.3M -> 484k records). A task still oversized after that (its
+# group's commits transactional, or each of another key) is audited whole: a step that cut such
+# tasks again by offset key cost ~2 s of task time at 10M against ~1.2 s saved, and was removed.
 LARGE_IN_BATCH = 1.5
 
 
@@ -88,7 +87,7 @@ arrow_uri = storage.arrow_uri  # the name pieces and tests use
 
 
 class Piece(NamedTuple):
-    """Records a map or re-map task cut for one audit task (`task`), and the counts of the
+    """Records a map task cut for one audit task (`task`), and the counts of the
     records of that task the map dropped (superseded_commits.SUPERSEDED_ARROW, or None)."""
 
     task: int
@@ -105,26 +104,18 @@ class Route(NamedTuple):
     copy: int = 0
 
 
-def cut(
-    tables: Iterable[pa.Table],
-    tasks: int,
-    *,
-    by_offset_key: bool = False,
-    reduce_large: bool = False,
-) -> Iterator[Piece]:
+def cut(tables: Iterable[pa.Table], tasks: int, *, reduce_large: bool = False) -> Iterator[Piece]:
     """RAW_ARROW tables, each cut by audit task (routing.audit_tasks_of): a piece per task (with
     `reduce_large`, a large task's superseded offset-commit values dropped: LARGE_IN_BATCH)."""
     for table in tables:
-        yield from _pieces(table, tasks, by_offset_key=by_offset_key, reduce_large=reduce_large)
+        yield from _pieces(table, tasks, reduce_large=reduce_large)
 
 
-def _pieces(
-    records: pa.Table, tasks: int, *, by_offset_key: bool, reduce_large: bool
-) -> Iterator[Piece]:
+def _pieces(records: pa.Table, tasks: int, *, reduce_large: bool) -> Iterator[Piece]:
     """A piece for every task with records in this table (`cut`)."""
     if records.num_rows == 0:
         return
-    task_ids = routing.audit_tasks_of(records, tasks, by_offset_key=by_offset_key)
+    task_ids = routing.audit_tasks_of(records, tasks)
     counts: dict[int, pa.Table] = {}
     large = _large_tasks(task_ids, tasks) if reduce_large else np.zeros(0, np.int32)
     if len(large):
@@ -155,12 +146,7 @@ def _large_tasks(task_ids: np.ndarray, tasks: int) -> np.ndarray:
     return np.flatnonzero(sizes > LARGE_IN_BATCH * sizes.mean()).astype(np.int32)
 
 
-def write_piece_file(
-    pieces: Iterable[Piece],
-    pieces_uri: str,
-    *,
-    is_direct: bool = False,
-) -> pa.RecordBatch:
+def write_piece_file(pieces: Iterable[Piece], pieces_uri: str) -> pa.RecordBatch:
     """Write the pieces (`cut`) into one new IPC file under `pieces_uri`, a record batch each;
     returns their MAP_ARROW rows (after the file is complete)."""
     fs, root = storage.filesystem(pieces_uri)
@@ -180,7 +166,6 @@ def write_piece_file(
             if piece.superseded is not None:
                 stamps.append(piece.superseded.column("newest_ms").combine_chunks())
             out["max_timestamp_ms"].append(pc.max(pa.chunked_array(stamps)).as_py())
-            out["is_direct"].append(is_direct)
             out["superseded"].append(
                 piece.superseded.to_pylist() if piece.superseded is not None else None
             )
@@ -196,35 +181,27 @@ def piece_options(fs: pafs.FileSystem) -> pa.ipc.IpcWriteOptions:
 
 def routed_pieces(pieces: list[dict[str, Any]], *, tasks: int) -> list[list[Route]]:
     """Each task's pieces: a piece goes to its task, a marker piece to every task (copy t to
-    task t; copies 1.. flagged). A piece marked `is_context` reaches its tasks as copies only
-    (copy 0 included): records that resolve and delimit in the split audit's first step, which
-    another step audits and counts."""
+    task t; copies 1.. flagged)."""
     routes: list[list[Route]] = [[] for _ in range(tasks)]
     for piece in pieces:
-        context = int(bool(piece.get("is_context")))
         if piece["task"] == routing.MARKERS:
             for task, routed in enumerate(routes):
-                routed.append(Route(piece["path"], piece["batch"], task + context))
+                routed.append(Route(piece["path"], piece["batch"], task))
         else:
-            routes[piece["task"]].append(Route(piece["path"], piece["batch"], context))
+            routes[piece["task"]].append(Route(piece["path"], piece["batch"]))
     return routes
 
 
-def task_records(routes: list[Route], *, copies_as_history: bool) -> list[pa.RecordBatch]:
+def task_records(routes: list[Route]) -> list[pa.RecordBatch]:
     """The records (RAW_ARROW batches) of one task, read from its `routed_pieces`; none for a
     task no piece went to (fewer groups than tasks). The copies of a marker piece are history
-    (audited, not counted), or with `copies_as_history` False are flagged in an added `is_copy`
-    column instead (the split audit's first step)."""
+    (audited, not counted)."""
     records = []
     for route, piece in zip(routes, read_pieces(routes), strict=True):
-        flags = pa.array(np.full(piece.num_rows, bool(route.copy)))
-        if not copies_as_history:
-            piece = pa.RecordBatch.from_arrays(
-                [*piece.columns, flags], names=[*piece.schema.names, "is_copy"]
-            )
-        elif route.copy:
+        if route.copy:
+            history = pa.array(np.ones(piece.num_rows, dtype=bool))
             piece = piece.set_column(
-                piece.schema.get_field_index("is_history"), "is_history", flags
+                piece.schema.get_field_index("is_history"), "is_history", history
             )
         records.append(piece)
     return records

@@ -49,7 +49,7 @@ import json
 import logging
 import urllib.parse
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal, get_args
 
 import pyarrow as pa
@@ -216,7 +216,6 @@ def write_run_tables(
     *,
     output: str,
     run_id: str,
-    on_commit: Callable[[str], None] | None = None,
 ) -> dict[str, int]:
     """Commit one run's table files (written by :func:`write_task_files`) into their Delta
     tables, replacing that run's earlier rows: one delta-rs transaction per table, in the order
@@ -227,7 +226,6 @@ def write_run_tables(
             add actions of its files in the run's partition folder under ``output``.
         output: root folder (or URI) of the tables.
         run_id: the run's id; rows of other runs are never touched.
-        on_commit: called with the table name after each table's commit.
 
     Returns:
         The committed Delta version of each table.
@@ -243,8 +241,6 @@ def write_run_tables(
     versions = {}
     for name, actions in files.items():
         versions[name] = commit_files(specs[name], list(actions), output=output, run_id=run_id)
-        if on_commit is not None:
-            on_commit(name)  # e.g. the crash-safety test's fault injection
     return versions
 
 

@@ -2,8 +2,7 @@
 
 The file shuffle's inputs (`plan_inputs`: the dump's files pyarrow reads, else the records
 Spark reads: a Kafka run's, or a dump pyarrow cannot reach), the number of audit tasks
-(`audit_tasks`, `incremental_tasks`), and the split audit: which tasks are oversized
-(`oversized_tasks`, `SKEWED_TASK`) and its first step over them (`split_first_step`).
+(`audit_tasks`, `incremental_tasks`), and the map stage over them (`mapped_pieces`).
 `job/run.py` holds the rest of the run: the clock, the writes, the report.
 """
 
@@ -14,10 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 
-from offsets_lib.engine import exchange, key_split, pipeline
+from offsets_lib.engine import exchange, pipeline
 from offsets_lib.engine.routing import RECORDS_PER_TASK
 from offsets_lib.engine.staging import KeptFiles, Staging
 from offsets_lib.io import incremental, spark_settings
@@ -68,21 +66,6 @@ def kept_emitter(
         return lambda emit: emit
     kept_id = incremental.next_kept_id(increment, options.run_id)
     return lambda emit: KeptFiles(emit, options.output, kept_id, tasks)
-
-
-# The split audit (split_commits, the default) starts when an audit task of the per-group routing
-# holds more than this many times the average task's records, and more than RECORDS_PER_TASK:
-# below that one task is not what the run waits for. Measured at 10M records on 2 cores
-# the split costs 5-9 s of 18 s on a dump without a dominant group. Only the oversized
-# tasks' pieces are cut again by key and reduced (key_split.oversized_pieces).
-SKEWED_TASK = 2.0
-
-
-def oversized_tasks(sizes: np.ndarray) -> set[int]:
-    """The audit tasks the per-group routing leaves much larger than the rest."""
-    mean = float(sizes.mean()) if len(sizes) else 0.0
-    limit = max(RECORDS_PER_TASK, SKEWED_TASK * mean)
-    return {int(t) for t in np.flatnonzero(sizes > limit)}
 
 
 @dataclass(frozen=True)
@@ -190,61 +173,19 @@ def _kafka_records(
 
 
 def mapped_pieces(
-    spark: SparkSession, inputs: Inputs, staging: Staging, *, split: bool
-) -> tuple[list[dict[str, Any]], set[int]]:
+    spark: SparkSession, inputs: Inputs, staging: Staging, *, reduce_large: bool
+) -> list[dict[str, Any]]:
     """The file shuffle's map stage (none when every record is in a stored piece): its pieces
-    and the stored ones, and with `split` the oversized audit tasks, whose records alone go
-    through the split audit's first step (key_split.oversized_pieces; the map first drops the
-    superseded commits of tasks that look large, piece_files.LARGE_IN_BATCH)."""
+    and the stored ones (with `reduce_large`, the map drops the superseded commits of tasks
+    that look large, piece_files.LARGE_IN_BATCH)."""
     tasks = inputs.tasks
-    cutting = {"reduce_large": split}
     pieces = list(inputs.stored)
     if inputs.units:
         pieces += exchange.map_pieces(
-            spark, inputs.units, staging_uri=staging.uri, tasks=tasks, **cutting
+            spark, inputs.units, staging_uri=staging.uri, tasks=tasks, reduce_large=reduce_large
         )
     if inputs.records is not None:
         pieces += exchange.map_records(
-            inputs.records, staging_uri=staging.uri, tasks=tasks, **cutting
+            inputs.records, staging_uri=staging.uri, tasks=tasks, reduce_large=reduce_large
         )
-    if not split:
-        return pieces, set()
-    oversized = oversized_tasks(exchange.task_sizes(pieces, tasks))
-    if oversized:
-        log.info(
-            "a dominant group: the commits of %d audit tasks are reduced per key first",
-            len(oversized),
-        )
-    return pieces, oversized
-
-
-def split_first_step(
-    spark: SparkSession,
-    pieces: list[dict[str, Any]],
-    oversized: set[int],
-    staging: Staging,
-    tasks: int,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[np.ndarray]]:
-    """The split audit's first step over the oversized tasks' mapped pieces (none: no first
-    step): the pieces the per-group audit reads, the first step's manifest rows, and the task
-    sizes of each step."""
-    steps = [exchange.task_sizes(pieces, tasks)]
-    if oversized:
-        first, direct = key_split.oversized_pieces(
-            spark, pieces, oversized, staging=staging, tasks=tasks
-        )
-        reduced = key_split.reduce_pieces(spark, first, staging=staging, tasks=tasks)
-        audited = [p for p in pieces if p["task"] not in oversized]
-        audited += direct + key_split.forwarded_pieces(reduced)
-        return (
-            audited,
-            reduced,
-            [_first_step_sizes(spark, first, tasks), exchange.task_sizes(audited, tasks)],
-        )
-    return pieces, [], steps
-
-
-def _first_step_sizes(spark: SparkSession, pieces: list[dict[str, Any]], tasks: int) -> np.ndarray:
-    """Records of each task of the split audit's first step (key_split.gathered)."""
-    cores = spark_settings.parallelism(spark)
-    return exchange.task_sizes(*key_split.gathered(pieces, tasks=tasks, cores=cores))
+    return pieces

@@ -291,18 +291,16 @@ class RunOptions:
             )
         ),
     )
-    # a dominant group's offset commits reduced per offset key first (engine.key_split): when a
-    # task of the per-group routing would hold more than audit_plan.SKEWED_TASK times the average
-    # (`audit_plan.oversized_tasks`); False: never
+    # a dominant group's superseded offset commits dropped in the map (piece_files.LARGE_IN_BATCH)
     split_commits: bool = field(
         default=SPLIT_COMMITS["auto"],
         metadata=_flags(
             Flag(
                 "--split-commits",
-                help="Reduce offset commits per offset key in a first step, so that no audit"
-                " task holds a dominant group's commits (engine/key_split.py). auto: the"
-                " commits of the audit tasks that one group's records make over twice the"
-                " average; never: no first step.",
+                help="Reduce a dominant group's offset commits per offset key in the map, so"
+                " that no audit task holds all of them. auto: the commit values a later value"
+                " of the same key replaces, in the tasks one group's records make large;"
+                " never: no reduction.",
                 choices=tuple(SPLIT_COMMITS),
                 default="auto",
             )

@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.audit.rules import Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
-from offsets_lib.engine import exchange, key_split, pipeline
+from offsets_lib.engine import exchange, pipeline
 from offsets_lib.engine.staging import (
     Staging,
     TableFiles,
@@ -170,18 +170,12 @@ def _audit(
     kept_emit = audit_plan.kept_emitter(options, increment, tasks)
     # the map stage first: its pieces tell the evaluation time, which the audit tasks decide at
     # (and write the tables with)
-    pieces, oversized = audit_plan.mapped_pieces(
-        spark, inputs, staging, split=options.split_commits
-    )
+    pieces = audit_plan.mapped_pieces(spark, inputs, staging, reduce_large=options.split_commits)
     report.as_of_ms = _as_of(options, exchange.latest_timestamp_ms(pieces), started_ms)
     ends = end_offsets() if end_offsets is not None else None
     report.log_end_offsets = ends.num_rows if ends is not None else None
     emit = kept_emit(_table_emitter(options, report, staging, ends))
-    superseded = exchange.superseded_by_task(pieces, tasks)  # the map's, wherever audited
-    pieces, first_step, steps = audit_plan.split_first_step(
-        spark, pieces, oversized, staging, tasks
-    )
-    _report_task_sizes(report, steps)
+    _report_task_sizes(report, exchange.task_sizes(pieces, tasks))
     audited = exchange.audit_pieces(
         spark,
         pieces,
@@ -190,9 +184,8 @@ def _audit(
         tasks=tasks,
         emit=emit,
         keep=keep,
-        superseded=superseded,
     )
-    manifest = key_split.staged_rows(first_step) + audited.collect()
+    manifest = audited.collect()
     stats = pipeline.run_stats(manifest)
     report.records_read = stats.records_read
     report.records_rejected = stats.records_rejected
@@ -247,12 +240,11 @@ def _error_line(exc: BaseException, options: RunOptions) -> str:
     return scrub(first_line, options.kafka_options)[:1000]
 
 
-def _report_task_sizes(report: RunReport, steps: list[np.ndarray]) -> None:
-    """The largest audit task's records, and how many times the average task's it holds (in
-    the step with the largest task): the skew figures `make bench` reports."""
-    largest = max(steps, key=lambda sizes: int(sizes.max()))
-    report.largest_task_records = int(largest.max())
-    report.task_skew = float(largest.max() / largest.mean()) if largest.sum() else None
+def _report_task_sizes(report: RunReport, sizes: np.ndarray) -> None:
+    """The largest audit task's records, and how many times the average task's it holds: the
+    skew figures `make bench` reports."""
+    report.largest_task_records = int(sizes.max())
+    report.task_skew = float(sizes.max() / sizes.mean()) if sizes.sum() else None
 
 
 def _table_emitter(

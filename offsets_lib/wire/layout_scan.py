@@ -218,16 +218,6 @@ class _Walker:
         return pos, ok
 
 
-def fits(fields: tuple[Field, ...], version: int, flexible: bool, raw: pa.Array, skip: int = 0):
-    """Whether each binary value of `raw`, after `skip` bytes, is exactly one struct of the
-    table (vouched as `scan_records` does). For tests of the walk on any table."""
-    data, start, length, present = fastpath.array_bytes(raw)
-    end = start + length
-    ok = present & (length >= skip)
-    pos, ok = _Walker(data).struct(fields, version, flexible, start + skip, end, ok)
-    return ok & (pos == end)
-
-
 @dataclass
 class Scanned:
     """Rows of the input the walk vouches for, with their decoded columns (DECODED_ARROW names).

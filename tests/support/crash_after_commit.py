@@ -3,8 +3,8 @@ commit, to check what a crash between two table commits leaves behind.
 
     python -m tests.support.crash_after_commit <table> run --input ... --output ...
 
-The production write path knows nothing of this: the Delta writer's per-commit callback
-(`sink.write_run_tables(on_commit=...)`) is injected here.
+The production write path knows nothing of this: the Delta writer's per-table commit
+(`sink.commit_files`, which `sink.write_run_tables` calls for each table) is wrapped here.
 """
 
 from __future__ import annotations
@@ -17,22 +17,21 @@ from offsets_lib.io import sink
 
 
 def _dying_after(table: str):
-    write = sink.write_run_tables
+    commit = sink.commit_files
 
-    @functools.wraps(write)
-    def write_then_die(*args, **kwargs):
-        def on_commit(committed: str) -> None:
-            if committed == table:
-                os._exit(137)
+    @functools.wraps(commit)
+    def commit_then_die(spec, *args, **kwargs):
+        version = commit(spec, *args, **kwargs)
+        if spec.name == table:
+            os._exit(137)
+        return version
 
-        return write(*args, **kwargs, on_commit=on_commit)
-
-    return write_then_die
+    return commit_then_die
 
 
 def main() -> None:
     table, *arguments = sys.argv[1:]
-    sink.write_run_tables = _dying_after(table)
+    sink.commit_files = _dying_after(table)
     from offsets_lib.cli import main as cli
 
     cli(args=arguments, prog_name="offsets")

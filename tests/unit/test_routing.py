@@ -1,6 +1,5 @@
 """Raw Parquet rows as audit rows, the audit task of each record, a large task's pieces without
-its superseded commit values and how many tasks a stage needs (routing, piece_files.cut,
-key_split.gathered; no Spark)."""
+its superseded commit values (routing, piece_files.cut; no Spark)."""
 
 from __future__ import annotations
 
@@ -17,13 +16,12 @@ from hypothesis import strategies as st
 from offsets_lib.audit.task_input import RAW_ARROW
 
 # private piece_files._large_tasks: which tasks `cut` splits (restating its rule would copy it)
-from offsets_lib.engine import exchange, key_split, piece_files
+from offsets_lib.engine import exchange, piece_files
 from offsets_lib.engine.routing import (
     MARKERS,
     audit_tasks_of,
     group_id_bytes,
     positioned_table,
-    tasks_for,
 )
 
 
@@ -210,39 +208,6 @@ def test_a_large_task_loses_only_superseded_commit_values(records, tasks: int) -
                 for later in range(row + 1, len(records))
             )  # fmt: skip
     assert counted == gone
-
-
-@pytest.mark.parametrize(
-    ("records", "cores", "at_most", "tasks"),
-    [
-        (0, 2, 20, 2),  # at least one per core
-        (3_300_000, 2, 20, 7),  # about RECORDS_PER_TASK each
-        (20_000_000, 2, 20, 20),  # at most at_most
-        (100, 4, 3, 3),
-        (100, 2, 0, 1),  # never none
-    ],
-)
-def test_tasks_for_records(records: int, cores: int, at_most: int, tasks: int) -> None:
-    assert tasks_for(records, cores=cores, at_most=at_most) == tasks
-
-
-def test_the_first_step_gathers_offset_key_tasks_whole() -> None:
-    """Offset-key task k goes to first-step task k % n: a key's commits still meet in one task;
-    the pieces every task receives stay so."""
-    pieces = [
-        {"path": "p", "batch": i, "task": task, "num_rows": 400_000}
-        for i, task in enumerate([0, 1, 2, 3, 4, 5, 6, 7, 3, MARKERS])
-    ]
-    gathered, reducers = key_split.gathered(pieces, tasks=8, cores=2)
-    assert reducers == 8  # 3.6M records of commits: 8 tasks of 500k at most
-    gathered, reducers = key_split.gathered(pieces[:4] + pieces[-1:], tasks=8, cores=2)
-    assert reducers == 4
-    assert [p["task"] for p in gathered] == [0, 1, 2, 3, MARKERS]
-    small = [dict(p, num_rows=10) for p in pieces]
-    gathered, reducers = key_split.gathered(small, tasks=8, cores=2)
-    assert reducers == 2
-    assert [p["task"] for p in gathered] == [0, 1, 0, 1, 0, 1, 0, 1, 1, MARKERS]
-    assert [p["batch"] for p in gathered] == list(range(10))
 
 
 def test_audit_tasks_launch_largest_first_by_bytes() -> None:

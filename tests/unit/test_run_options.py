@@ -13,7 +13,7 @@ from offsets_lib.cli import main
 from offsets_lib.engine.pipeline import DECIDED_TABLES
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink
-from offsets_lib.job import audit_plan, run, run_output
+from offsets_lib.job import run, run_output
 from offsets_lib.job.config import KAFKA_PARAM, RUN_KEYS
 from offsets_lib.job.options import (
     FLAGS,
@@ -90,29 +90,6 @@ def test_the_audit_tasks_write_every_table_but_metrics_where_the_writer_reads_th
     assert run_output.files_root(options, staging) == "/o"
     spark_writer = run.RunOptions(output="/o", run_id="r", inputs=("dump",), delta_writer="spark")
     assert run_output.files_root(spark_writer, staging) == "/o/_staging/r-1/tables"
-
-
-@pytest.mark.parametrize(
-    ("sizes", "is_oversized"),
-    [
-        ([600_000, 100_000, 100_000, 100_000], True),  # one task over twice the average
-        ([600_000, 500_000, 500_000, 500_000], False),  # large, but even
-        ([400_000, 10_000, 10_000, 10_000], False),  # uneven, but no task is what a run waits for
-        ([], False),
-    ],
-)
-def test_the_split_audit_starts_by_itself_when_one_task_dominates(sizes, is_oversized) -> None:
-    import numpy as np
-
-    assert bool(audit_plan.oversized_tasks(np.array(sizes, dtype=np.int64))) is is_oversized
-
-
-def test_the_oversized_tasks_are_those_over_twice_the_average_and_the_task_size() -> None:
-    import numpy as np
-
-    sizes = np.array([1_200_000, 1_100_000, 600_000, *[100_000] * 7], dtype=np.int64)
-    assert audit_plan.oversized_tasks(sizes) == {0, 1}  # the mean is 360k: over 720k
-    assert audit_plan.oversized_tasks(np.array([], dtype=np.int64)) == set()
 
 
 # ---- RunOptions checks itself: a library caller meets the command line's messages -------------

@@ -4,7 +4,7 @@ The records are read by Spark's own Kafka connector (`spark-sql-kafka-0-10`, loa
 `offsets_lib.job.session` for local sessions; under spark-submit the cluster provides it). The
 driver fixes the range first, so that every action on the DataFrame sees the same records:
 
-    ends = resolve_end_offsets(kafka_options, topic)            # {partition: end (exclusive)}
+    ends, _ = resolve_read_range(kafka_options, topic)          # {partition: end (exclusive)}
     df = read_kafka(spark, kafka_options=..., topic=topic, start_offsets=checkpoint_or_None,
                     end_offsets=ends)
 
@@ -52,7 +52,6 @@ from offsets_lib.io.sources.kafka_admin import (
     connector_config,
     exception_text,
     held_back,
-    resolve_end_offsets,
     resolve_read_range,
     resolve_start_offsets,
 )
@@ -75,7 +74,6 @@ __all__ = [
     "offsets_to_json",
     "read_kafka",
     "redact",
-    "resolve_end_offsets",
     "resolve_read_range",
     "resolve_start_offsets",
     "scrub",
@@ -202,7 +200,7 @@ def read_kafka(
     Actions on the frame must run within `connector_reads_internal_topics` when `topic` is
     internal (the default, __consumer_offsets).
 
-    `end_offsets` (from `resolve_end_offsets`) defines which partitions are read. A partition
+    `end_offsets` (from `resolve_read_range`) defines which partitions are read. A partition
     missing from `start_offsets` (or `start_offsets=None`) starts at its log start; a start
     below the log start (records deleted) is raised to it, with a warning. A start beyond the
     end or an unknown partition raises InputNotReadable (topic recreated? wrong checkpoint?).

@@ -112,25 +112,15 @@ def exception_text(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def resolve_end_offsets(
-    kafka_options: Mapping[str, Any],
-    topic: str = DEFAULT_TOPIC,
-    timeout_s: float = DEFAULT_TIMEOUT_S,
-) -> dict[int, int]:
-    """{partition: end offset} of `topic` now: the last stable offset (read_committed), exclusive.
-
-    Fails within about `timeout_s` seconds (an unreachable broker within ~`UNREACHABLE_GRACE_S`)
-    with `InputNotReadable` for an unreachable broker, an unknown topic, or missing access.
-    """
-    return _list_offsets(kafka_options, topic, "latest", timeout_s)
-
-
 def resolve_read_range(
     kafka_options: Mapping[str, Any],
     topic: str = DEFAULT_TOPIC,
     timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> tuple[dict[int, int], dict[int, int]]:
-    """(end offsets as `resolve_end_offsets`, {partition: records held back}).
+    """({partition: end offset} of `topic` now: the last stable offset (read_committed),
+    exclusive; {partition: records held back}). Fails within about `timeout_s` seconds (an
+    unreachable broker within ~`UNREACHABLE_GRACE_S`) with `InputNotReadable` for an
+    unreachable broker, an unknown topic, or missing access.
 
     Under read_committed a partition ends at its last stable offset: the first record of its
     oldest open transaction. The records from there to the high watermark (the open
