@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from offsets_lib.cli import main
 from offsets_lib.io.sources import InputNotReadable
-from offsets_lib.io.sources.kafka import resolve_end_offsets
+from offsets_lib.io.sources.kafka import resolve_read_range
 from offsets_lib.io.sources.kafka_names import jaas_config
 from tests.broker.brokers import KafkaBroker
 from tests.kafka.test_kafka_job import (
@@ -203,7 +203,7 @@ def test_a_wrong_password_is_not_readable_and_not_logged(sasl_dump, caplog):
     wrong = {**LOGIN_RDKAFKA, "bootstrap.servers": bootstrap, "sasl.password": PASSWORD + "!"}
     caplog.set_level(logging.DEBUG, logger="offsets_lib")
     with pytest.raises(InputNotReadable) as info:
-        resolve_end_offsets(wrong, TOPIC)
+        resolve_read_range(wrong, TOPIC)
     message = str(info.value)
     assert message.startswith(f"kafka authentication failed (bootstrap.servers={bootstrap}")
     assert "\n" not in message
