@@ -35,9 +35,29 @@ _OWN_UNIT = (
     "tests/spark/test_sink.py::test_spark_writer_",
     "tests/kafka/test_incremental.py::test_incremental_chain_equals_full_reread",
 )
-# Wall seconds of the longest units alone (measured, see docs/development.md): they start
-# first, the rest (files of seconds) fill in behind them.
-UNIT_SECONDS: dict[str, int] = {}
+# Wall seconds of the longest units (a whole run on 2 cores, 2 workers, before Delta's snapshots
+# took 2 tasks): they start first, the rest (files of seconds, many tests first) fill in behind.
+_BY_DATABASE = (
+    "tests/spark/test_catalog.py::test_run_with_database_is_read_by_name_in_a_new_session"
+)
+UNIT_SECONDS: dict[str, int] = {
+    "tests/cluster": 900,
+    f"{_BY_DATABASE}[spark]": 350,
+    "tests/spark/test_exchange.py": 250,
+    "tests/kafka/test_incremental.py::test_incremental_chain_equals_full_reread": 240,
+    "tests/spark/test_exchange.py::test_a_dump_spark_reads_publishes_the_tables_of_its_files": 240,
+    "tests/spark/test_readers_ids.py": 220,
+    "tests/broker/test_broker_oracle.py[4.4.0]": 200,
+    "tests/kafka/test_kafka_source.py": 200,
+    f"{_BY_DATABASE}[delta-rs]": 185,
+    "tests/broker/test_broker_oracle.py[2.8.2]": 155,
+    "tests/unit/test_state_replay.py": 150,
+    "tests/spark/test_reliability.py": 150,
+    "tests/broker/test_broker_oracle.py[3.9.1]": 130,
+    "tests/broker/test_broker_oracle.py[2.3.1]": 125,
+    "tests/broker/test_broker_oracle.py[2.0.1]": 115,
+    "tests/kafka/test_incremental.py": 110,
+}
 
 
 def work_unit(nodeid: str) -> str:
