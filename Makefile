@@ -73,8 +73,8 @@ run: $(STAMP) jvm-packages fonts ## generate a sample dump, audit its last three
 		--end-offsets $(SAMPLE)/dump/_end_offsets.csv
 	@echo "report: $$($(BIN)/offsets report --output $(SAMPLE)/tables --out $(SAMPLE)/report.html)"
 
-test: setup ## run the whole test suite (two workers, tests/conftest.py `work_unit`)
-	$(BIN)/pytest -q -n 2 --durations=25
+test: setup ## run the whole test suite (four workers that mostly wait, tests/conftest.py `work_unit`)
+	$(BIN)/pytest -q -n 4 --durations=25
 
 # The edit-test loop: everything not marked slow (the end-to-end runs, the hypothesis fuzzers),
 # kafka (tests/kafka's broker) or broker (real brokers as the oracle). `make test` runs them all.

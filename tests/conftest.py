@@ -16,30 +16,88 @@ import pytest
 SUITE_DISK_GB = 8
 
 
-# `make test` runs two pytest-xdist workers. Tests that share a session-scoped server (a
-# Kafka broker, the cluster) go to one worker: a second would start a second server for the
-# same tests. Every other file goes whole to one worker, so its module fixtures are built once.
-_SHARED_SERVER_FOLDERS = ("tests/broker", "tests/cluster", "tests/kafka")
+# `make test` runs pytest-xdist workers that mostly wait (servers starting, JVMs, polls): a
+# whole run used ~21 of its 2 x 47 minutes of CPU. A work unit is what one worker runs whole:
+# - tests/cluster, whose files share one Spark standalone cluster, SeaweedFS and SASL broker
+#   (tests/cluster/conftest.py): a second worker would start them all again;
+# - one broker version of the broker oracle or of the generated logs: each starts its own
+#   broker (tests/broker/conftest.py `broker_world`, generated.check_version), one at a time;
+# - a test of minutes that shares no module fixture with its file's other tests (`_OWN_UNIT`);
+# - else a test file, so that its module fixtures are built once.
+_SHARED_SERVER_FOLDERS = ("tests/cluster",)
+_PER_VERSION_FILES = ("tests/broker/test_broker_oracle.py", "tests/broker/test_generated_logs.py")
+_OWN_UNIT = (
+    "tests/spark/test_catalog.py::test_run_with_database_is_read_by_name_in_a_new_session",
+    "tests/spark/test_catalog.py::test_readers_take_a_database_as_well_as_a_path",
+    "tests/spark/test_catalog.py::test_a_catalog_without_a_warehouse_folder",
+    "tests/spark/test_exchange.py::test_a_dump_spark_reads_publishes_the_tables_of_its_files",
+    "tests/spark/test_sink.py::test_both_writers_give_tables_read_identically",
+    "tests/spark/test_sink.py::test_spark_writer_",
+    "tests/kafka/test_incremental.py::test_incremental_chain_equals_full_reread",
+)
+# Wall seconds of the longest units (a whole run on 2 cores, 2 workers, before Delta's snapshots
+# took 2 tasks): they start first, the rest (files of seconds, many tests first) fill in behind.
+_BY_DATABASE = (
+    "tests/spark/test_catalog.py::test_run_with_database_is_read_by_name_in_a_new_session"
+)
+UNIT_SECONDS: dict[str, int] = {
+    "tests/cluster": 900,
+    f"{_BY_DATABASE}[spark]": 350,
+    "tests/spark/test_exchange.py": 250,
+    "tests/kafka/test_incremental.py::test_incremental_chain_equals_full_reread": 240,
+    "tests/spark/test_exchange.py::test_a_dump_spark_reads_publishes_the_tables_of_its_files": 240,
+    "tests/spark/test_readers_ids.py": 220,
+    "tests/broker/test_broker_oracle.py[4.4.0]": 200,
+    "tests/kafka/test_kafka_source.py": 200,
+    f"{_BY_DATABASE}[delta-rs]": 185,
+    "tests/broker/test_broker_oracle.py[2.8.2]": 155,
+    "tests/unit/test_state_replay.py": 150,
+    "tests/spark/test_reliability.py": 150,
+    "tests/broker/test_broker_oracle.py[3.9.1]": 130,
+    "tests/broker/test_broker_oracle.py[2.3.1]": 125,
+    "tests/broker/test_broker_oracle.py[2.0.1]": 115,
+    "tests/kafka/test_incremental.py": 110,
+}
 
 
 def work_unit(nodeid: str) -> str:
-    """What one worker runs whole: a shared-server folder, else a test file."""
-    file = nodeid.split("::", 1)[0]
+    """What one worker runs whole (see above)."""
+    file, _, test = nodeid.partition("::")
     for folder in _SHARED_SERVER_FOLDERS:
         if file.startswith(folder + "/"):
             return folder
+    if file in _PER_VERSION_FILES and "[" in test:
+        return f"{file}[{test.split('[', 1)[1].split('-', 1)[0].rstrip(']')}]"
+    if nodeid.startswith(_OWN_UNIT):
+        return nodeid
     return file
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """xdist's scope scheduling with `work_unit` as the scope (its `loadgroup` marks are not
-    applied under pytest 9's node ids, and `loadfile` would split the shared-server folders)."""
+    applied under pytest 9's node ids, and `loadfile` would split the shared-server folders);
+    the longest units first, and a worker is handed its next unit only when it has one test
+    left (xdist's own waits for two: a long unit could queue behind two long tests)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class WorkUnitScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return work_unit(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            longest = max(self.workqueue, key=lambda unit: UNIT_SECONDS.get(unit, 0))
+            self.workqueue.move_to_end(longest, last=False)
+            super()._assign_work_unit(node)
+
+        def _reschedule(self, node) -> None:
+            if node.shutting_down:
+                return
+            if not self.workqueue:
+                node.shutdown()
+                return
+            if self._pending_of(self.assigned_work[node]) <= 1:
+                self._assign_work_unit(node)
 
     return WorkUnitScheduling(config, log)
 
@@ -47,9 +105,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 _SESSION_START = 0.0
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """With `-n`, each worker that ran broker tests wrote its share of the real-broker
+    comparisons: the controller joins them into the report."""
+    if session.config.pluginmanager.hasplugin("dsession"):
+        from tests.broker.recorder import merge_parts, report_path
+
+        merge_parts(report_path(), _SESSION_START)
+
+
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
-    """With `-n`, the broker tests' worker writes the real-broker comparisons and the workers'
-    summaries are not shown: the controller prints the table from that worker's report."""
+    """With `-n`, the workers' summaries are not shown: the controller prints the real-broker
+    comparisons from the joined report."""
     is_xdist_controller = config.pluginmanager.hasplugin("dsession")
     if not is_xdist_controller:
         return  # without workers, tests/broker/conftest.py prints it

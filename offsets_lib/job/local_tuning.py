@@ -40,6 +40,10 @@ TUNED_CONF: dict[str, str] = {
     # 500 MB dump in 5 scan tasks on 2 cores): 10M records, scan + shuffle write 8.2-8.6 s ->
     # 7.1-7.6 s
     "spark.sql.files.minPartitionNum": "8",
+    # Delta rebuilds a table's snapshot at every Spark write and read in this many tasks
+    # (default 50, for large clusters): a 3-row write with Delta's Spark writer took 14-16 s of
+    # driver CPU, 2 s with 2 (8: 4 s); `--database` and `--delta-writer spark` write 11 tables
+    "spark.databricks.delta.snapshotPartitions": "2",
     # Python workers take every block from their heap and keep freed memory for their next task
     # (glibc otherwise hands blocks over its mmap threshold back at once, and every audit task
     # faulted its hundreds of MB in again): 10M records, plain / one group at 30 %, 12.1 / 14.2

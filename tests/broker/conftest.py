@@ -33,7 +33,8 @@ def broker_recorder() -> Recorder:
 @pytest.fixture(scope="session")
 def broker_world(spark, tmp_path_factory) -> Callable[[str], World]:
     """A version's world, built (broker started, driven, compared, stopped) when its first test
-    asks: the tests run version by version, so one broker runs at a time."""
+    asks: the tests run version by version, so one broker runs at a time per worker (under
+    xdist each version is a work unit of its own, tests/conftest.py `work_unit`)."""
 
     def world(version: str) -> World:
         if version in _RECORDER.not_run:  # failed once: its other tests fail without a retry

@@ -90,9 +90,35 @@ class Recorder:
         return [{**asdict(c), "agrees": c.agrees} for c in self.checks]
 
     def write(self, path: Path) -> None:
+        """The report at `path`; an xdist worker's at its `part_path` (`merge_parts` joins
+        them: the broker versions run on several workers)."""
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        path = part_path(path, worker) if worker else path
         path.parent.mkdir(parents=True, exist_ok=True)
         report = {"checks": self.rows(), "not_run": self.not_run, "generated": self.generated}
         path.write_text(json.dumps(report, indent=1, default=str))
+
+
+def part_path(path: Path, worker: str) -> Path:
+    return path.with_name(f"{path.stem}.{worker}{path.suffix}")
+
+
+def merge_parts(path: Path, since: float) -> bool:
+    """The workers' reports written since `since` (epoch seconds) joined into `path`, the
+    parts removed; False when there was none."""
+    parts = sorted(path.parent.glob(part_path(path, "gw*").name))
+    fresh = [part for part in parts if part.stat().st_mtime >= since]
+    report: dict[str, Any] = {"checks": [], "not_run": {}, "generated": {}}
+    for part in fresh:
+        shard = json.loads(part.read_text())
+        report["checks"] += shard["checks"]
+        report["not_run"] |= shard["not_run"]
+        report["generated"] |= shard["generated"]
+    for part in parts:
+        part.unlink()
+    if fresh:
+        path.write_text(json.dumps(report, indent=1, default=str))
+    return bool(fresh)
 
 
 def _plain(value: Any) -> Any:

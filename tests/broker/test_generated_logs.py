@@ -1,9 +1,9 @@
 """Generated logs loaded by real brokers agree with the audit (tests/broker/generated.py).
 
-Each version's check runs once per session after that version's situations (this module runs
-after test_broker_oracle.py, whose brokers stop when their world is built): one broker at a
-time. `BROKER_GENERATED_GROUPS` sets the groups per version (`make verify-broker`: 5,000 on
-every era; otherwise `generated.DEFAULT_GROUPS` on 4.4.0 and 3.9.1).
+Each version's check runs once per session with a broker of its own (under xdist a work unit
+of its own, beside other workers' brokers: tests/conftest.py `work_unit`).
+`BROKER_GENERATED_GROUPS` sets the groups per version (`make verify-broker`: 5,000 on every era;
+otherwise `generated.DEFAULT_GROUPS` on 4.4.0 and 3.9.1).
 """
 
 from __future__ import annotations
