@@ -2,9 +2,10 @@
 and a Spark Connect server whose runs read it (below).
 
 The broker (4.4.0 in KRaft mode, tests/broker/brokers.py, jars from `make broker-jars`) runs on
-127.0.0.1 at free ports, one per test session (tests/conftest.py `work_unit` keeps tests/kafka
-on one worker), with Kafka's own offsets retention (7 days). `committed_groups` has real
-clients commit offsets, so that the broker's coordinator itself writes `__consumer_offsets`.
+127.0.0.1 at free ports, one per worker session (tests/conftest.py `work_unit` gives each
+tests/kafka file its own unit: a start of ~8 s per file against minutes of tests), with Kafka's
+own offsets retention (7 days). `committed_groups` has real clients commit offsets, so that the
+broker's coordinator itself writes `__consumer_offsets`.
 """
 
 from __future__ import annotations
