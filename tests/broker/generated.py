@@ -232,29 +232,49 @@ def failed_partitions(admin: AdminClient, partitions: int) -> set[int]:
     return failed
 
 
+def _log_ends(consumer: Consumer, partitions: int) -> list[int]:
+    """Each offsets partition's log-end offset."""
+    return [
+        consumer.get_watermark_offsets(TopicPartition("__consumer_offsets", p), 10)[1]
+        for p in range(partitions)
+    ]
+
+
 def _first_cleanup_done(
-    bootstrap: str, partitions: int, loaded_ends: dict[int, int], quiet_s: float = 3.0
+    consumer: Consumer, partitions: int, loaded_ends: dict[int, int], quiet_s: float = 3.0
 ) -> None:
     """Wait until the first cleanup pass after the load has written its tombstones: some
     append past the loaded log's end (`loaded_ends`), then none for `quiet_s` (three cleanup
     intervals). Quiet alone is not enough: 2.0.1's first pass began 3 s after its load ended and
     took 10 s at 5,000 groups, and a view taken in it listed 14 groups it then removed. A log
     with nothing to expire appends nothing: after 60 s the wait ends anyway."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe-0", "log_level": 0})
     loaded = [loaded_ends.get(p, 0) for p in range(partitions)]
+    ends, since, started = None, time.monotonic(), time.monotonic()
+    while time.monotonic() - started < 300:
+        now = _log_ends(consumer, partitions)
+        if now != ends:
+            ends, since = now, time.monotonic()
+        cleaned = now != loaded or time.monotonic() - started > 60
+        if cleaned and time.monotonic() - since >= quiet_s:
+            return
+        time.sleep(0.5)
+
+
+def _quiet_view(
+    bootstrap: str, partitions: int, loaded_ends: dict[int, int], take_view, attempts: int = 3
+):
+    """`take_view()` after the first cleanup pass, taken again when the log grew while it ran
+    (a later pass was writing tombstones: the view may hold groups that pass then removed)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe-0", "log_level": 0})
     try:
-        ends, since, started = None, time.monotonic(), time.monotonic()
-        while time.monotonic() - started < 300:
-            now = [
-                consumer.get_watermark_offsets(TopicPartition("__consumer_offsets", p), 10)[1]
-                for p in range(partitions)
-            ]
-            if now != ends:
-                ends, since = now, time.monotonic()
-            cleaned = now != loaded or time.monotonic() - started > 60
-            if cleaned and time.monotonic() - since >= quiet_s:
-                return
-            time.sleep(0.5)
+        for _ in range(attempts):
+            _first_cleanup_done(consumer, partitions, loaded_ends)
+            before = _log_ends(consumer, partitions)
+            as_of_ms = int(time.time() * 1000)
+            view = take_view()
+            if _log_ends(consumer, partitions) == before:
+                break
+        return as_of_ms, view
     finally:
         consumer.close()
 
@@ -324,11 +344,11 @@ def check_version(version: str, work: Path, recorder: Recorder, groups: int, see
         timings["reload"] = time.monotonic() - started
         fresh = AdminClient(broker.client_conf)
         failed = failed_partitions(fresh, count)
-        _first_cleanup_done(broker.bootstrap, count, ends)
         names = _topic_names(fresh)
         loaded = [g for g in log.groups if partition_for(g, count) not in failed]
-        as_of_ms = int(time.time() * 1000)
-        seen = broker_view(fresh, loaded, broker.bootstrap)
+        as_of_ms, seen = _quiet_view(
+            broker.bootstrap, count, ends, lambda: broker_view(fresh, loaded, broker.bootstrap)
+        )
         timings["broker view"] = time.monotonic() - started
         # the teardown aborts the open transactions, and the cleanup may then delete their
         # groups (found on 2.3.1): tombstones are counted up to here

@@ -194,18 +194,19 @@ def _describe_all(admin, groups: list[str]) -> dict:
 
 
 def _describe(admin, group: str):
-    """DescribeGroups, retried while the coordinator loads; None = GROUP_ID_NOT_FOUND."""
-    deadline = time.monotonic() + 30
+    """DescribeGroups, retried while the coordinator loads or is slow to answer; None =
+    GROUP_ID_NOT_FOUND. A client-side timeout is retried too: 3.9.1's first cleanup pass over
+    5,000 generated groups held a describe past a 10 s timeout."""
+    deadline = time.monotonic() + 120
     while True:
         try:
-            return admin.describe_consumer_groups([group], request_timeout=10)[group].result()
+            return admin.describe_consumer_groups([group], request_timeout=30)[group].result()
         except KafkaException as exc:
             error = exc.args[0]
             if error.name() == "GROUP_ID_NOT_FOUND":
                 return None
-            if (
-                not error.retriable() and "LOAD" not in error.name()
-            ) or time.monotonic() > deadline:
+            again = error.retriable() or "LOAD" in error.name() or error.name() == "_TIMED_OUT"
+            if not again or time.monotonic() > deadline:
                 raise
             time.sleep(0.2)
 
