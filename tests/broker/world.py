@@ -180,9 +180,9 @@ DESCRIBE_CHUNK = 500
 
 
 def _describe_all(admin, groups: list[str]) -> dict:
-    """DescribeGroups of every group in one call (the client batches them per coordinator);
-    a group answered with another error than GROUP_ID_NOT_FOUND is asked again alone
-    (`_describe`: retried while the coordinator loads). None = GROUP_ID_NOT_FOUND."""
+    """DescribeGroups of every group, `DESCRIBE_CHUNK` per call (the client batches them per
+    coordinator); a group answered with another error than GROUP_ID_NOT_FOUND is asked again
+    alone (`_describe`: retried while the coordinator loads). None = GROUP_ID_NOT_FOUND."""
     out = {}
     for at in range(0, len(groups), DESCRIBE_CHUNK):
         chunk = groups[at : at + DESCRIBE_CHUNK]
