@@ -95,9 +95,9 @@ def tables_root(output: str | None, database: str | None, warehouse: str | None)
         CatalogUnreachable,
         NoTablesInDatabase,
         SessionNeeded,
-        check_metastore_ports,
         resolve_tables_root,
     )
+    from offsets_lib.io.metastore import check_metastore_ports
     from offsets_lib.job import session
 
     output, database = _command_line_wins(output, database)

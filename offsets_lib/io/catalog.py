@@ -40,35 +40,7 @@ from offsets_lib.io import storage
 from offsets_lib.io.metastore import (
     CatalogUnreachable,
     check_metastore,
-    check_metastore_ports,
-    metastore_failure,
-    shown_uris,
 )
-
-__all__ = [
-    "LATEST_VIEW_PREFIX",
-    "METASTORE_FOLDER",
-    "CatalogEntries",
-    "CatalogUnreachable",
-    "NoTablesInDatabase",
-    "SessionNeeded",
-    "catalog_entries",
-    "check_metastore",
-    "check_metastore_ports",
-    "create_latest_views",
-    "database_folder",
-    "ensure_database",
-    "identifier",
-    "latest_view_sql",
-    "metastore_failure",
-    "register_tables",
-    "resolve_tables_root",
-    "run_root_and_entries",
-    "shown_uris",
-    "sql_string",
-    "table_locations",
-    "tables_root",
-]
 
 log = logging.getLogger(__name__)
 

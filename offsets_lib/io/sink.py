@@ -71,22 +71,6 @@ from offsets_lib.io.delta_schema import (
 )
 from offsets_lib.io.delta_stats import stats_of_file
 
-__all__ = [
-    "DEFAULT_WRITER",
-    "DELTA_WRITERS",
-    "DeltaWriter",
-    "add_action",
-    "choose_writer",
-    "commit_files",
-    "publish_run",
-    "read_table",
-    "table_files",
-    "table_uri",
-    "write_rows",
-    "write_run_tables",
-    "write_task_files",
-]
-
 log = logging.getLogger(__name__)
 
 MAX_ROWS_PER_FILE = 2_097_152  # larger table writes split into several files

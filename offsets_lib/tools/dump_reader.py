@@ -26,8 +26,6 @@ import pyarrow.dataset as ds
 from offsets_lib.io import storage
 from offsets_lib.io.sources import InputNotReadable, first_line
 
-__all__ = ["BATCH_SIZE", "OPTIONAL", "REQUIRED", "RawRecord", "fragments", "read_records"]
-
 BATCH_SIZE = 8192
 """Rows per Arrow batch read from a file (memory per open file ~ one batch)."""
 

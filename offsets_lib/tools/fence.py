@@ -33,13 +33,6 @@ from offsets_lib.tools.fence_inputs import (
     PartitionEpoch,
 )
 
-__all__ = [
-    "METADATA_MAX_BYTES",
-    "decide_relaxed",
-    "decide_strict",
-    "find_assignment",
-]
-
 METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes default
 CLASSIC, CONSUMER, STREAMS, SHARE = "classic", "consumer", "streams", "share"
 

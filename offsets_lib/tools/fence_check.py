@@ -28,8 +28,6 @@ from offsets_lib.tools.run_tables import (
     topic_ids_for,
 )
 
-__all__ = ["FenceCheck", "check_commit", "java_length", "load_fencing_group"]
-
 _MEMBER_COLUMNS = [
     "group_id",
     "member_id",

@@ -9,19 +9,6 @@ from dataclasses import dataclass, field
 
 from offsets_lib.audit.coordinator import Coordinator
 
-__all__ = [
-    "ACCEPTED",
-    "NEWEST_VERSIONS",
-    "UNDECIDED",
-    "CommitRequest",
-    "Decision",
-    "FencingGroup",
-    "FencingMember",
-    "PartitionEpoch",
-    "is_fenced",
-    "newest_version",
-]
-
 ACCEPTED = "ACCEPTED"
 UNDECIDED = "UNDECIDED"
 TXN_GROUP_ID_NOT_FOUND_VERSION = 6  # TxnOffsetCommit v6+ (4.4.0): FEN-G3T, stale epochs as such

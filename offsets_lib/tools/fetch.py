@@ -24,8 +24,6 @@ from offsets_lib.tools.fetch_rules import (
 from offsets_lib.tools.in_doubt import UNREAD_MARKER_COLUMNS, InDoubt
 from offsets_lib.tools.run_tables import RunSnapshot, choose_group_rows, load_run, read_run_rows
 
-__all__ = ["fetch_offsets", "load_groups"]
-
 _GROUP_COLUMNS = [
     "group_id",
     "group_type",

@@ -17,20 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-__all__ = [
-    "FetchRequest",
-    "GroupResult",
-    "GroupSnapshot",
-    "MemberEpoch",
-    "OffsetRow",
-    "PartitionResult",
-    "decide_group",
-    "decide_partition",
-    "merge_requests",
-    "parse_group_spec",
-    "parse_topic_id",
-]
-
 UNSTABLE = "UNSTABLE_OFFSET_COMMIT"
 
 

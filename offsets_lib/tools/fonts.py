@@ -21,8 +21,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FALLBACK_FONTS", "FontPackage", "fetch", "font_cache", "use_fallback_fonts"]
-
 
 @dataclass(frozen=True)
 class FontPackage:

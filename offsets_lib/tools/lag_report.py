@@ -24,8 +24,6 @@ from offsets_lib.job.options import UsageError, kafka_client_settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["lag_report", "run_to_report"]
-
 
 def run_to_report(output: str) -> str:
     """The run a lag report reads by default: the latest succeeded one (`io.runs.latest_run`).

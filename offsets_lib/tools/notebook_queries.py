@@ -25,38 +25,6 @@ from offsets_lib.io import sink
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = [
-    "NOTEBOOK_TABLES",
-    "REPORT_TABLES",
-    "STALE_RULES",
-    "AuditRun",
-    "commit_rate",
-    "commits_per_offsets_partition",
-    "data_loss_list",
-    "estimated_time_lag",
-    "expiring_within",
-    "expiry_timeline",
-    "groups_deleted_within",
-    "groups_table",
-    "lag_history",
-    "lag_trend",
-    "latest_run_id",
-    "load_run",
-    "meters_per_hour",
-    "missing_hourly_runs",
-    "read_runs",
-    "rejects_by_error",
-    "run_health",
-    "stale_unsubscribed",
-    "staleness_by_group",
-    "table_exists",
-    "tables_root",
-    "tiles",
-    "top_lag",
-    "type_state_counts",
-    "worst_lagging_groups",
-]
-
 NOTEBOOK_TABLES = ("offsets", "groups", "offset_decisions", "lag", "metrics")
 # Rules of semantics.md section 4 that expire an offset because its topic is not subscribed.
 STALE_RULES = ("EXP-STABLE-UNSUBSCRIBED", "EXP-MODERN-COMMIT-TS")

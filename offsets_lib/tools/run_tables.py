@@ -12,17 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-__all__ = [
-    "NoRunError",
-    "RunSnapshot",
-    "choose_group_rows",
-    "load_run",
-    "read_run_rows",
-    "run_coordinator",
-    "table_dataset",
-    "topic_ids_for",
-]
-
 
 class NoRunError(RuntimeError):
     """The output has no tables, no successful run, or not the requested run (exit 3)."""

@@ -11,8 +11,6 @@ import uuid
 
 import numpy as np
 
-__all__ = ["PyRandom", "kafka_id", "new_uuid"]
-
 
 class PyRandom:
     """Scalar draws with Python's `random` (numpy's scalar calls cost ~1 us each)."""

@@ -11,8 +11,6 @@ from offsets_lib.tools.generate.draws import kafka_id, new_uuid
 from offsets_lib.tools.generate.encoding import MEMBER_EPOCHS, Template, epochs_template
 from offsets_lib.tools.generate.model import Group, World
 
-__all__ = ["EventWriter", "RareRecords"]
-
 
 class RareRecords:
     """Rare records, built one by one with Python (group-level records, corrupt ones, ...)."""
