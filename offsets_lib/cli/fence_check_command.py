@@ -105,9 +105,6 @@ def fence_check_command(**kw: Any) -> None:
 def check_json(check: FenceCheck) -> dict[str, Any]:
     """The --json document of `offsets fence-check`.
 
-    Args:
-        check: the result of `tools.fence_check.check_commit`.
-
     Returns:
         The run, the coordinator, the group as the tables show it, the request, both rules'
         decisions, the rule that decides and the verdict (null: the tables cannot tell).

@@ -57,10 +57,6 @@ def _cell(value: Any) -> str:
 def render_table(rows: list[list[str]], header: list[str]) -> str:
     """Columns padded to their widest cell, two spaces apart, as Kafka's tools print.
 
-    Args:
-        rows: the cells, one list per row.
-        header: the column names.
-
     Returns:
         The table's lines joined, trailing spaces removed.
     """
@@ -74,9 +70,6 @@ def render_table(rows: list[list[str]], header: list[str]) -> str:
 def format_fetch(results) -> str:
     """kafka-consumer-groups --describe style table; ERROR column only when some row has one,
     IN-DOUBT only when some offset is in doubt (TXN-MARKER-UNREAD).
-
-    Args:
-        results: the GroupResults of `tools.fetch.fetch_offsets`.
 
     Returns:
         The table; a group without partitions or with a group-level error is one row of dashes.

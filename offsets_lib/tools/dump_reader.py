@@ -86,12 +86,6 @@ def _datasets(paths: Iterable[str]) -> list[tuple[str, ds.Dataset]]:
 def fragments(paths: Iterable[str]) -> list[ds.Fragment]:
     """The Parquet files of a dump.
 
-    Args:
-        paths: files, folders or globs (globs expand locally).
-
-    Returns:
-        Every file's fragment, in the order given.
-
     Raises:
         InputNotReadable: no path, a missing one, or one without Parquet files (one line).
     """
@@ -209,10 +203,6 @@ def _fragment_records(fragment: ds.Fragment, batch_size: int) -> Iterator[RawRec
 
 def read_records(paths: Iterable[str], *, batch_size: int = BATCH_SIZE) -> Iterator[RawRecord]:
     """Raw records of a Parquet dump in (partition, offset) order, streamed.
-
-    Args:
-        paths: files, folders or globs.
-        batch_size: rows per Arrow batch read from a file (memory per open file).
 
     Returns:
         The records, lazily; paths are checked before the first one is returned.

@@ -446,10 +446,6 @@ def _decide(group: FencingGroup | None, req: CommitRequest, modern_rows: tuple[R
 def decide_strict(group: FencingGroup | None, req: CommitRequest) -> Decision:
     """Strict rule (Kafka 3.7 - 4.2): the client's member epoch must equal the broker's.
 
-    Args:
-        group: the group at as_of; None when absent or Dead.
-        req: the commit.
-
     Returns:
         The first row of the chain that matches, then FEN-G5's size check if it was accepted.
     """
@@ -460,10 +456,6 @@ def decide_relaxed(group: FencingGroup | None, req: CommitRequest) -> Decision:
     """Relaxed rule (KIP-1251 / KAFKA-19779): assignment epoch <= epoch <= broker epoch.
 
     Classic-protocol members of consumer groups keep the strict check (semantics.md 11.9).
-
-    Args:
-        group: the group at as_of; None when absent or Dead.
-        req: the commit.
 
     Returns:
         The first row of the chain that matches, then FEN-G5's size check if it was accepted.

@@ -67,10 +67,6 @@ def _epochs(values: list[dict[str, Any]] | None) -> tuple[PartitionEpoch, ...]:
 def load_fencing_group(run: RunSnapshot, group_id: str) -> FencingGroup | None:
     """A group and its members as the run saw them.
 
-    Args:
-        run: the run to read.
-        group_id: the group.
-
     Returns:
         The group, or None when it is absent or Dead (the FEN rows take a Dead group as absent).
     """

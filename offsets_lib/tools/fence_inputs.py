@@ -28,10 +28,6 @@ TxnOffsetCommitRequest.json in kafka-clients 2.0, 2.3, 3.9 and 4.4.0)."""
 def newest_version(coordinator: Coordinator, *, transactional: bool) -> int:
     """The newest OffsetCommit (or TxnOffsetCommit) version a coordinator answers.
 
-    Args:
-        coordinator: the coordinator.
-        transactional: TxnOffsetCommit instead of OffsetCommit.
-
     Returns:
         The version (`NEWEST_VERSIONS`).
     """
@@ -124,9 +120,6 @@ class Decision:
 
 def is_fenced(decision: Decision) -> bool | None:
     """Whether the broker answers the commit with an error.
-
-    Args:
-        decision: a decision of `fence.decide_strict` or `fence.decide_relaxed`.
 
     Returns:
         True: an error; False: accepted; None: the tables cannot tell (UNDECIDED).

@@ -48,10 +48,6 @@ _OFFSET_COLUMNS = [
 def load_groups(run: RunSnapshot, group_ids: Sequence[str] | None) -> dict[str, GroupSnapshot]:
     """The groups as the run saw them, with their offsets, expirations and lag.
 
-    Args:
-        run: the run to read.
-        group_ids: the groups to read; None for every group of the run.
-
     Returns:
         Group id -> snapshot; a group id found on several offsets partitions is read from one
         (`run_tables.choose_group_rows`), its offsets from that partition only.

@@ -28,9 +28,6 @@ if TYPE_CHECKING:
 def run_to_report(output: str) -> str:
     """The run a lag report reads by default: the latest succeeded one (`io.runs.latest_run`).
 
-    Args:
-        output: the tables' root.
-
     Returns:
         Its run id; `UsageError` (exit status 2) when no run succeeded.
     """

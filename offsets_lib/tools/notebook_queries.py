@@ -59,9 +59,6 @@ def tables_root(
         warehouse: a local session's catalog folder, as for run.
         spark: the session whose catalog holds ``database``, else the running one (none is
             started here; a local catalog's database folder needs none).
-
-    Returns:
-        The root folder the tables are read from.
     """
     from offsets_lib.io.catalog import resolve_tables_root
     from offsets_lib.job import session
@@ -72,12 +69,7 @@ def tables_root(
 
 
 def table_exists(output: str, name: str) -> bool:
-    """True when ``<output>/<name>`` is a Delta table.
-
-    Args:
-        output: the tables' root folder (or URI).
-        name: the table.
-    """
+    """True when ``<output>/<name>`` is a Delta table."""
     from offsets_lib.io import storage
 
     return storage.is_delta_table(sink.table_uri(output, name))
@@ -86,12 +78,6 @@ def table_exists(output: str, name: str) -> bool:
 def latest_run_id(output: str) -> str:
     """Id of the latest succeeded run, as every reader picks it (`io.runs.latest_run`; ``runs``
     is committed last, so its tables are complete).
-
-    Args:
-        output: the tables' root folder (or URI).
-
-    Returns:
-        The run id.
 
     Raises:
         LookupError: no succeeded run.
@@ -162,11 +148,6 @@ def staleness_by_group(offsets: pd.DataFrame, as_of: pd.Timestamp, n: int = 10) 
     A group that stopped committing is the one falling behind (or gone); ``hours_since_commit``
     uses the group's newest ``commit_timestamp``, ``oldest_commit_hours`` its oldest partition.
 
-    Args:
-        offsets: the ``offsets`` table's rows.
-        as_of: the run's evaluation time.
-        n: how many groups.
-
     Returns:
         The stalest groups first.
     """
@@ -190,11 +171,6 @@ def expiring_within(
 ) -> pd.DataFrame:
     """Offsets not expired at ``as_of`` whose ``expires_at`` falls within ``window`` after it.
 
-    Args:
-        decisions: the ``offset_decisions`` table's rows.
-        as_of: the run's evaluation time.
-        window: how far ahead.
-
     Returns:
         group_id, topic, partition, expires_at, expires_in_hours and rule, soonest first.
     """
@@ -217,11 +193,6 @@ def stale_unsubscribed(
     left out: they subscribe to nothing, so every offset of theirs would match (their offsets
     expire by the Empty-group rules and are counted there). TABLES.md's stale-subscriptions
     query says the same.
-
-    Args:
-        decisions: the ``offset_decisions`` table's rows.
-        groups: the ``groups`` table's rows.
-        offsets: the ``offsets`` table's rows, for their commit timestamps (optional).
 
     Returns:
         The offsets, by group, topic and partition.
@@ -268,13 +239,6 @@ def expiry_timeline(
 ) -> pd.DataFrame:
     """Offsets expiring per ``freq`` bin (a pandas frequency) within ``horizon`` after ``as_of``.
 
-    Args:
-        decisions: the ``offset_decisions`` table's rows.
-        as_of: the run's evaluation time.
-        horizon: how far ahead.
-        freq: the bins' width.
-        by_rule: count per bin and rule (only bins with offsets), not per bin.
-
     Returns:
         bin_start, offsets and cumulative per bin (empty bins kept); with ``by_rule``,
         bin_start, rule and offsets by bin then rule.
@@ -299,10 +263,6 @@ def commit_rate(
     From ``metrics`` (every commit written to the log) when given; otherwise from
     ``offsets.commit_timestamp``, which only holds each partition's *latest* commit, so it shows
     when groups last committed rather than the full rate.
-
-    Args:
-        offsets: the ``offsets`` table's rows.
-        metrics: the ``metrics`` table's rows.
 
     Returns:
         (commits per hour, a sentence saying which source counted them).

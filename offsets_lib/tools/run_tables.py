@@ -31,10 +31,6 @@ class RunSnapshot:
 def table_dataset(output: str, name: str):
     """A table's current files as a pyarrow dataset.
 
-    Args:
-        output: root folder (or URI) of the tables.
-        name: the table's name (``offsets``, ``groups``, ...).
-
     Returns:
         The dataset, or None when the table does not exist (`storage.delta_dataset`: no Python
         file system left running at interpreter exit).
@@ -49,13 +45,6 @@ def table_dataset(output: str, name: str):
 
 def load_run(output: str, run_id: str | None = None) -> RunSnapshot:
     """The run the readers answer from.
-
-    Args:
-        output: root folder (or URI) of the tables.
-        run_id: a run to read; None for the latest succeeded run (`io.runs.latest_run`).
-
-    Returns:
-        The run's snapshot.
 
     Raises:
         NoRunError: no tables, no succeeded run, or ``run_id`` absent or not succeeded.
@@ -87,12 +76,6 @@ def read_run_rows(
 ) -> list[dict[str, Any]]:
     """One run's rows of a table.
 
-    Args:
-        run: the run to read.
-        name: the table.
-        columns: the columns to read.
-        group_ids: only these groups' rows; None for every row of the run.
-
     Returns:
         The rows as dicts (none when the table does not exist).
     """
@@ -110,9 +93,6 @@ def read_run_rows(
 
 def choose_group_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
     """One row of a group id found on several __consumer_offsets partitions (merged dumps only).
-
-    Args:
-        rows: the `groups` rows of one group id.
 
     Returns:
         The row of a group that exists (not Dead), then of the lowest partition, and a note
@@ -142,10 +122,6 @@ def choose_group_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None
 def topic_ids_for(run: RunSnapshot, topic: str) -> frozenset[str]:
     """The topic ids the run's offsets table stores for a topic name.
 
-    Args:
-        run: the run to read.
-        topic: a topic name.
-
     Returns:
         The ids (UUID form) of OffsetCommit v4+ values; empty when none was stored.
     """
@@ -165,9 +141,6 @@ def topic_ids_for(run: RunSnapshot, topic: str) -> frozenset[str]:
 
 def run_coordinator(run: RunSnapshot) -> str | None:
     """The coordinator the run was audited as (`runs.coordinator`).
-
-    Args:
-        run: the run to read.
 
     Returns:
         The coordinator's name, or None when the runs table does not record it.

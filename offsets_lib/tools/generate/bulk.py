@@ -57,10 +57,6 @@ def _commit_shape(
 def transactions(world: World, budget: int) -> dict[str, np.ndarray]:
     """Transactional commit rows and their markers, as arrays (no Python per record).
 
-    Args:
-        world: the model.
-        budget: transactional commit rows to write at most.
-
     Returns:
         ``ts``, ``key`` and ``group`` of the commits; ``mts``, ``mgroup`` and ``mcommit`` of the
         markers (a pending producer's last transaction has none); ``pending``, their count.
@@ -119,13 +115,6 @@ def commit_values(
 ) -> tuple[pa.Array, np.ndarray]:
     """OffsetCommit values (v0-v4) for the rows, built column-wise.
 
-    Args:
-        world: the model.
-        rng: the chunk's random stream.
-        ts: each row's timestamp (epoch ms).
-        key: each row's offset key index.
-        txn: whether each row is a transactional commit.
-
     Returns:
         (the values, each row's value version).
     """
@@ -166,9 +155,6 @@ def commit_values(
 
 def inverse_cdf(world: World) -> tuple[np.ndarray, np.ndarray]:
     """Grid for timestamps with a daily cycle (busier during the day, quieter at night).
-
-    Args:
-        world: the model (its window).
 
     Returns:
         (the activity's cumulative share at each grid point, the grid's ms since the start).

@@ -82,13 +82,6 @@ def layout(
 ) -> Layout:
     """Cut the window into chunks of at most ~`CHUNK_ROWS` rows, in time order.
 
-    Args:
-        world: the model.
-        rare: the event writers' rows (``RareRecords.rows``).
-        txn: the transactional commits and markers (`bulk.transactions`).
-        n_bulk: the bulk offset commits to write.
-        tomb_p: the chance that a bulk commit is a tombstone.
-
     Returns:
         The layout; the fixed records go to the chunk whose time slice holds them.
     """
