@@ -246,16 +246,8 @@ def _topic_ids(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 def fetch_json(results: list, run_id: str | None, require_stable: bool) -> dict[str, Any]:
-    """The --json document of `offsets fetch`.
-
-    Args:
-        results: the GroupResults of `tools.fetch.fetch_offsets`.
-        run_id: the --run-id asked for (shown when no group answered).
-        require_stable: the request's flag, echoed.
-
-    Returns:
-        The run, the flag and one object per group (timestamps as ISO 8601 UTC).
-    """
+    """The --json document of `offsets fetch`: the run (``run_id`` as asked when no group
+    answered), the flag and one object per group (timestamps as ISO 8601 UTC)."""
     run = results[0] if results else None
     return {
         "run_id": run.run_id if run else run_id,

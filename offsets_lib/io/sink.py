@@ -203,16 +203,8 @@ def write_run_tables(
 ) -> dict[str, int]:
     """Commit one run's table files (written by :func:`write_task_files`) into their Delta
     tables, replacing that run's earlier rows: one delta-rs transaction per table, in the order
-    of ``files``, once every existing table's schema is checked.
-
-    Args:
-        files: table name (a key of ``offsets_lib.audit.tables.TABLES``, not ``runs``) -> the
-            add actions of its files in the run's partition folder under ``output``.
-        output: root folder (or URI) of the tables.
-        run_id: the run's id; rows of other runs are never touched.
-
-    Returns:
-        The committed Delta version of each table.
+    of ``files`` (table name -> add actions, never ``runs``), once every existing table's
+    schema is checked; other runs' rows are never touched. Returns each table's Delta version.
     """
     check_run_id(run_id)
     specs = {name: table_spec(name) for name in files}

@@ -124,23 +124,12 @@ def check_commit(
     api_version: int | None = None,
     metadata: str = "",
 ) -> FenceCheck:
-    """Decide one OffsetCommit (or TxnOffsetCommit) against the run's tables.
+    """Decide one OffsetCommit (or TxnOffsetCommit) against the run's tables: the strict and
+    relaxed decisions and the one the coordinator applies (strict for the Scala coordinators).
 
-    Args:
-        run: the run to read.
-        group_id, member_id, member_epoch, topic, partition, transactional, instance_id: the
-            request's fields (member_epoch is the generation for classic groups, -1 for none).
-        coordinator: the coordinator that answers; None for the run's own (`runs.coordinator`),
-            else the new one.
-        api_version: the request's version; None for the newest the coordinator answers.
-        metadata: the offset metadata committed (FEN-G5 compares its Java length).
-
-    Returns:
-        The strict and relaxed decisions and the one the coordinator applies (strict for the
-        Scala coordinators, relaxed for the new one).
-
-    Raises:
-        ValueError: api_version outside what the coordinator answers (one line).
+    ``member_epoch`` is the generation of a classic group (-1: none); ``coordinator`` None is the
+    run's own (`runs.coordinator`); ``api_version`` None the newest it answers (ValueError,
+    one line, outside that); FEN-G5 compares ``metadata``'s Java length.
     """
     chosen = Coordinator(coordinator or run_coordinator(run) or Coordinator.NEW)
     newest = newest_version(chosen, transactional=transactional)

@@ -150,22 +150,12 @@ def fetch_offsets(
     run_id: str | None = None,
     topic_ids: Mapping[str, str] | None = None,
 ) -> list[GroupResult]:
-    """A batched OffsetFetch answered from one run's tables, as the broker would answer it.
+    """A batched OffsetFetch answered from one run's tables, as the broker would answer it: one
+    result per requested group, in request order (NoRunError: no tables or no such run).
 
-    Args:
-        output: root folder (or URI) of the tables.
-        requests: FetchRequests, or ``--group`` style strings (``"g1"``, ``"g1:orders:0,1"``);
-            None for every group of the run that exists (``--all-groups``).
-        require_stable: the request's RequireStable flag (FETCH-UNSTABLE).
-        run_id: the run to read; None for the latest succeeded run.
-        topic_ids: topic name -> the id (UUID form) the string requests name it by
-            (OffsetFetch v10+, FETCH-TOPICID).
-
-    Returns:
-        One result per requested group, in request order, stamped with the run's id and as_of.
-
-    Raises:
-        NoRunError: no tables or no such run.
+    ``requests``: FetchRequests or ``--group`` strings (``"g1:orders:0,1"``); None for every
+    group of the run that exists (``--all-groups``). ``topic_ids``: topic name -> the id the
+    string requests name it by (OffsetFetch v10+, FETCH-TOPICID).
     """
     run = load_run(output, run_id)
     if requests is None:

@@ -51,15 +51,9 @@ def tables_root(
     warehouse: str | None = None,
     spark: SparkSession | None = None,
 ) -> str:
-    """The folder to read: ``output``, or the tables' folder of a catalog database.
-
-    Args:
-        output: the tables' root folder (or URI), or None.
-        database: a catalog database of `offsets run --database`, or None.
-        warehouse: a local session's catalog folder, as for run.
-        spark: the session whose catalog holds ``database``, else the running one (none is
-            started here; a local catalog's database folder needs none).
-    """
+    """The folder to read: ``output``, or the tables' folder of a catalog ``database`` (of
+    `offsets run --database`) in ``spark``'s catalog, else the running session's: none is
+    started here (a local catalog's database folder needs none)."""
     from offsets_lib.io.catalog import resolve_tables_root
     from offsets_lib.job import session
 
@@ -77,11 +71,7 @@ def table_exists(output: str, name: str) -> bool:
 
 def latest_run_id(output: str) -> str:
     """Id of the latest succeeded run, as every reader picks it (`io.runs.latest_run`; ``runs``
-    is committed last, so its tables are complete).
-
-    Raises:
-        LookupError: no succeeded run.
-    """
+    is committed last, so its tables are complete); LookupError when none succeeded."""
     from offsets_lib.io import runs
 
     return str(runs.latest_run(output)["run_id"])
@@ -96,20 +86,8 @@ def load_run(
     warehouse: str | None = None,
     spark: SparkSession | None = None,
 ) -> AuditRun:
-    """Load one run's tables from a root folder or a catalog database.
-
-    Args:
-        output: the tables' root folder (or URI), or None with ``database``.
-        run_id: the run; None for the latest succeeded run.
-        tables: the tables to load.
-        database: the catalog database of `offsets run --database` (the session's catalog then
-            says where the tables are, unless they are in the local catalog's folder).
-        warehouse: a local session's catalog folder, as for run.
-        spark: the notebook's session (default: the running one); none is started here.
-
-    Returns:
-        The run: its id, as_of and tables as pandas frames (None for a table it did not write).
-    """
+    """One run's tables (the latest succeeded run's without ``run_id``) as pandas frames, None
+    for a table it did not write; from ``output`` or a catalog ``database`` (`tables_root`)."""
     output = tables_root(output, database, warehouse, spark)
     run_id = run_id or latest_run_id(output)
     runs = sink.read_table(output, "runs", run_id=run_id).to_pandas()

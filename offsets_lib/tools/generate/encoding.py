@@ -78,13 +78,8 @@ def template(encode: Callable[[dict], bytes], fields: dict, patched: dict[str, i
 def fill_column(
     templates: Sequence[Template], shape: np.ndarray, numbers: dict[str, np.ndarray]
 ) -> pa.Array:
-    """Binary column whose row i is `templates[shape[i]]` with `numbers[name][i]` in each slot.
-
-    Args:
-        templates: the record shapes.
-        shape: each row's template index.
-        numbers: per slot name, one number per row; uuid slots take an (n, 16) uint8 array. A
-            template without a slot for a name leaves that number out.
+    """Binary column whose row i is `templates[shape[i]]` with `numbers[name][i]` in each slot
+    (uuid slots take an (n, 16) uint8 array; a template without a slot leaves that number out).
     """
     n = len(shape)
     pool = pa.array([t.data for t in templates], pa.binary())
