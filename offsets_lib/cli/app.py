@@ -25,11 +25,8 @@ def fail(code: int, message: str) -> NoReturn:
 
 
 def iso_utc(value: datetime | None) -> str | None:
-    """A timestamp as the commands print it: ISO 8601 in UTC with a ``Z`` (naive = UTC).
-
-    Returns:
-        ``2023-11-14T22:13:20Z`` style text, or None for None.
-    """
+    """A timestamp as the commands print it: ISO 8601 in UTC with a ``Z`` (naive = UTC). Returns
+    ``2023-11-14T22:13:20Z`` style text, or None for None."""
     if value is None:
         return None
     if value.tzinfo is None:
@@ -63,14 +60,11 @@ def tables_options(command: F) -> F:
 def tables_root(output: str | None, database: str | None, warehouse: str | None) -> str:
     """The folder the reading commands read.
 
-    The catalog of a session this process runs is asked; else a local catalog (--warehouse) is
-    read without Spark, and another catalog starts a Spark session,
-    stopped once it answered. The tables are read without it.
-
-    Returns:
-        --output, or the folder of the database's tables from the catalog; exits 2 (bad usage)
-        or 3 (no tables in the database, a catalog or an object store that cannot be reached).
-    """
+    The catalog of a session this process runs is asked; else a local catalog (--warehouse) is read
+    without Spark, and another catalog starts a Spark session, stopped once it answered. The tables
+    are read without it. Returns --output, or the folder of the database's tables from the catalog;
+    exits 2 (bad usage) or 3 (no tables in the database, a catalog or an object store that cannot be
+    reached)."""
     from offsets_lib.io import storage
     from offsets_lib.io.catalog import (
         CatalogUnreachable,

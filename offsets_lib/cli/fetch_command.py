@@ -55,11 +55,8 @@ def _cell(value: Any) -> str:
 
 
 def render_table(rows: list[list[str]], header: list[str]) -> str:
-    """Columns padded to their widest cell, two spaces apart, as Kafka's tools print.
-
-    Returns:
-        The table's lines joined, trailing spaces removed.
-    """
+    """Columns padded to their widest cell, two spaces apart, as Kafka's tools print. Returns the
+    table's lines joined, trailing spaces removed."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines = [header, *rows]
     return "\n".join(
@@ -69,13 +66,10 @@ def render_table(rows: list[list[str]], header: list[str]) -> str:
 
 def format_fetch(results) -> str:
     """kafka-consumer-groups --describe style table; ERROR column only when some row has one,
-    IN-DOUBT only when some offset is in doubt (TXN-MARKER-UNREAD).
-
-    Returns:
-        The table; a group without partitions or with a group-level error is one row of dashes.
-        An offset in doubt that the answer does not list (a request for all topics lists only
-        the run's offsets) is a row of its own with CURRENT-OFFSET "-".
-    """
+    IN-DOUBT only when some offset is in doubt (TXN-MARKER-UNREAD). Returns the table; a group
+    without partitions or with a group-level error is one row of dashes. An offset in doubt that the
+    answer does not list (a request for all topics lists only the run's offsets) is a row of its own
+    with CURRENT-OFFSET "-"."""
     rows: list[list[str]] = []
     errors: list[str] = []
     doubts: list[str] = []

@@ -142,11 +142,8 @@ def stage_text(
 
 
 def spark_stages(spark) -> Callable[[], list[tuple[int, str, int, int, int]]]:
-    """The running stages of a session, from its status tracker (no job is started).
-
-    Returns:
-        A function giving (stage id, name, tasks, done, running) per running stage, each call.
-    """
+    """The running stages of a session, from its status tracker (no job is started). Returns a
+    function giving (stage id, name, tasks, done, running) per running stage, each call."""
     tracker = spark.sparkContext.statusTracker()  # the CLI's own classic session only
 
     def active() -> list[tuple[int, str, int, int, int]]:

@@ -87,12 +87,8 @@ LOAD_FAILURE_LINES = 10  # the summary's LOG-6 lines at most
 
 
 def load_failure_lines(report: RunReport) -> list[str]:
-    """LOG-6: one line per record the broker's loader refuses (a few; all are in the
-    load_failures table).
-
-    Returns:
-        The lines, the first ones only when there are many.
-    """
+    """LOG-6: one line per record the broker's loader refuses (a few; all are in the load_failures
+    table). Returns the lines, the first ones only when there are many."""
     lines = [
         f"the broker would fail to load offsets partition {partition} because of group"
         f" {group!r} ({check}, LOG-6)"

@@ -65,11 +65,8 @@ def _epochs(values: list[dict[str, Any]] | None) -> tuple[PartitionEpoch, ...]:
 
 
 def load_fencing_group(run: RunSnapshot, group_id: str) -> FencingGroup | None:
-    """A group and its members as the run saw them.
-
-    Returns:
-        The group, or None when it is absent or Dead (the FEN rows take a Dead group as absent).
-    """
+    """A group and its members as the run saw them. Returns the group, or None when it is absent or
+    Dead (the FEN rows take a Dead group as absent)."""
     rows = read_run_rows(
         run,
         "groups",

@@ -26,11 +26,8 @@ TxnOffsetCommitRequest.json in kafka-clients 2.0, 2.3, 3.9 and 4.4.0)."""
 
 
 def newest_version(coordinator: Coordinator, *, transactional: bool) -> int:
-    """The newest OffsetCommit (or TxnOffsetCommit) version a coordinator answers.
-
-    Returns:
-        The version (`NEWEST_VERSIONS`).
-    """
+    """The newest OffsetCommit (or TxnOffsetCommit) version a coordinator answers. Returns the
+    version (`NEWEST_VERSIONS`)."""
     return NEWEST_VERSIONS[coordinator][1 if transactional else 0]
 
 
@@ -119,11 +116,8 @@ class Decision:
 
 
 def is_fenced(decision: Decision) -> bool | None:
-    """Whether the broker answers the commit with an error.
-
-    Returns:
-        True: an error; False: accepted; None: the tables cannot tell (UNDECIDED).
-    """
+    """Whether the broker answers the commit with an error. Returns True: an error; False: accepted;
+    None: the tables cannot tell (UNDECIDED)."""
     if decision.outcome == UNDECIDED:
         return None
     return not decision.accepted

@@ -46,12 +46,9 @@ _OFFSET_COLUMNS = [
 
 
 def load_groups(run: RunSnapshot, group_ids: Sequence[str] | None) -> dict[str, GroupSnapshot]:
-    """The groups as the run saw them, with their offsets, expirations and lag.
-
-    Returns:
-        Group id -> snapshot; a group id found on several offsets partitions is read from one
-        (`run_tables.choose_group_rows`), its offsets from that partition only.
-    """
+    """The groups as the run saw them, with their offsets, expirations and lag. Returns group id ->
+    snapshot; a group id found on several offsets partitions is read from one
+    (`run_tables.choose_group_rows`), its offsets from that partition only."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in read_run_rows(run, "groups", _GROUP_COLUMNS, group_ids):
         groups.setdefault(row["group_id"], []).append(row)

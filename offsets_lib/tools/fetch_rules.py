@@ -277,12 +277,9 @@ def decide_partition(
 def decide_group(
     request: FetchRequest, group: GroupSnapshot | None, *, require_stable: bool = False
 ) -> GroupResult:
-    """One group of a batched OffsetFetch, rows evaluated top to bottom (semantics.md 7).
-
-    Returns:
-        The group-level answer (FETCH-NULLID, -NOGROUP, -MEMBER), else every requested
-        partition's (all partitions with a committed offset when the request names no topic).
-    """
+    """One group of a batched OffsetFetch, rows evaluated top to bottom (semantics.md 7). Returns
+    the group-level answer (FETCH-NULLID, -NOGROUP, -MEMBER), else every requested partition's (all
+    partitions with a committed offset when the request names no topic)."""
     decided = fetch_nullid(request) or fetch_nogroup(request, group)
     if decided is not None:
         return decided
@@ -377,11 +374,8 @@ def parse_topic_id(text: str) -> str:
 
 
 def merge_requests(specs: Sequence[tuple[str, str | None, tuple[int, ...] | None]]):
-    """Several --group options for one group are one request (all topics wins).
-
-    Returns:
-        One FetchRequest per group, in the order the groups first appear.
-    """
+    """Several --group options for one group are one request (all topics wins). Returns one
+    FetchRequest per group, in the order the groups first appear."""
     merged: dict[str, dict[str, set[int] | None] | None] = {}
     for group, topic, parts in specs:
         if topic is None:

@@ -86,11 +86,8 @@ class Inspected:
 
 
 def inspect_record(raw: RawRecord) -> Inspected:
-    """Decode one raw record; control records (`is_control` true) as transaction markers.
-
-    Returns:
-        The record with the codec's result (`record`, or `control` for a marker).
-    """
+    """Decode one raw record; control records (`is_control` true) as transaction markers. Returns
+    the record with the codec's result (`record`, or `control` for a marker)."""
     if raw.is_control:
         return Inspected(raw, control=wire.decode_control(raw.key, raw.value))
     return Inspected(raw, record=wire.decode_record(raw.key, raw.value))
@@ -111,11 +108,8 @@ _PLAIN = re.compile(r"[^\s\"'=\[\]{},;()<>]+")
 
 
 def iso_ms(ms: int) -> str:
-    """Epoch milliseconds -> `2023-11-13T22:13:20Z` (`.mmm` only when not a whole second).
-
-    Returns:
-        The ISO-8601 UTC text; a value out of datetime's range stays a number.
-    """
+    """Epoch milliseconds -> `2023-11-13T22:13:20Z` (`.mmm` only when not a whole second). Returns
+    the ISO-8601 UTC text; a value out of datetime's range stays a number."""
     try:
         dt = _EPOCH + timedelta(milliseconds=ms)
     except OverflowError:
@@ -134,11 +128,8 @@ def quote(text: str | None) -> str:
 
 
 def hex_preview(data: bytes | None) -> str:
-    """A rejected key or value in hex, cut after `HEX_BYTES` bytes so a line stays short.
-
-    Returns:
-        The hex, ``...(N bytes)`` when cut; ``null`` for None.
-    """
+    """A rejected key or value in hex, cut after `HEX_BYTES` bytes so a line stays short. Returns
+    the hex, ``...(N bytes)`` when cut; ``null`` for None."""
     if data is None:
         return "null"
     data = bytes(data)
@@ -413,11 +404,8 @@ def inspect_dump(
     as_json: bool = False,
     batch_size: int = BATCH_SIZE,
 ) -> Counts:
-    """Print the dump's records through `echo`, filtered by group id, at most `limit` lines.
-
-    Raises:
-        InputNotReadable: a missing or unreadable input (one line).
-    """
+    """Print the dump's records through `echo`, filtered by group id, at most `limit` lines. Raises
+    InputNotReadable (a missing or unreadable input)."""
     counts = Counts()
     if limit is not None and limit <= 0:
         fragments(paths)  # still report a missing input

@@ -27,10 +27,7 @@ if TYPE_CHECKING:
 
 def run_to_report(output: str) -> str:
     """The run a lag report reads by default: the latest succeeded one (`io.runs.latest_run`).
-
-    Returns:
-        Its run id; `UsageError` (exit status 2) when no run succeeded.
-    """
+    Returns its run id; `UsageError` (exit status 2) when no run succeeded."""
     try:
         return runs.latest_run(output)["run_id"]
     except LookupError as exc:

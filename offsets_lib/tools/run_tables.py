@@ -29,12 +29,9 @@ class RunSnapshot:
 
 
 def table_dataset(output: str, name: str):
-    """A table's current files as a pyarrow dataset.
-
-    Returns:
-        The dataset, or None when the table does not exist (`storage.delta_dataset`: no Python
-        file system left running at interpreter exit).
-    """
+    """A table's current files as a pyarrow dataset. Returns the dataset, or None when the table
+    does not exist (`storage.delta_dataset`: no Python file system left running at interpreter
+    exit)."""
     from offsets_lib.io import storage
 
     uri = storage.table_uri(output, name)
@@ -44,11 +41,8 @@ def table_dataset(output: str, name: str):
 
 
 def load_run(output: str, run_id: str | None = None) -> RunSnapshot:
-    """The run the readers answer from.
-
-    Raises:
-        NoRunError: no tables, no succeeded run, or ``run_id`` absent or not succeeded.
-    """
+    """The run the readers answer from. Raises NoRunError (no tables, no succeeded run, or
+    ``run_id`` absent or not succeeded)."""
     import pyarrow.compute as pc
 
     from offsets_lib.io import runs
@@ -74,11 +68,7 @@ def load_run(output: str, run_id: str | None = None) -> RunSnapshot:
 def read_run_rows(
     run: RunSnapshot, name: str, columns: list[str], group_ids: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
-    """One run's rows of a table.
-
-    Returns:
-        The rows as dicts (none when the table does not exist).
-    """
+    """One run's rows of a table. Returns the rows as dicts (none when the table does not exist)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -93,11 +83,8 @@ def read_run_rows(
 
 def choose_group_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
     """One row of a group id found on several __consumer_offsets partitions (merged dumps only).
-
-    Returns:
-        The row of a group that exists (not Dead), then of the lowest partition, and a note
-        saying so when more than one was live; (None, None) for no rows.
-    """
+    Returns the row of a group that exists (not Dead), then of the lowest partition, and a note
+    saying so when more than one was live; (None, None) for no rows."""
     if not rows:
         return None, None
     ordered = sorted(
@@ -120,11 +107,8 @@ def choose_group_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None
 
 
 def topic_ids_for(run: RunSnapshot, topic: str) -> frozenset[str]:
-    """The topic ids the run's offsets table stores for a topic name.
-
-    Returns:
-        The ids (UUID form) of OffsetCommit v4+ values; empty when none was stored.
-    """
+    """The topic ids the run's offsets table stores for a topic name. Returns the ids (UUID form) of
+    OffsetCommit v4+ values; empty when none was stored."""
     import pyarrow.compute as pc
 
     dataset = table_dataset(run.output, "offsets")
@@ -140,11 +124,8 @@ def topic_ids_for(run: RunSnapshot, topic: str) -> frozenset[str]:
 
 
 def run_coordinator(run: RunSnapshot) -> str | None:
-    """The coordinator the run was audited as (`runs.coordinator`).
-
-    Returns:
-        The coordinator's name, or None when the runs table does not record it.
-    """
+    """The coordinator the run was audited as (`runs.coordinator`). Returns the coordinator's name,
+    or None when the runs table does not record it."""
     import pyarrow.compute as pc
 
     dataset = table_dataset(run.output, "runs")

@@ -128,10 +128,7 @@ def java_hash(s: str) -> int:
 
 def partition_for(group: str, partitions: int) -> int:
     """`abs(hashCode) % partitions`, with abs(Integer.MIN_VALUE) taken as 0 (Kafka's Utils.abs).
-
-    Returns:
-        The group's offsets partition, as the broker computes it.
-    """
+    Returns the group's offsets partition, as the broker computes it."""
     h = java_hash(group)
     return 0 if h == -(1 << 31) else abs(h) % partitions
 
@@ -427,11 +424,8 @@ class World:
         self.topic_id_bytes = np.frombuffer(ids, np.uint8).reshape(-1, 16)
 
     def sample_keys(self, rng: np.random.Generator, ts: np.ndarray) -> np.ndarray:
-        """Key index per commit: a group alive at `ts` by weight, then one of its keys.
-
-        Returns:
-            An offset key index per commit.
-        """
+        """Key index per commit: a group alive at `ts` by weight, then one of its keys. Returns an
+        offset key index per commit."""
         n = len(ts)
         grp = np.searchsorted(self.commit_cdf, rng.random(n), side="right")
         for _ in range(4):
