@@ -67,8 +67,10 @@ verify-broker: setup ## real Kafka brokers as the oracle: per version and situat
 
 run: $(STAMP) jvm-packages fonts ## generate a sample dump, audit its last three hours (hourly runs), print the summary and the report's path
 	$(BIN)/offsets generate --out $(SAMPLE)/dump --groups 2000 --records 200000 --seed 7 --earlier-hours 2
-	set -o pipefail; for h in 2 1; do $(BIN)/offsets run --source parquet --input $(SAMPLE)/dump/_$${h}h-earlier --output $(SAMPLE)/tables \
-		--run-id sample-$${h}h-earlier --end-offsets $(SAMPLE)/dump/_$${h}h-earlier/_end_offsets.csv | tail -1 || exit; done
+	@# the two earlier hours: a line each (the run's summary line; all its output if it fails)
+	@for h in 2 1; do log=$$(mktemp); $(BIN)/offsets run --source parquet --input $(SAMPLE)/dump/_$${h}h-earlier \
+		--output $(SAMPLE)/tables --run-id sample-$${h}h-earlier --end-offsets $(SAMPLE)/dump/_$${h}h-earlier/_end_offsets.csv \
+		>$$log 2>&1 || { status=$$?; cat $$log >&2; rm -f $$log; exit $$status; }; grep -m1 '^run ' $$log; rm -f $$log; done
 	$(BIN)/offsets run --source parquet --input $(SAMPLE)/dump --output $(SAMPLE)/tables --run-id sample \
 		--end-offsets $(SAMPLE)/dump/_end_offsets.csv
 	@echo "report: $$($(BIN)/offsets report --output $(SAMPLE)/tables --out $(SAMPLE)/report.html)"

@@ -19,25 +19,14 @@ EXIT_INTERRUPTED = 130  # Ctrl-C (SIGINT), as shells report it: 128 + 2
 
 
 def fail(code: int, message: str) -> NoReturn:
-    """One clear line on stderr, then the command's exit status.
-
-    Args:
-        code: the exit status (`EXIT_USAGE`, `EXIT_INPUT`, ...).
-        message: the line, without the ``offsets:`` prefix.
-    """
+    """One clear line on stderr, then the command's exit status."""
     click.echo(f"offsets: {message}", err=True)
     sys.exit(code)
 
 
 def iso_utc(value: datetime | None) -> str | None:
-    """A timestamp as the commands print it: ISO 8601 in UTC with a ``Z`` (naive = UTC).
-
-    Args:
-        value: a timestamp of the tables, or None.
-
-    Returns:
-        ``2023-11-14T22:13:20Z`` style text, or None for None.
-    """
+    """A timestamp as the commands print it: ISO 8601 in UTC with a ``Z`` (naive = UTC). Returns
+    ``2023-11-14T22:13:20Z`` style text, or None for None."""
     if value is None:
         return None
     if value.tzinfo is None:
@@ -51,12 +40,6 @@ F = TypeVar("F", bound=Callable[..., object])
 def tables_options(command: F) -> F:
     """--output PATH or --database NAME [--warehouse DIR]: where a reading command finds the
     tables of `offsets run` (same names as run's options).
-
-    Args:
-        command: the click command to decorate.
-
-    Returns:
-        The command with the three options.
     """
     options = [
         click.option("--output", help="Root folder (or URI) of the Delta tables."),
@@ -77,27 +60,19 @@ def tables_options(command: F) -> F:
 def tables_root(output: str | None, database: str | None, warehouse: str | None) -> str:
     """The folder the reading commands read.
 
-    The catalog of a session this process runs is asked; else a local catalog (--warehouse) is
-    read without Spark, and another catalog starts a Spark session,
-    stopped once it answered. The tables are read without it.
-
-    Args:
-        output: --output, or None.
-        database: --database, or None.
-        warehouse: --warehouse (a local session's catalog folder), or None.
-
-    Returns:
-        --output, or the folder of the database's tables from the catalog; exits 2 (bad usage)
-        or 3 (no tables in the database, a catalog or an object store that cannot be reached).
-    """
+    The catalog of a session this process runs is asked; else a local catalog (--warehouse) is read
+    without Spark, and another catalog starts a Spark session, stopped once it answered. The tables
+    are read without it. Returns --output, or the folder of the database's tables from the catalog;
+    exits 2 (bad usage) or 3 (no tables in the database, a catalog or an object store that cannot be
+    reached)."""
     from offsets_lib.io import storage
     from offsets_lib.io.catalog import (
         CatalogUnreachable,
         NoTablesInDatabase,
         SessionNeeded,
-        check_metastore_ports,
         resolve_tables_root,
     )
+    from offsets_lib.io.metastore import check_metastore_ports
     from offsets_lib.job import session
 
     output, database = _command_line_wins(output, database)

@@ -103,15 +103,9 @@ def fence_check_command(**kw: Any) -> None:
 
 
 def check_json(check: FenceCheck) -> dict[str, Any]:
-    """The --json document of `offsets fence-check`.
-
-    Args:
-        check: the result of `tools.fence_check.check_commit`.
-
-    Returns:
-        The run, the coordinator, the group as the tables show it, the request, both rules'
-        decisions, the rule that decides and the verdict (null: the tables cannot tell).
-    """
+    """The --json document of `offsets fence-check`. Returns the run, the coordinator, the group as
+    the tables show it, the request, both rules' decisions, the rule that decides and the verdict
+    (null: the tables cannot tell)."""
     run, group = check.run, check.group
     return {
         "run_id": run.run_id,

@@ -55,15 +55,8 @@ def _cell(value: Any) -> str:
 
 
 def render_table(rows: list[list[str]], header: list[str]) -> str:
-    """Columns padded to their widest cell, two spaces apart, as Kafka's tools print.
-
-    Args:
-        rows: the cells, one list per row.
-        header: the column names.
-
-    Returns:
-        The table's lines joined, trailing spaces removed.
-    """
+    """Columns padded to their widest cell, two spaces apart, as Kafka's tools print. Returns the
+    table's lines joined, trailing spaces removed."""
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
     lines = [header, *rows]
     return "\n".join(
@@ -73,16 +66,10 @@ def render_table(rows: list[list[str]], header: list[str]) -> str:
 
 def format_fetch(results) -> str:
     """kafka-consumer-groups --describe style table; ERROR column only when some row has one,
-    IN-DOUBT only when some offset is in doubt (TXN-MARKER-UNREAD).
-
-    Args:
-        results: the GroupResults of `tools.fetch.fetch_offsets`.
-
-    Returns:
-        The table; a group without partitions or with a group-level error is one row of dashes.
-        An offset in doubt that the answer does not list (a request for all topics lists only
-        the run's offsets) is a row of its own with CURRENT-OFFSET "-".
-    """
+    IN-DOUBT only when some offset is in doubt (TXN-MARKER-UNREAD). Returns the table; a group
+    without partitions or with a group-level error is one row of dashes. An offset in doubt that the
+    answer does not list (a request for all topics lists only the run's offsets) is a row of its own
+    with CURRENT-OFFSET "-"."""
     rows: list[list[str]] = []
     errors: list[str] = []
     doubts: list[str] = []
@@ -253,16 +240,8 @@ def _topic_ids(pairs: tuple[str, ...]) -> dict[str, str]:
 
 
 def fetch_json(results: list, run_id: str | None, require_stable: bool) -> dict[str, Any]:
-    """The --json document of `offsets fetch`.
-
-    Args:
-        results: the GroupResults of `tools.fetch.fetch_offsets`.
-        run_id: the --run-id asked for (shown when no group answered).
-        require_stable: the request's flag, echoed.
-
-    Returns:
-        The run, the flag and one object per group (timestamps as ISO 8601 UTC).
-    """
+    """The --json document of `offsets fetch`: the run (``run_id`` as asked when no group
+    answered), the flag and one object per group (timestamps as ISO 8601 UTC)."""
     run = results[0] if results else None
     return {
         "run_id": run.run_id if run else run_id,

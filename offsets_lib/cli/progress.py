@@ -135,30 +135,15 @@ class Progress:
 def stage_text(
     stage_id: int, name: str, tasks: int, done: int, running: int, seconds: float
 ) -> str:
-    """`  Spark stage 4 (mapInArrow at exchange.py:310): 3/8 tasks done, 2 running, 12 s`
-
-    Args:
-        stage_id, name: Spark's stage id and name.
-        tasks, done, running: the stage's task counts.
-        seconds: time since the stage was first seen.
-
-    Returns:
-        The progress line.
-    """
+    """`  Spark stage 4 (mapInArrow at exchange.py:310): 3/8 tasks done, 2 running, 12 s`"""
     where = name.split("\n", 1)[0].strip()
     label = f"Spark stage {stage_id}" + (f" ({where[:60]})" if where else "")
     return f"  {label}: {done}/{tasks} tasks done, {running} running, {seconds:.0f} s"
 
 
 def spark_stages(spark) -> Callable[[], list[tuple[int, str, int, int, int]]]:
-    """The running stages of a session, from its status tracker (no job is started).
-
-    Args:
-        spark: the session.
-
-    Returns:
-        A function giving (stage id, name, tasks, done, running) per running stage, each call.
-    """
+    """The running stages of a session, from its status tracker (no job is started). Returns a
+    function giving (stage id, name, tasks, done, running) per running stage, each call."""
     tracker = spark.sparkContext.statusTracker()  # the CLI's own classic session only
 
     def active() -> list[tuple[int, str, int, int, int]]:

@@ -31,7 +31,7 @@ from offsets_lib.job.options import (
     UsageError,
     removed_flag,
 )
-from offsets_lib.job.run import RejectRatioExceeded
+from offsets_lib.job.run_report import RejectRatioExceeded
 
 if TYPE_CHECKING:
     from offsets_lib.cli.progress import Progress

@@ -23,12 +23,6 @@ if TYPE_CHECKING:
 def held_back_line(held_back: dict[int, int]) -> str:
     """What a read_committed run could not see: open transactions hold back every record after
     their first one, so those partitions' groups may lack pending or newer offsets.
-
-    Args:
-        held_back: offsets partition -> records held back.
-
-    Returns:
-        The summary's line.
     """
     parts = ", ".join(f"{p} ({n})" for p, n in sorted(held_back.items()))
     return (
@@ -42,12 +36,6 @@ def unplaced_marker_line(offsets: int) -> str:
     """What a read without transaction markers leaves open under a Scala coordinator: offsets
     deleted within a transaction timeout of their last commit, before it expired, which the
     unread_marker_offsets table lists (TXN-MARKER-UNREAD, `compaction.is_behind_unread_marker`).
-
-    Args:
-        offsets: how many offsets the run listed.
-
-    Returns:
-        The summary's line.
     """
     return (
         f"transaction markers not read: {offsets} offsets deleted within"
@@ -99,15 +87,8 @@ LOAD_FAILURE_LINES = 10  # the summary's LOG-6 lines at most
 
 
 def load_failure_lines(report: RunReport) -> list[str]:
-    """LOG-6: one line per record the broker's loader refuses (a few; all are in the
-    load_failures table).
-
-    Args:
-        report: the run's report.
-
-    Returns:
-        The lines, the first ones only when there are many.
-    """
+    """LOG-6: one line per record the broker's loader refuses (a few; all are in the load_failures
+    table). Returns the lines, the first ones only when there are many."""
     lines = [
         f"the broker would fail to load offsets partition {partition} because of group"
         f" {group!r} ({check}, LOG-6)"
@@ -120,13 +101,7 @@ def load_failure_lines(report: RunReport) -> list[str]:
 
 
 def print_summary(report: RunReport, options: RunOptions, lag_line: str | None = None) -> None:
-    """The few lines an operator wants after a run.
-
-    Args:
-        report: the run's report.
-        options: the run's options (the coordinator is shown).
-        lag_line: the lag line, when the run had log-end offsets.
-    """
+    """The few lines an operator wants after a run."""
     as_of = (
         datetime.fromtimestamp(report.as_of_ms / 1000, UTC).isoformat() if report.as_of_ms else "-"
     )

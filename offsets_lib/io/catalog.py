@@ -40,35 +40,7 @@ from offsets_lib.io import storage
 from offsets_lib.io.metastore import (
     CatalogUnreachable,
     check_metastore,
-    check_metastore_ports,
-    metastore_failure,
-    shown_uris,
 )
-
-__all__ = [
-    "LATEST_VIEW_PREFIX",
-    "METASTORE_FOLDER",
-    "CatalogEntries",
-    "CatalogUnreachable",
-    "NoTablesInDatabase",
-    "SessionNeeded",
-    "catalog_entries",
-    "check_metastore",
-    "check_metastore_ports",
-    "create_latest_views",
-    "database_folder",
-    "ensure_database",
-    "identifier",
-    "latest_view_sql",
-    "metastore_failure",
-    "register_tables",
-    "resolve_tables_root",
-    "run_root_and_entries",
-    "shown_uris",
-    "sql_string",
-    "table_locations",
-    "tables_root",
-]
 
 log = logging.getLogger(__name__)
 
@@ -188,15 +160,10 @@ DEFINITION_PROPERTY = "offsets_audit.definition"
 _DEFINITION = re.compile(r"(?:\[|, )" + re.escape(DEFINITION_PROPERTY) + r"=([0-9a-f]+)")
 
 
-def latest_view_sql(database: str, table: str) -> str:
+def latest_view_sql(database: str, table: str) -> tuple[str, str]:
     """``CREATE OR REPLACE VIEW database.latest_<table>``: the table's rows of the latest
     succeeded run in ``database.runs``, chosen when the view is read, so it follows every run;
-    its DEFINITION_PROPERTY is the digest of the rest of the statement."""
-    return _latest_view(database, table)[0]
-
-
-def _latest_view(database: str, table: str) -> tuple[str, str]:
-    """`latest_view_sql`'s statement and its definition's digest."""
+    and its DEFINITION_PROPERTY, the digest of the rest of the statement."""
     runs = f"{identifier(database)}.{identifier('runs')}"
     view = f"{identifier(database)}.{identifier(LATEST_VIEW_PREFIX + table)}"
     comment = sql_string(f"The rows of {table} of the latest succeeded run (TABLES.md).")
@@ -224,7 +191,7 @@ def create_latest_views(
     views = []
     for table in sorted(tables):
         name = LATEST_VIEW_PREFIX + table
-        statement, digest = _latest_view(database, table)
+        statement, digest = latest_view_sql(database, table)
         if existing.get(name.lower()) != digest:
             spark.sql(statement)
         views.append(f"{database}.{name}")

@@ -16,17 +16,6 @@ from pyspark.sql import types as T
 
 from offsets_lib.audit.tables import RUN_ID, TableSpec, table_spec
 
-__all__ = [
-    "RunRows",
-    "SchemaMismatchError",
-    "arrow_schema",
-    "check_frame_schema",
-    "check_run_id",
-    "check_runs_row",
-    "check_table_schema",
-    "file_schema",
-]
-
 
 class SchemaMismatchError(ValueError):
     """A DataFrame or an existing Delta table does not have the table's declared schema."""

@@ -13,8 +13,6 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-__all__ = ["STATS_STRING_PREFIX", "file_stats", "stats_of_file"]
-
 STATS_STRING_PREFIX = 32  # string min/max length: Delta-Spark's dataSkippingStringPrefixLength
 _ASCII_MAX, _UNICODE_MAX = "\x7f", "\U0010ffff"  # its tie-breakers after a cut max
 

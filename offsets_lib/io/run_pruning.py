@@ -43,8 +43,6 @@ from offsets_lib.io import runs as runs_io
 from offsets_lib.io.delta_checksum import write_version_checksum
 from offsets_lib.io.lock import output_lock
 
-__all__ = ["PruneReport", "find_runs", "prune"]
-
 log = logging.getLogger(__name__)
 
 # contract tables, `runs` first: its rows go before the partitions they vouch for

@@ -13,15 +13,6 @@ from typing import Any
 from offsets_lib.audit import run_selection
 from offsets_lib.io import sink, storage
 
-__all__ = [
-    "RUNS_COLUMNS",
-    "NoRunsTable",
-    "NoSucceededRun",
-    "latest_run",
-    "read_runs",
-    "require_runs_table",
-]
-
 RUNS_COLUMNS = ["run_id", "status", "finished_at", "as_of", "error"]
 
 

@@ -71,22 +71,6 @@ from offsets_lib.io.delta_schema import (
 )
 from offsets_lib.io.delta_stats import stats_of_file
 
-__all__ = [
-    "DEFAULT_WRITER",
-    "DELTA_WRITERS",
-    "DeltaWriter",
-    "add_action",
-    "choose_writer",
-    "commit_files",
-    "publish_run",
-    "read_table",
-    "table_files",
-    "table_uri",
-    "write_rows",
-    "write_run_tables",
-    "write_task_files",
-]
-
 log = logging.getLogger(__name__)
 
 MAX_ROWS_PER_FILE = 2_097_152  # larger table writes split into several files
@@ -219,16 +203,8 @@ def write_run_tables(
 ) -> dict[str, int]:
     """Commit one run's table files (written by :func:`write_task_files`) into their Delta
     tables, replacing that run's earlier rows: one delta-rs transaction per table, in the order
-    of ``files``, once every existing table's schema is checked.
-
-    Args:
-        files: table name (a key of ``offsets_lib.audit.tables.TABLES``, not ``runs``) -> the
-            add actions of its files in the run's partition folder under ``output``.
-        output: root folder (or URI) of the tables.
-        run_id: the run's id; rows of other runs are never touched.
-
-    Returns:
-        The committed Delta version of each table.
+    of ``files`` (table name -> add actions, never ``runs``), once every existing table's
+    schema is checked; other runs' rows are never touched. Returns each table's Delta version.
     """
     check_run_id(run_id)
     specs = {name: table_spec(name) for name in files}

@@ -13,8 +13,6 @@ from collections.abc import Iterator
 
 from pyspark.sql import SparkSession
 
-__all__ = ["is_connect", "parallelism", "setting"]
-
 _LOCAL_MASTER = re.compile(r"local(?:-cluster)?\[(\d+|\*)(?:,\s*\d+)*\]|local")
 _MEASURED: weakref.WeakKeyDictionary[SparkSession, int] = weakref.WeakKeyDictionary()
 

@@ -26,16 +26,6 @@ from offsets_lib.io.catalog import identifier, sql_string
 from offsets_lib.io.delta_schema import RunRows, check_frame_schema, check_run_id, check_runs_row
 from offsets_lib.io.sink import table_files
 
-__all__ = [
-    "create_table_sql",
-    "delta_spark_available",
-    "files_frame",
-    "publish_run_with_spark",
-    "replace_where",
-    "table_identifier",
-    "write_with_spark_delta",
-]
-
 log = logging.getLogger(__name__)
 
 DELTA_EXTENSION = "DeltaSparkSessionExtension"

@@ -51,18 +51,6 @@ from click.core import ParameterSource
 from offsets_lib.io.sources.kafka_names import REDACTED, is_secret_option
 from offsets_lib.job.options import FLAGS, KAFKA_OPTIONS_PARAM, REMOVED_FLAGS, Flag, removed_flag
 
-__all__ = [
-    "KAFKA_TABLE",
-    "RUN_KEYS",
-    "Profile",
-    "ProfileError",
-    "conf_option",
-    "find_profile",
-    "load_profile",
-    "parse_profile",
-    "tables_conf_option",
-]
-
 EXIT_USAGE = 2
 KAFKA_TABLE = "kafka"
 ENV_SUFFIX = "_env"

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from offsets_lib.audit.coordinator import Coordinator
-from offsets_lib.io import catalog, spark_settings, storage
+from offsets_lib.io import metastore, spark_settings, storage
 from offsets_lib.job.options import AsOf, RunOptions, Source, UsageError, parse_as_of
 from offsets_lib.job.run_catalog import CatalogSide
 from offsets_lib.job.run_report import RunReport
@@ -140,11 +140,11 @@ class Plan:
             if options.output_given:
                 self._stack.enter_context(output_lock(options.output, options.run_id))
             if options.database is not None:  # a metastore service that refuses: at once
-                catalog.check_metastore_ports(session.metastore_uris_to_start(options.warehouse))
+                metastore.check_metastore_ports(session.metastore_uris_to_start(options.warehouse))
             if options.source == "kafka":
-                from offsets_lib.io.sources import kafka
+                from offsets_lib.io.sources.kafka_admin import resolve_read_range
 
-                self.ends, self._held_back = kafka.resolve_read_range(
+                self.ends, self._held_back = resolve_read_range(
                     options.kafka_options, options.topic
                 )
             self._catalog_side = CatalogSide.prepare(options)  # read while a session starts

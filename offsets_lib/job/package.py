@@ -22,12 +22,6 @@ EXECUTOR_PYTHON = f"./{ENVIRONMENT}/bin/python"
 def build_pyfiles(destination: Path) -> Path:
     """Zip offsets_lib (no __pycache__) with paths relative to the package's parent, so
     executors import it from the archive on their sys.path.
-
-    Args:
-        destination: the zip file to write.
-
-    Returns:
-        The path written.
     """
     destination.parent.mkdir(parents=True, exist_ok=True)
     files = sorted(

@@ -35,9 +35,7 @@ from offsets_lib.io.lock import output_lock
 from offsets_lib.job import audit_plan, run_output, run_report
 from offsets_lib.job.options import RunOptions
 from offsets_lib.job.run_catalog import CatalogSide
-from offsets_lib.job.run_report import RejectRatioExceeded, RunReport
-
-__all__ = ["LogEndOffsets", "RejectRatioExceeded", "RunOptions", "RunReport", "execute"]
+from offsets_lib.job.run_report import RunReport
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,6 @@ import pyarrow.dataset as ds
 from offsets_lib.io import storage
 from offsets_lib.io.sources import InputNotReadable, first_line
 
-__all__ = ["BATCH_SIZE", "OPTIONAL", "REQUIRED", "RawRecord", "fragments", "read_records"]
-
 BATCH_SIZE = 8192
 """Rows per Arrow batch read from a file (memory per open file ~ one batch)."""
 
@@ -86,17 +84,8 @@ def _datasets(paths: Iterable[str]) -> list[tuple[str, ds.Dataset]]:
 
 
 def fragments(paths: Iterable[str]) -> list[ds.Fragment]:
-    """The Parquet files of a dump.
-
-    Args:
-        paths: files, folders or globs (globs expand locally).
-
-    Returns:
-        Every file's fragment, in the order given.
-
-    Raises:
-        InputNotReadable: no path, a missing one, or one without Parquet files (one line).
-    """
+    """The Parquet files of a dump. Raises InputNotReadable (no path, a missing one, or one without
+    Parquet files)."""
     paths = [str(p) for p in paths]
     if not paths:
         raise InputNotReadable("parquet input not found: no path given")
@@ -210,19 +199,9 @@ def _fragment_records(fragment: ds.Fragment, batch_size: int) -> Iterator[RawRec
 
 
 def read_records(paths: Iterable[str], *, batch_size: int = BATCH_SIZE) -> Iterator[RawRecord]:
-    """Raw records of a Parquet dump in (partition, offset) order, streamed.
-
-    Args:
-        paths: files, folders or globs.
-        batch_size: rows per Arrow batch read from a file (memory per open file).
-
-    Returns:
-        The records, lazily; paths are checked before the first one is returned.
-
-    Raises:
-        InputNotReadable: a missing path, a file that is not Parquet, or a required column
-            missing or of the wrong type (one line).
-    """
+    """Raw records of a Parquet dump in (partition, offset) order, streamed. Returns the records,
+    lazily; paths are checked before the first one is returned. Raises InputNotReadable (a missing
+    path, a file that is not Parquet, or a required column missing or of the wrong type)."""
     streams = [_fragment_records(f, batch_size) for f in fragments(paths)]
     if len(streams) == 1:
         return streams[0]

@@ -33,13 +33,6 @@ from offsets_lib.tools.fence_inputs import (
     PartitionEpoch,
 )
 
-__all__ = [
-    "METADATA_MAX_BYTES",
-    "decide_relaxed",
-    "decide_strict",
-    "find_assignment",
-]
-
 METADATA_MAX_BYTES = 4096  # offset.metadata.max.bytes default
 CLASSIC, CONSUMER, STREAMS, SHARE = "classic", "consumer", "streams", "share"
 
@@ -451,30 +444,16 @@ def _decide(group: FencingGroup | None, req: CommitRequest, modern_rows: tuple[R
 
 
 def decide_strict(group: FencingGroup | None, req: CommitRequest) -> Decision:
-    """Strict rule (Kafka 3.7 - 4.2): the client's member epoch must equal the broker's.
-
-    Args:
-        group: the group at as_of; None when absent or Dead.
-        req: the commit.
-
-    Returns:
-        The first row of the chain that matches, then FEN-G5's size check if it was accepted.
-    """
+    """Strict rule (Kafka 3.7 - 4.2): the client's member epoch must equal the broker's. Returns the
+    first row of the chain that matches, then FEN-G5's size check if it was accepted."""
     return _decide(group, req, STRICT_ROWS)
 
 
 def decide_relaxed(group: FencingGroup | None, req: CommitRequest) -> Decision:
     """Relaxed rule (KIP-1251 / KAFKA-19779): assignment epoch <= epoch <= broker epoch.
 
-    Classic-protocol members of consumer groups keep the strict check (semantics.md 11.9).
-
-    Args:
-        group: the group at as_of; None when absent or Dead.
-        req: the commit.
-
-    Returns:
-        The first row of the chain that matches, then FEN-G5's size check if it was accepted.
-    """
+    Classic-protocol members of consumer groups keep the strict check (semantics.md 11.9). Returns
+    the first row of the chain that matches, then FEN-G5's size check if it was accepted."""
     member = group.member(req.member_id) if group is not None else None
     if member is not None and member.uses_classic_protocol:
         return _decide(group, req, STRICT_ROWS)

@@ -28,8 +28,6 @@ from offsets_lib.tools.run_tables import (
     topic_ids_for,
 )
 
-__all__ = ["FenceCheck", "check_commit", "java_length", "load_fencing_group"]
-
 _MEMBER_COLUMNS = [
     "group_id",
     "member_id",
@@ -67,15 +65,8 @@ def _epochs(values: list[dict[str, Any]] | None) -> tuple[PartitionEpoch, ...]:
 
 
 def load_fencing_group(run: RunSnapshot, group_id: str) -> FencingGroup | None:
-    """A group and its members as the run saw them.
-
-    Args:
-        run: the run to read.
-        group_id: the group.
-
-    Returns:
-        The group, or None when it is absent or Dead (the FEN rows take a Dead group as absent).
-    """
+    """A group and its members as the run saw them. Returns the group, or None when it is absent or
+    Dead (the FEN rows take a Dead group as absent)."""
     rows = read_run_rows(
         run,
         "groups",
@@ -130,23 +121,12 @@ def check_commit(
     api_version: int | None = None,
     metadata: str = "",
 ) -> FenceCheck:
-    """Decide one OffsetCommit (or TxnOffsetCommit) against the run's tables.
+    """Decide one OffsetCommit (or TxnOffsetCommit) against the run's tables: the strict and
+    relaxed decisions and the one the coordinator applies (strict for the Scala coordinators).
 
-    Args:
-        run: the run to read.
-        group_id, member_id, member_epoch, topic, partition, transactional, instance_id: the
-            request's fields (member_epoch is the generation for classic groups, -1 for none).
-        coordinator: the coordinator that answers; None for the run's own (`runs.coordinator`),
-            else the new one.
-        api_version: the request's version; None for the newest the coordinator answers.
-        metadata: the offset metadata committed (FEN-G5 compares its Java length).
-
-    Returns:
-        The strict and relaxed decisions and the one the coordinator applies (strict for the
-        Scala coordinators, relaxed for the new one).
-
-    Raises:
-        ValueError: api_version outside what the coordinator answers (one line).
+    ``member_epoch`` is the generation of a classic group (-1: none); ``coordinator`` None is the
+    run's own (`runs.coordinator`); ``api_version`` None the newest it answers (ValueError,
+    one line, outside that); FEN-G5 compares ``metadata``'s Java length.
     """
     chosen = Coordinator(coordinator or run_coordinator(run) or Coordinator.NEW)
     newest = newest_version(chosen, transactional=transactional)

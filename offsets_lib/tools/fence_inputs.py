@@ -9,19 +9,6 @@ from dataclasses import dataclass, field
 
 from offsets_lib.audit.coordinator import Coordinator
 
-__all__ = [
-    "ACCEPTED",
-    "NEWEST_VERSIONS",
-    "UNDECIDED",
-    "CommitRequest",
-    "Decision",
-    "FencingGroup",
-    "FencingMember",
-    "PartitionEpoch",
-    "is_fenced",
-    "newest_version",
-]
-
 ACCEPTED = "ACCEPTED"
 UNDECIDED = "UNDECIDED"
 TXN_GROUP_ID_NOT_FOUND_VERSION = 6  # TxnOffsetCommit v6+ (4.4.0): FEN-G3T, stale epochs as such
@@ -39,15 +26,8 @@ TxnOffsetCommitRequest.json in kafka-clients 2.0, 2.3, 3.9 and 4.4.0)."""
 
 
 def newest_version(coordinator: Coordinator, *, transactional: bool) -> int:
-    """The newest OffsetCommit (or TxnOffsetCommit) version a coordinator answers.
-
-    Args:
-        coordinator: the coordinator.
-        transactional: TxnOffsetCommit instead of OffsetCommit.
-
-    Returns:
-        The version (`NEWEST_VERSIONS`).
-    """
+    """The newest OffsetCommit (or TxnOffsetCommit) version a coordinator answers. Returns the
+    version (`NEWEST_VERSIONS`)."""
     return NEWEST_VERSIONS[coordinator][1 if transactional else 0]
 
 
@@ -136,14 +116,8 @@ class Decision:
 
 
 def is_fenced(decision: Decision) -> bool | None:
-    """Whether the broker answers the commit with an error.
-
-    Args:
-        decision: a decision of `fence.decide_strict` or `fence.decide_relaxed`.
-
-    Returns:
-        True: an error; False: accepted; None: the tables cannot tell (UNDECIDED).
-    """
+    """Whether the broker answers the commit with an error. Returns True: an error; False: accepted;
+    None: the tables cannot tell (UNDECIDED)."""
     if decision.outcome == UNDECIDED:
         return None
     return not decision.accepted

@@ -24,8 +24,6 @@ from offsets_lib.tools.fetch_rules import (
 from offsets_lib.tools.in_doubt import UNREAD_MARKER_COLUMNS, InDoubt
 from offsets_lib.tools.run_tables import RunSnapshot, choose_group_rows, load_run, read_run_rows
 
-__all__ = ["fetch_offsets", "load_groups"]
-
 _GROUP_COLUMNS = [
     "group_id",
     "group_type",
@@ -48,16 +46,9 @@ _OFFSET_COLUMNS = [
 
 
 def load_groups(run: RunSnapshot, group_ids: Sequence[str] | None) -> dict[str, GroupSnapshot]:
-    """The groups as the run saw them, with their offsets, expirations and lag.
-
-    Args:
-        run: the run to read.
-        group_ids: the groups to read; None for every group of the run.
-
-    Returns:
-        Group id -> snapshot; a group id found on several offsets partitions is read from one
-        (`run_tables.choose_group_rows`), its offsets from that partition only.
-    """
+    """The groups as the run saw them, with their offsets, expirations and lag. Returns group id ->
+    snapshot; a group id found on several offsets partitions is read from one
+    (`run_tables.choose_group_rows`), its offsets from that partition only."""
     groups: dict[str, list[dict[str, Any]]] = {}
     for row in read_run_rows(run, "groups", _GROUP_COLUMNS, group_ids):
         groups.setdefault(row["group_id"], []).append(row)
@@ -156,22 +147,12 @@ def fetch_offsets(
     run_id: str | None = None,
     topic_ids: Mapping[str, str] | None = None,
 ) -> list[GroupResult]:
-    """A batched OffsetFetch answered from one run's tables, as the broker would answer it.
+    """A batched OffsetFetch answered from one run's tables, as the broker would answer it: one
+    result per requested group, in request order (NoRunError: no tables or no such run).
 
-    Args:
-        output: root folder (or URI) of the tables.
-        requests: FetchRequests, or ``--group`` style strings (``"g1"``, ``"g1:orders:0,1"``);
-            None for every group of the run that exists (``--all-groups``).
-        require_stable: the request's RequireStable flag (FETCH-UNSTABLE).
-        run_id: the run to read; None for the latest succeeded run.
-        topic_ids: topic name -> the id (UUID form) the string requests name it by
-            (OffsetFetch v10+, FETCH-TOPICID).
-
-    Returns:
-        One result per requested group, in request order, stamped with the run's id and as_of.
-
-    Raises:
-        NoRunError: no tables or no such run.
+    ``requests``: FetchRequests or ``--group`` strings (``"g1:orders:0,1"``); None for every
+    group of the run that exists (``--all-groups``). ``topic_ids``: topic name -> the id the
+    string requests name it by (OffsetFetch v10+, FETCH-TOPICID).
     """
     run = load_run(output, run_id)
     if requests is None:

@@ -17,20 +17,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-__all__ = [
-    "FetchRequest",
-    "GroupResult",
-    "GroupSnapshot",
-    "MemberEpoch",
-    "OffsetRow",
-    "PartitionResult",
-    "decide_group",
-    "decide_partition",
-    "merge_requests",
-    "parse_group_spec",
-    "parse_topic_id",
-]
-
 UNSTABLE = "UNSTABLE_OFFSET_COMMIT"
 
 
@@ -279,9 +265,6 @@ def decide_partition(
         topic, partition: the requested partition.
         require_stable: the request's RequireStable flag.
         topic_id: the id the request names the topic by (v10+); None for by name.
-
-    Returns:
-        The partition's answer, with the rule that decided it.
     """
     row = group.offsets.get((topic, partition))
     for rule in PARTITION_ROWS:
@@ -294,17 +277,9 @@ def decide_partition(
 def decide_group(
     request: FetchRequest, group: GroupSnapshot | None, *, require_stable: bool = False
 ) -> GroupResult:
-    """One group of a batched OffsetFetch, rows evaluated top to bottom (semantics.md 7).
-
-    Args:
-        request: the group's part of the request.
-        group: the group as the run saw it; None when absent.
-        require_stable: the request's RequireStable flag.
-
-    Returns:
-        The group-level answer (FETCH-NULLID, -NOGROUP, -MEMBER), else every requested
-        partition's (all partitions with a committed offset when the request names no topic).
-    """
+    """One group of a batched OffsetFetch, rows evaluated top to bottom (semantics.md 7). Returns
+    the group-level answer (FETCH-NULLID, -NOGROUP, -MEMBER), else every requested partition's (all
+    partitions with a committed offset when the request names no topic)."""
     decided = fetch_nullid(request) or fetch_nogroup(request, group)
     if decided is not None:
         return decided
@@ -383,9 +358,6 @@ def parse_topic_id(text: str) -> str:
             same in standard base64 (confluent-kafka's `str(Uuid)`: `+` and `/` for `-` and
             `_`), or a UUID.
 
-    Returns:
-        The UUID's canonical text.
-
     Raises:
         ValueError: neither form (one line).
     """
@@ -402,14 +374,8 @@ def parse_topic_id(text: str) -> str:
 
 
 def merge_requests(specs: Sequence[tuple[str, str | None, tuple[int, ...] | None]]):
-    """Several --group options for one group are one request (all topics wins).
-
-    Args:
-        specs: (group, topic or None, partitions or None) per option (`parse_group_spec`).
-
-    Returns:
-        One FetchRequest per group, in the order the groups first appear.
-    """
+    """Several --group options for one group are one request (all topics wins). Returns one
+    FetchRequest per group, in the order the groups first appear."""
     merged: dict[str, dict[str, set[int] | None] | None] = {}
     for group, topic, parts in specs:
         if topic is None:

@@ -21,8 +21,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FALLBACK_FONTS", "FontPackage", "fetch", "font_cache", "use_fallback_fonts"]
-
 
 @dataclass(frozen=True)
 class FontPackage:
@@ -110,11 +108,10 @@ def use_fallback_fonts(folder: Path | None = None) -> list[str]:
 
 
 def main() -> int:
-    """``make setup``'s step: say what is fetched, fetch it once. Exit 2 without apt/dpkg."""
+    """`make setup`'s step: fetch what is missing, once; silent when cached. Exit 2 without apt."""
     folder = font_cache()
     wanted = _missing(folder)
     if not wanted:
-        print(f"fonts: fallback fonts for CJK and emoji group ids already in {folder}")
         return 0
     names = ", ".join(f"{font.package} ({font.covers})" for font in wanted)
     print(

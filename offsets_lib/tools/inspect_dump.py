@@ -86,14 +86,8 @@ class Inspected:
 
 
 def inspect_record(raw: RawRecord) -> Inspected:
-    """Decode one raw record; control records (`is_control` true) as transaction markers.
-
-    Args:
-        raw: the record as read.
-
-    Returns:
-        The record with the codec's result (`record`, or `control` for a marker).
-    """
+    """Decode one raw record; control records (`is_control` true) as transaction markers. Returns
+    the record with the codec's result (`record`, or `control` for a marker)."""
     if raw.is_control:
         return Inspected(raw, control=wire.decode_control(raw.key, raw.value))
     return Inspected(raw, record=wire.decode_record(raw.key, raw.value))
@@ -114,14 +108,8 @@ _PLAIN = re.compile(r"[^\s\"'=\[\]{},;()<>]+")
 
 
 def iso_ms(ms: int) -> str:
-    """Epoch milliseconds -> `2023-11-13T22:13:20Z` (`.mmm` only when not a whole second).
-
-    Args:
-        ms: epoch milliseconds.
-
-    Returns:
-        The ISO-8601 UTC text; a value out of datetime's range stays a number.
-    """
+    """Epoch milliseconds -> `2023-11-13T22:13:20Z` (`.mmm` only when not a whole second). Returns
+    the ISO-8601 UTC text; a value out of datetime's range stays a number."""
     try:
         dt = _EPOCH + timedelta(milliseconds=ms)
     except OverflowError:
@@ -131,14 +119,7 @@ def iso_ms(ms: int) -> str:
 
 
 def quote(text: str | None) -> str:
-    """A string as printed: bare when unambiguous, else JSON-quoted; None -> null.
-
-    Args:
-        text: the string, or None.
-
-    Returns:
-        The text as the line shows it.
-    """
+    """A string as printed: bare when unambiguous, else JSON-quoted; None -> null."""
     if text is None:
         return "null"
     if text in ("null", "true", "false") or not _PLAIN.fullmatch(text) or not text.isprintable():
@@ -147,14 +128,8 @@ def quote(text: str | None) -> str:
 
 
 def hex_preview(data: bytes | None) -> str:
-    """A rejected key or value in hex, cut after `HEX_BYTES` bytes so a line stays short.
-
-    Args:
-        data: the bytes, or None.
-
-    Returns:
-        The hex, ``...(N bytes)`` when cut; ``null`` for None.
-    """
+    """A rejected key or value in hex, cut after `HEX_BYTES` bytes so a line stays short. Returns
+    the hex, ``...(N bytes)`` when cut; ``null`` for None."""
     if data is None:
         return "null"
     data = bytes(data)
@@ -271,17 +246,7 @@ def _member(fields: tuple[Field, ...], version: int, m: dict, consumer: bool) ->
 
 
 def value_text(record_type: int, version: int, layout: str, values: dict) -> str:
-    """The value fields of `version` as `name=value` pairs (GroupMetadata members compact).
-
-    Args:
-        record_type: the record's type.
-        version: the value's version.
-        layout: ``current`` or the label of the historical layout it decoded with.
-        values: the decoded fields.
-
-    Returns:
-        The pairs, separated by spaces.
-    """
+    """The value fields of `version` as `name=value` pairs (GroupMetadata members compact)."""
     message = _value_message(record_type, layout)
     if message is None:  # cannot happen for a decoded value; keep the raw dict readable
         return " ".join(f"{k}={quote(str(v))}" for k, v in values.items())
@@ -350,14 +315,7 @@ def _record_text(raw: RawRecord, r: wire.DecodedRecord) -> str:
 
 
 def format_line(item: Inspected) -> str:
-    """The one-line text form of a record (see the module docstring).
-
-    Args:
-        item: the decoded record.
-
-    Returns:
-        The line, without its newline.
-    """
+    """The one-line text form of a record (see the module docstring)."""
     if item.control is not None:
         body = _control_text(item.raw, item.control)
     else:
@@ -376,12 +334,6 @@ def to_json(item: Inspected) -> dict:
     `key`/`value` are the codec's field dicts through `wire.to_jsonable` (bytes as hex, UUIDs as
     strings; `value` holds every field of the table, with defaults for those the version lacks).
     `key_hex`/`value_hex` (full) are added for rejected records.
-
-    Args:
-        item: the decoded record.
-
-    Returns:
-        The object, ready for `json.dumps`.
     """
     raw = item.raw
     ts = raw.timestamp_ms
@@ -429,14 +381,7 @@ def to_json(item: Inspected) -> dict:
 
 
 def json_line(item: Inspected) -> str:
-    """`to_json` as one line of JSON (`--json`).
-
-    Args:
-        item: the decoded record.
-
-    Returns:
-        The line, without its newline.
-    """
+    """`to_json` as one line of JSON (`--json`)."""
     return json.dumps(to_json(item), ensure_ascii=False, separators=(",", ":"))
 
 
@@ -459,22 +404,8 @@ def inspect_dump(
     as_json: bool = False,
     batch_size: int = BATCH_SIZE,
 ) -> Counts:
-    """Print the dump's records through `echo`, filtered by group id, at most `limit` lines.
-
-    Args:
-        paths: Parquet files, folders or globs.
-        echo: called with each line.
-        group: only records whose key's group id is this one.
-        limit: stop after this many printed records.
-        as_json: JSON lines instead of text.
-        batch_size: rows per Arrow batch read from a file.
-
-    Returns:
-        The printed and rejected counts.
-
-    Raises:
-        InputNotReadable: a missing or unreadable input (one line).
-    """
+    """Print the dump's records through `echo`, filtered by group id, at most `limit` lines. Raises
+    InputNotReadable (a missing or unreadable input)."""
     counts = Counts()
     if limit is not None and limit <= 0:
         fragments(paths)  # still report a missing input

@@ -24,18 +24,10 @@ from offsets_lib.job.options import UsageError, kafka_client_settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["lag_report", "run_to_report"]
-
 
 def run_to_report(output: str) -> str:
     """The run a lag report reads by default: the latest succeeded one (`io.runs.latest_run`).
-
-    Args:
-        output: the tables' root.
-
-    Returns:
-        Its run id; `UsageError` (exit status 2) when no run succeeded.
-    """
+    Returns its run id; `UsageError` (exit status 2) when no run succeeded."""
     try:
         return runs.latest_run(output)["run_id"]
     except LookupError as exc:
@@ -53,21 +45,10 @@ def lag_report(
     spark: SparkSession | None = None,
 ) -> list[dict[str, Any]]:
     """The lag rows of one run (`audit.lag.LAG_COLUMNS`), unsorted; no Spark unless the
-    log-end offsets file is on a file system only `spark` reaches.
-
-    Args:
-        output: the tables' root.
-        run_id: the run; None for the latest succeeded one.
-        end_offsets: a CSV or Parquet file of log-end offsets, or None.
-        bootstrap_servers: a cluster to ask for log-end offsets (when no file is given), or None.
-        kafka_options: `k=v` Kafka client settings for that cluster.
-        groups: only these groups; empty for every group.
-        spark: a session for such a file, or None.
-
-    Returns:
-        One dict per committed offset. `InputNotReadable` when the output has no `runs` or
-        `offsets` table or a log-end offset source cannot be read; `UsageError` for a run that
-        is not there, or when neither a source nor a `lag` table is there.
+    log-end offsets file is on a file system only `spark` reaches. The log-end offsets come
+    from ``end_offsets`` (a CSV or Parquet file), else ``bootstrap_servers``, else the run's
+    `lag` table. Raises `InputNotReadable` (no `runs` or `offsets` table, an unreadable
+    log-end offset source) or `UsageError` (no such run; no source and no `lag` table).
     """
     for name in ("runs", "offsets"):
         if not storage.is_delta_table(sink.table_uri(output, name)):

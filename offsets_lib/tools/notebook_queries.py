@@ -25,38 +25,6 @@ from offsets_lib.io import sink
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = [
-    "NOTEBOOK_TABLES",
-    "REPORT_TABLES",
-    "STALE_RULES",
-    "AuditRun",
-    "commit_rate",
-    "commits_per_offsets_partition",
-    "data_loss_list",
-    "estimated_time_lag",
-    "expiring_within",
-    "expiry_timeline",
-    "groups_deleted_within",
-    "groups_table",
-    "lag_history",
-    "lag_trend",
-    "latest_run_id",
-    "load_run",
-    "meters_per_hour",
-    "missing_hourly_runs",
-    "read_runs",
-    "rejects_by_error",
-    "run_health",
-    "stale_unsubscribed",
-    "staleness_by_group",
-    "table_exists",
-    "tables_root",
-    "tiles",
-    "top_lag",
-    "type_state_counts",
-    "worst_lagging_groups",
-]
-
 NOTEBOOK_TABLES = ("offsets", "groups", "offset_decisions", "lag", "metrics")
 # Rules of semantics.md section 4 that expire an offset because its topic is not subscribed.
 STALE_RULES = ("EXP-STABLE-UNSUBSCRIBED", "EXP-MODERN-COMMIT-TS")
@@ -83,18 +51,9 @@ def tables_root(
     warehouse: str | None = None,
     spark: SparkSession | None = None,
 ) -> str:
-    """The folder to read: ``output``, or the tables' folder of a catalog database.
-
-    Args:
-        output: the tables' root folder (or URI), or None.
-        database: a catalog database of `offsets run --database`, or None.
-        warehouse: a local session's catalog folder, as for run.
-        spark: the session whose catalog holds ``database``, else the running one (none is
-            started here; a local catalog's database folder needs none).
-
-    Returns:
-        The root folder the tables are read from.
-    """
+    """The folder to read: ``output``, or the tables' folder of a catalog ``database`` (of
+    `offsets run --database`) in ``spark``'s catalog, else the running session's: none is
+    started here (a local catalog's database folder needs none)."""
     from offsets_lib.io.catalog import resolve_tables_root
     from offsets_lib.job import session
 
@@ -104,12 +63,7 @@ def tables_root(
 
 
 def table_exists(output: str, name: str) -> bool:
-    """True when ``<output>/<name>`` is a Delta table.
-
-    Args:
-        output: the tables' root folder (or URI).
-        name: the table.
-    """
+    """True when ``<output>/<name>`` is a Delta table."""
     from offsets_lib.io import storage
 
     return storage.is_delta_table(sink.table_uri(output, name))
@@ -117,17 +71,7 @@ def table_exists(output: str, name: str) -> bool:
 
 def latest_run_id(output: str) -> str:
     """Id of the latest succeeded run, as every reader picks it (`io.runs.latest_run`; ``runs``
-    is committed last, so its tables are complete).
-
-    Args:
-        output: the tables' root folder (or URI).
-
-    Returns:
-        The run id.
-
-    Raises:
-        LookupError: no succeeded run.
-    """
+    is committed last, so its tables are complete); LookupError when none succeeded."""
     from offsets_lib.io import runs
 
     return str(runs.latest_run(output)["run_id"])
@@ -142,20 +86,8 @@ def load_run(
     warehouse: str | None = None,
     spark: SparkSession | None = None,
 ) -> AuditRun:
-    """Load one run's tables from a root folder or a catalog database.
-
-    Args:
-        output: the tables' root folder (or URI), or None with ``database``.
-        run_id: the run; None for the latest succeeded run.
-        tables: the tables to load.
-        database: the catalog database of `offsets run --database` (the session's catalog then
-            says where the tables are, unless they are in the local catalog's folder).
-        warehouse: a local session's catalog folder, as for run.
-        spark: the notebook's session (default: the running one); none is started here.
-
-    Returns:
-        The run: its id, as_of and tables as pandas frames (None for a table it did not write).
-    """
+    """One run's tables (the latest succeeded run's without ``run_id``) as pandas frames, None
+    for a table it did not write; from ``output`` or a catalog ``database`` (`tables_root`)."""
     output = tables_root(output, database, warehouse, spark)
     run_id = run_id or latest_run_id(output)
     runs = sink.read_table(output, "runs", run_id=run_id).to_pandas()
@@ -180,28 +112,17 @@ def load_run(
 
 
 def worst_lagging_groups(lag: pd.DataFrame, n: int = 10) -> pd.DataFrame:
-    """Groups by total lag (sum over their partitions), largest first (:func:`top_lag`).
-
-    Returns:
-        Per group: partitions, total_lag, max_lag, last_commit_at.
-    """
+    """Groups by total lag (sum over their partitions), largest first (:func:`top_lag`). Returns per
+    group: partitions, total_lag, max_lag, last_commit_at."""
     return top_lag(lag, None, "total_lag", n)
 
 
 def staleness_by_group(offsets: pd.DataFrame, as_of: pd.Timestamp, n: int = 10) -> pd.DataFrame:
     """Lag proxy when no ``lag`` table exists: time since each group's newest commit.
 
-    A group that stopped committing is the one falling behind (or gone); ``hours_since_commit``
-    uses the group's newest ``commit_timestamp``, ``oldest_commit_hours`` its oldest partition.
-
-    Args:
-        offsets: the ``offsets`` table's rows.
-        as_of: the run's evaluation time.
-        n: how many groups.
-
-    Returns:
-        The stalest groups first.
-    """
+    A group that stopped committing is the one falling behind (or gone); ``hours_since_commit`` uses
+    the group's newest ``commit_timestamp``, ``oldest_commit_hours`` its oldest partition. Returns
+    the stalest groups first."""
     per_group = offsets.groupby("group_id").agg(
         partitions=("partition", "size"),
         last_commit_at=("commit_timestamp", "max"),
@@ -221,15 +142,7 @@ def expiring_within(
     decisions: pd.DataFrame, as_of: pd.Timestamp, window: pd.Timedelta
 ) -> pd.DataFrame:
     """Offsets not expired at ``as_of`` whose ``expires_at`` falls within ``window`` after it.
-
-    Args:
-        decisions: the ``offset_decisions`` table's rows.
-        as_of: the run's evaluation time.
-        window: how far ahead.
-
-    Returns:
-        group_id, topic, partition, expires_at, expires_in_hours and rule, soonest first.
-    """
+    Returns group_id, topic, partition, expires_at, expires_in_hours and rule, soonest first."""
     live = decisions[~decisions["expired"] & decisions["expires_at"].notna()]
     soon = live[live["expires_at"] <= as_of + window].copy()
     soon["expires_in_hours"] = (soon["expires_at"] - as_of) / pd.Timedelta(hours=1)
@@ -246,18 +159,9 @@ def stale_unsubscribed(
 
     A STALE_RULES offset whose topic is absent from the group's ``subscribed_topics``, in a group
     that is not Empty and whose subscription is known. Empty groups and unknown subscriptions are
-    left out: they subscribe to nothing, so every offset of theirs would match (their offsets
-    expire by the Empty-group rules and are counted there). TABLES.md's stale-subscriptions
-    query says the same.
-
-    Args:
-        decisions: the ``offset_decisions`` table's rows.
-        groups: the ``groups`` table's rows.
-        offsets: the ``offsets`` table's rows, for their commit timestamps (optional).
-
-    Returns:
-        The offsets, by group, topic and partition.
-    """
+    left out: they subscribe to nothing, so every offset of theirs would match (their offsets expire
+    by the Empty-group rules and are counted there). TABLES.md's stale-subscriptions query says the
+    same. Returns the offsets, by group, topic and partition."""
     stale = decisions[decisions["rule"].isin(STALE_RULES)]
     # a group lives on one offsets partition; the tables key it by both
     on = [c for c in ("offsets_partition", "group_id") if c in stale and c in groups]
@@ -299,18 +203,8 @@ def expiry_timeline(
     by_rule: bool = False,
 ) -> pd.DataFrame:
     """Offsets expiring per ``freq`` bin (a pandas frequency) within ``horizon`` after ``as_of``.
-
-    Args:
-        decisions: the ``offset_decisions`` table's rows.
-        as_of: the run's evaluation time.
-        horizon: how far ahead.
-        freq: the bins' width.
-        by_rule: count per bin and rule (only bins with offsets), not per bin.
-
-    Returns:
-        bin_start, offsets and cumulative per bin (empty bins kept); with ``by_rule``,
-        bin_start, rule and offsets by bin then rule.
-    """
+    Returns bin_start, offsets and cumulative per bin (empty bins kept); with ``by_rule``,
+    bin_start, rule and offsets by bin then rule."""
     soon = expiring_within(decisions, as_of, horizon)
     soon["bin_start"] = soon["expires_at"].dt.floor(freq)
     if by_rule:
@@ -330,15 +224,8 @@ def commit_rate(
 
     From ``metrics`` (every commit written to the log) when given; otherwise from
     ``offsets.commit_timestamp``, which only holds each partition's *latest* commit, so it shows
-    when groups last committed rather than the full rate.
-
-    Args:
-        offsets: the ``offsets`` table's rows.
-        metrics: the ``metrics`` table's rows.
-
-    Returns:
-        (commits per hour, a sentence saying which source counted them).
-    """
+    when groups last committed rather than the full rate. Returns (commits per hour, a sentence
+    saying which source counted them)."""
     if metrics is not None and not metrics.empty:
         meters = meters_per_hour(metrics).set_index("hour")
         per_hour = meters["offset_commits"].rename("commits")
@@ -413,12 +300,8 @@ def data_loss_list(
     restarts from ``auto.offset.reset`` and skips or replays the messages behind it.
 
     An offset counts when its lag is above zero and it expires within the window
-    (:func:`expiring_within`).
-
-    Returns:
-        Per group: partitions at risk, their summed lag, the first expiry and its rule; the
-        soonest expiry first, then the largest lag.
-    """
+    (:func:`expiring_within`). Returns per group: partitions at risk, their summed lag, the first
+    expiry and its rule; the soonest expiry first, then the largest lag."""
     soon = expiring_within(decisions, as_of, window)
     keys = ["group_id", "topic", "partition"]
     at_risk = soon.merge(lag[[*keys, "lag"]], on=keys, how="inner")
@@ -476,13 +359,9 @@ def tiles(run: AuditRun, data_loss: pd.DataFrame | None = None) -> dict[str, int
 def top_lag(
     lag: pd.DataFrame, as_of: pd.Timestamp | None, by: str = "total_lag", n: int | None = 15
 ) -> pd.DataFrame:
-    """Groups by total or by worst-partition lag (``by``: total_lag | max_lag), largest first
-    (the first ``n``; None: every group).
-
-    Returns:
-        Per group: partitions, total_lag, max_lag, last_commit_at and, with ``as_of``,
-        commit_age_hours (hours since its newest commit).
-    """
+    """Groups by total or by worst-partition lag (``by``: total_lag | max_lag), largest first (the
+    first ``n``; None: every group). Returns per group: partitions, total_lag, max_lag,
+    last_commit_at and, with ``as_of``, commit_age_hours (hours since its newest commit)."""
     known = lag.dropna(subset=["lag"])
     out = (
         known.groupby("group_id", sort=False)
@@ -603,11 +482,8 @@ def missing_hourly_runs(runs: pd.DataFrame) -> list[pd.Timestamp]:
 
 
 def lag_history(output: str, run_ids: list[str], groups: list[str]) -> pd.DataFrame:
-    """Total lag of ``groups`` in each of ``run_ids`` (runs without a lag table are absent).
-
-    Returns:
-        run_id, as_of, group_id, total_lag; by as_of then group.
-    """
+    """Total lag of ``groups`` in each of ``run_ids`` (runs without a lag table are absent). Returns
+    run_id, as_of, group_id, total_lag; by as_of then group."""
     if not run_ids or not groups or not table_exists(output, "lag"):
         return pd.DataFrame({"run_id": [], "as_of": [], "group_id": [], "total_lag": []})
     import pyarrow.dataset as ds
@@ -642,11 +518,8 @@ def estimated_time_lag(output: str, run_ids: list[str], lag: pd.DataFrame) -> pd
     end offsets grew between the first and the last of ``run_ids`` (oldest first; messages per
     second).
 
-    Partitions whose log-end offset did not move give no estimate (null).
-
-    Returns:
-        Per group: total_lag, rate_per_s (summed over its partitions), est_seconds.
-    """
+    Partitions whose log-end offset did not move give no estimate (null). Returns per group:
+    total_lag, rate_per_s (summed over its partitions), est_seconds."""
     if len(run_ids) < 2 or not table_exists(output, "lag"):
         return pd.DataFrame({"group_id": [], "total_lag": [], "rate_per_s": [], "est_seconds": []})
     import pyarrow.dataset as ds

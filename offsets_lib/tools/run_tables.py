@@ -12,17 +12,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-__all__ = [
-    "NoRunError",
-    "RunSnapshot",
-    "choose_group_rows",
-    "load_run",
-    "read_run_rows",
-    "run_coordinator",
-    "table_dataset",
-    "topic_ids_for",
-]
-
 
 class NoRunError(RuntimeError):
     """The output has no tables, no successful run, or not the requested run (exit 3)."""
@@ -40,16 +29,9 @@ class RunSnapshot:
 
 
 def table_dataset(output: str, name: str):
-    """A table's current files as a pyarrow dataset.
-
-    Args:
-        output: root folder (or URI) of the tables.
-        name: the table's name (``offsets``, ``groups``, ...).
-
-    Returns:
-        The dataset, or None when the table does not exist (`storage.delta_dataset`: no Python
-        file system left running at interpreter exit).
-    """
+    """A table's current files as a pyarrow dataset. Returns the dataset, or None when the table
+    does not exist (`storage.delta_dataset`: no Python file system left running at interpreter
+    exit)."""
     from offsets_lib.io import storage
 
     uri = storage.table_uri(output, name)
@@ -59,18 +41,8 @@ def table_dataset(output: str, name: str):
 
 
 def load_run(output: str, run_id: str | None = None) -> RunSnapshot:
-    """The run the readers answer from.
-
-    Args:
-        output: root folder (or URI) of the tables.
-        run_id: a run to read; None for the latest succeeded run (`io.runs.latest_run`).
-
-    Returns:
-        The run's snapshot.
-
-    Raises:
-        NoRunError: no tables, no succeeded run, or ``run_id`` absent or not succeeded.
-    """
+    """The run the readers answer from. Raises NoRunError (no tables, no succeeded run, or
+    ``run_id`` absent or not succeeded)."""
     import pyarrow.compute as pc
 
     from offsets_lib.io import runs
@@ -96,17 +68,7 @@ def load_run(output: str, run_id: str | None = None) -> RunSnapshot:
 def read_run_rows(
     run: RunSnapshot, name: str, columns: list[str], group_ids: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
-    """One run's rows of a table.
-
-    Args:
-        run: the run to read.
-        name: the table.
-        columns: the columns to read.
-        group_ids: only these groups' rows; None for every row of the run.
-
-    Returns:
-        The rows as dicts (none when the table does not exist).
-    """
+    """One run's rows of a table. Returns the rows as dicts (none when the table does not exist)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -121,14 +83,8 @@ def read_run_rows(
 
 def choose_group_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
     """One row of a group id found on several __consumer_offsets partitions (merged dumps only).
-
-    Args:
-        rows: the `groups` rows of one group id.
-
-    Returns:
-        The row of a group that exists (not Dead), then of the lowest partition, and a note
-        saying so when more than one was live; (None, None) for no rows.
-    """
+    Returns the row of a group that exists (not Dead), then of the lowest partition, and a note
+    saying so when more than one was live; (None, None) for no rows."""
     if not rows:
         return None, None
     ordered = sorted(
@@ -151,15 +107,8 @@ def choose_group_rows(rows: list[dict[str, Any]]) -> tuple[dict[str, Any] | None
 
 
 def topic_ids_for(run: RunSnapshot, topic: str) -> frozenset[str]:
-    """The topic ids the run's offsets table stores for a topic name.
-
-    Args:
-        run: the run to read.
-        topic: a topic name.
-
-    Returns:
-        The ids (UUID form) of OffsetCommit v4+ values; empty when none was stored.
-    """
+    """The topic ids the run's offsets table stores for a topic name. Returns the ids (UUID form) of
+    OffsetCommit v4+ values; empty when none was stored."""
     import pyarrow.compute as pc
 
     dataset = table_dataset(run.output, "offsets")
@@ -175,14 +124,8 @@ def topic_ids_for(run: RunSnapshot, topic: str) -> frozenset[str]:
 
 
 def run_coordinator(run: RunSnapshot) -> str | None:
-    """The coordinator the run was audited as (`runs.coordinator`).
-
-    Args:
-        run: the run to read.
-
-    Returns:
-        The coordinator's name, or None when the runs table does not record it.
-    """
+    """The coordinator the run was audited as (`runs.coordinator`). Returns the coordinator's name,
+    or None when the runs table does not record it."""
     import pyarrow.compute as pc
 
     dataset = table_dataset(run.output, "runs")

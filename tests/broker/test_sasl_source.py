@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from offsets_lib.cli import main
 from offsets_lib.io.sources import InputNotReadable
-from offsets_lib.io.sources.kafka import resolve_read_range
+from offsets_lib.io.sources.kafka_admin import resolve_read_range
 from offsets_lib.io.sources.kafka_names import jaas_config
 from tests.broker.brokers import KafkaBroker
 from tests.kafka.test_kafka_job import (

@@ -11,6 +11,7 @@ import pytest
 
 from offsets_lib.io.sources import InputNotReadable, SourceConfigError
 from offsets_lib.io.sources import kafka as ks
+from offsets_lib.io.sources.kafka_admin import resolve_read_range
 from tests.support.ports import free_port
 
 SECRET = "s3cr3t-Pa55word-never-shown"
@@ -100,7 +101,7 @@ def fresh_topic(kafka_bootstrap) -> str:
 
 @pytest.mark.kafka
 def test_end_offsets_match_what_was_produced(kafka_bootstrap, source_topic):
-    ends = ks.resolve_read_range({"bootstrap.servers": kafka_bootstrap}, TOPIC)[0]
+    ends = resolve_read_range({"bootstrap.servers": kafka_bootstrap}, TOPIC)[0]
     assert ends == ends_from(source_topic)
     starts = ks.resolve_start_offsets({"kafka.bootstrap.servers": kafka_bootstrap}, TOPIC)
     assert starts == dict.fromkeys(range(PARTITIONS), 0)
@@ -109,7 +110,7 @@ def test_end_offsets_match_what_was_produced(kafka_bootstrap, source_topic):
 @pytest.mark.kafka
 def test_reads_exactly_the_produced_rows(spark, kafka_bootstrap, source_topic):
     options = {"kafka.bootstrap.servers": kafka_bootstrap}
-    ends = ks.resolve_read_range(options, TOPIC)[0]
+    ends = resolve_read_range(options, TOPIC)[0]
     df = ks.read_kafka(
         spark, kafka_options=options, topic=TOPIC, start_offsets=None, end_offsets=ends
     )
@@ -126,7 +127,7 @@ def test_reads_exactly_the_produced_rows(spark, kafka_bootstrap, source_topic):
 def test_start_offsets_give_an_incremental_read(spark, kafka_bootstrap, fresh_topic):
     options = {"bootstrap.servers": kafka_bootstrap}
     first = produce(kafka_bootstrap, fresh_topic, sample_records("one", 12))
-    ends1 = ks.resolve_read_range(options, fresh_topic)[0]
+    ends1 = resolve_read_range(options, fresh_topic)[0]
     assert ends1 == ends_from(first)
     df1 = ks.read_kafka(
         spark, kafka_options=options, topic=fresh_topic, start_offsets=None, end_offsets=ends1
@@ -134,7 +135,7 @@ def test_start_offsets_give_an_incremental_read(spark, kafka_bootstrap, fresh_to
     assert rows_of(df1) == canon(first)
 
     second = produce(kafka_bootstrap, fresh_topic, sample_records("two", 9))
-    ends2 = ks.resolve_read_range(options, fresh_topic)[0]
+    ends2 = resolve_read_range(options, fresh_topic)[0]
     assert ends2 == ends_from(first + second)
     # The first DataFrame is pinned to its end offsets: new records do not leak into it.
     assert df1.count() == len(first)
@@ -187,7 +188,7 @@ def produce_transactions(bootstrap: str, topic: str) -> list[int]:
             assert producer.flush(10) == 0
         producer.commit_transaction(10)
         deadline = time.monotonic() + 30
-        while ks.resolve_read_range({"bootstrap.servers": bootstrap}, topic)[0][0] < end:
+        while resolve_read_range({"bootstrap.servers": bootstrap}, topic)[0][0] < end:
             assert time.monotonic() < deadline, f"no commit marker before offset {end}"
             time.sleep(0.1)
     return [0, 1, 2, 4, 5, 6]
@@ -199,7 +200,7 @@ def test_transaction_markers_leave_gaps_the_read_goes_past(spark, kafka_bootstra
     failOnDataLoss=false the connector reads past them, also when a range starts or ends on one."""
     options = {"bootstrap.servers": kafka_bootstrap}
     data_offsets = produce_transactions(kafka_bootstrap, fresh_topic)
-    ends = ks.resolve_read_range(options, fresh_topic)[0]
+    ends = resolve_read_range(options, fresh_topic)[0]
     assert ends == {0: 8, 1: 0, 2: 0}
 
     def offsets_read(start: dict[int, int], end: dict[int, int]) -> list[int]:
@@ -272,7 +273,7 @@ def test_unreachable_broker_fails_fast_with_one_line_and_no_secret(caplog, capfd
     caplog.set_level(logging.DEBUG, logger="offsets_lib")
     started = time.monotonic()
     with pytest.raises(InputNotReadable) as info:
-        ks.resolve_read_range(options, ks.DEFAULT_TOPIC)
+        resolve_read_range(options, ks.DEFAULT_TOPIC)
     elapsed = time.monotonic() - started
     message = str(info.value)
     print(f"broker down: failed after {elapsed:.1f} s: {message}")
@@ -292,7 +293,7 @@ def test_unknown_topic_is_not_readable_and_not_created(kafka_bootstrap):
     topic = f"no-such-topic-{uuid.uuid4().hex[:6]}"
     started = time.monotonic()
     with pytest.raises(InputNotReadable, match="topic not found") as info:
-        ks.resolve_read_range(options, topic)
+        resolve_read_range(options, topic)
     assert time.monotonic() - started < 60
     assert topic in str(info.value)
     assert SECRET not in str(info.value)
@@ -305,7 +306,7 @@ def test_unknown_topic_is_not_readable_and_not_created(kafka_bootstrap):
 @pytest.mark.kafka
 def test_start_beyond_end_or_unknown_partition_is_refused(spark, kafka_bootstrap, source_topic):
     options = {"bootstrap.servers": kafka_bootstrap}
-    ends = ks.resolve_read_range(options, TOPIC)[0]
+    ends = resolve_read_range(options, TOPIC)[0]
     beyond = {0: ends[0] + 5}
     with pytest.raises(InputNotReadable, match="beyond the end offset"):
         ks.read_kafka(
@@ -351,7 +352,7 @@ def test_topic_authorization_failure_is_not_readable(monkeypatch):
 
     monkeypatch.setattr(confluent_kafka.admin, "AdminClient", DeniedAdmin)
     with pytest.raises(InputNotReadable, match="not authorized") as info:
-        ks.resolve_read_range({"bootstrap.servers": "b:9092", "sasl.password": SECRET})
+        resolve_read_range({"bootstrap.servers": "b:9092", "sasl.password": SECRET})
     assert SECRET not in str(info.value) and "\n" not in str(info.value)
 
 

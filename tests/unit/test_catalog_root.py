@@ -9,12 +9,10 @@ import pytest
 from offsets_lib.io.catalog import (
     CatalogUnreachable,
     NoTablesInDatabase,
-    check_metastore_ports,
-    metastore_failure,
     resolve_tables_root,
-    shown_uris,
     tables_root,
 )
+from offsets_lib.io.metastore import check_metastore_ports, metastore_failure, shown_uris
 from offsets_lib.io.storage import location
 from tests.support.ports import free_ports
 

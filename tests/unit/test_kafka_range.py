@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from offsets_lib.cli.run_summary import held_back_line
-from offsets_lib.io.sources.kafka import held_back
+from offsets_lib.io.sources.kafka_admin import held_back
 
 
 def test_held_back_counts_records_after_each_partitions_stable_end() -> None:

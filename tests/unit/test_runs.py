@@ -200,7 +200,7 @@ def test_latest_view_selects_by_the_shared_rule() -> None:
     """The catalog's latest_<table> views embed latest_succeeded_sql, nothing of their own."""
     from offsets_lib.io.catalog import latest_view_sql
 
-    statement = latest_view_sql("audit", "lag")
+    statement = latest_view_sql("audit", "lag")[0]
     query = (
         "SELECT * FROM `audit`.`lag` WHERE `run_id` = ("
         + latest_succeeded_sql("`audit`.`runs`")
@@ -238,7 +238,7 @@ class _Catalog:
 def test_a_run_creates_only_the_views_the_catalog_lacks_or_holds_otherwise() -> None:
     from offsets_lib.io.catalog import create_latest_views, latest_view_sql
 
-    current = re.search(r"definition' = '([0-9a-f]+)'", latest_view_sql("audit", "lag"))
+    current = re.search(r"definition' = '([0-9a-f]+)'", latest_view_sql("audit", "lag")[0])
     catalog = _Catalog(
         {
             "latest_lag": f"Table Properties: [offsets_audit.definition={current.group(1)},"
@@ -251,5 +251,5 @@ def test_a_run_creates_only_the_views_the_catalog_lacks_or_holds_otherwise() -> 
     assert views == ["audit.latest_groups", "audit.latest_lag", "audit.latest_offsets",
                      "audit.latest_runs"]  # fmt: skip
     assert catalog.statements == [
-        latest_view_sql("audit", t) for t in ("groups", "offsets", "runs")
+        latest_view_sql("audit", t)[0] for t in ("groups", "offsets", "runs")
     ]

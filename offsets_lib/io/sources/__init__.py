@@ -2,7 +2,7 @@
 
 - `parquet.read_parquet_dump` reads files, folders or globs of raw records.
 - `kafka.read_kafka` reads a Kafka topic (default `__consumer_offsets`) as a bounded batch through
-  Spark's Kafka connector; `kafka.resolve_read_range` fixes the end offsets.
+  Spark's Kafka connector; `kafka_admin.resolve_read_range` fixes the end offsets.
 
 Errors a caller maps to exit codes (see ../shared/spec/contract.md, "Exit status"):
 `InputNotReadable` -> 3 (missing path, unreachable broker, unknown topic, not authorized);

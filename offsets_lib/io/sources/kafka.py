@@ -45,40 +45,16 @@ from offsets_lib.io.sources import InputNotReadable, SourceConfigError
 from offsets_lib.io.sources.kafka_admin import (
     DEFAULT_TIMEOUT_S,
     DEFAULT_TOPIC,
-    KafkaAdmin,
     check_read_access,
     client_config,
     cluster_text,
     connector_config,
     exception_text,
-    held_back,
-    resolve_read_range,
     resolve_start_offsets,
 )
 from offsets_lib.io.sources.kafka_names import FILE_SETTINGS, NOT_A_FILE, redact, scrub
 
 # the source's public face: the driver's look-ups (kafka_admin) with the connector's read
-__all__ = [
-    "CONNECTOR",
-    "DEFAULT_TIMEOUT_S",
-    "DEFAULT_TOPIC",
-    "KAFKA_COLUMNS",
-    "KAFKA_SCHEMA",
-    "KafkaAdmin",
-    "check_read_access",
-    "checked_start_offsets",
-    "client_config",
-    "connector_config",
-    "connector_reads_internal_topics",
-    "held_back",
-    "offsets_to_json",
-    "read_kafka",
-    "redact",
-    "resolve_read_range",
-    "resolve_start_offsets",
-    "scrub",
-]
-
 log = logging.getLogger(__name__)
 
 CONNECTOR = "org.apache.spark:spark-sql-kafka-0-10_2.13"

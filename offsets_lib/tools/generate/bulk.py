@@ -55,16 +55,9 @@ def _commit_shape(
 
 
 def transactions(world: World, budget: int) -> dict[str, np.ndarray]:
-    """Transactional commit rows and their markers, as arrays (no Python per record).
-
-    Args:
-        world: the model.
-        budget: transactional commit rows to write at most.
-
-    Returns:
-        ``ts``, ``key`` and ``group`` of the commits; ``mts``, ``mgroup`` and ``mcommit`` of the
-        markers (a pending producer's last transaction has none); ``pending``, their count.
-    """
+    """Transactional commit rows and their markers, as arrays (no Python per record). Returns
+    ``ts``, ``key`` and ``group`` of the commits; ``mts``, ``mgroup`` and ``mcommit`` of the markers
+    (a pending producer's last transaction has none); ``pending``, their count."""
     groups = [g for g in world.groups if g.txn and g.key_count > 0]
     empty = np.zeros(0, np.int64)
     if budget <= 0 or not groups:
@@ -117,18 +110,8 @@ def commit_values(
     key: np.ndarray,
     txn: np.ndarray,
 ) -> tuple[pa.Array, np.ndarray]:
-    """OffsetCommit values (v0-v4) for the rows, built column-wise.
-
-    Args:
-        world: the model.
-        rng: the chunk's random stream.
-        ts: each row's timestamp (epoch ms).
-        key: each row's offset key index.
-        txn: whether each row is a transactional commit.
-
-    Returns:
-        (the values, each row's value version).
-    """
+    """OffsetCommit values (v0-v4) for the rows, built column-wise. Returns (the values, each row's
+    value version)."""
     n = len(ts)
     p = world.p
     g = world.key_group[key]
@@ -165,14 +148,8 @@ def commit_values(
 
 
 def inverse_cdf(world: World) -> tuple[np.ndarray, np.ndarray]:
-    """Grid for timestamps with a daily cycle (busier during the day, quieter at night).
-
-    Args:
-        world: the model (its window).
-
-    Returns:
-        (the activity's cumulative share at each grid point, the grid's ms since the start).
-    """
+    """Grid for timestamps with a daily cycle (busier during the day, quieter at night). Returns
+    (the activity's cumulative share at each grid point, the grid's ms since the start)."""
     grid = np.linspace(0.0, 1.0, 4097)
     t = grid * world.span
     rate = 1.0 + 0.6 * np.sin(2 * np.pi * ((world.start + t) % DAY_MS) / DAY_MS - np.pi / 2)

@@ -80,18 +80,8 @@ def _ts_at(world: World, cdf: np.ndarray, grid_t: np.ndarray, u: np.ndarray) -> 
 def layout(
     world: World, rare: list[tuple], txn: dict[str, np.ndarray], n_bulk: int, tomb_p: float
 ) -> Layout:
-    """Cut the window into chunks of at most ~`CHUNK_ROWS` rows, in time order.
-
-    Args:
-        world: the model.
-        rare: the event writers' rows (``RareRecords.rows``).
-        txn: the transactional commits and markers (`bulk.transactions`).
-        n_bulk: the bulk offset commits to write.
-        tomb_p: the chance that a bulk commit is a tombstone.
-
-    Returns:
-        The layout; the fixed records go to the chunk whose time slice holds them.
-    """
+    """Cut the window into chunks of at most ~`CHUNK_ROWS` rows, in time order. Returns the layout;
+    the fixed records go to the chunk whose time slice holds them."""
     records = world.records
     n_chunks = max(1, math.ceil(records / (CHUNK_ROWS - 100_000)))
     bounds = [n_bulk * c // n_chunks for c in range(n_chunks + 1)]

@@ -11,8 +11,6 @@ import uuid
 
 import numpy as np
 
-__all__ = ["PyRandom", "kafka_id", "new_uuid"]
-
 
 class PyRandom:
     """Scalar draws with Python's `random` (numpy's scalar calls cost ~1 us each)."""
@@ -55,14 +53,7 @@ class PyRandom:
 
 
 def new_uuid(rng: PyRandom | np.random.Generator) -> uuid.UUID:
-    """A version-4 UUID from the seeded stream (never `uuid.uuid4`: same seed, same ids).
-
-    Args:
-        rng: the random stream.
-
-    Returns:
-        The UUID.
-    """
+    """A version-4 UUID from the seeded stream (never `uuid.uuid4`: same seed, same ids)."""
     b = bytearray(rng.bytes(16))
     b[6] = (b[6] & 0x0F) | 0x40
     b[8] = (b[8] & 0x3F) | 0x80
@@ -70,12 +61,5 @@ def new_uuid(rng: PyRandom | np.random.Generator) -> uuid.UUID:
 
 
 def kafka_id(u: uuid.UUID) -> str:
-    """A UUID as Kafka prints it: 22 characters of URL-safe base64, no padding.
-
-    Args:
-        u: the UUID.
-
-    Returns:
-        The text.
-    """
+    """A UUID as Kafka prints it: 22 characters of URL-safe base64, no padding."""
     return base64.urlsafe_b64encode(u.bytes).rstrip(b"=").decode()

@@ -58,9 +58,6 @@ def template(encode: Callable[[dict], bytes], fields: dict, patched: dict[str, i
         encode: the wire writer for this record shape.
         fields: the record's fields.
         patched: each fixed-width field's width in bytes (4 int32, 8 int64, 16 uuid).
-
-    Returns:
-        The template.
     """
     sentinel = {name: _SENTINELS[width] + i for i, (name, width) in enumerate(patched.items())}
     values = {
@@ -81,16 +78,8 @@ def template(encode: Callable[[dict], bytes], fields: dict, patched: dict[str, i
 def fill_column(
     templates: Sequence[Template], shape: np.ndarray, numbers: dict[str, np.ndarray]
 ) -> pa.Array:
-    """Binary column whose row i is `templates[shape[i]]` with `numbers[name][i]` in each slot.
-
-    Args:
-        templates: the record shapes.
-        shape: each row's template index.
-        numbers: per slot name, one number per row; uuid slots take an (n, 16) uint8 array. A
-            template without a slot for a name leaves that number out.
-
-    Returns:
-        The column.
+    """Binary column whose row i is `templates[shape[i]]` with `numbers[name][i]` in each slot
+    (uuid slots take an (n, 16) uint8 array; a template without a slot leaves that number out).
     """
     n = len(shape)
     pool = pa.array([t.data for t in templates], pa.binary())
@@ -120,15 +109,6 @@ def with_raw_string(encode: Callable[[dict], bytes], fields: dict, name: str, ra
 
     The writer refuses invalid UTF-8, so it writes two placeholders of raw's length; the bytes
     where they differ are the string, replaced by `raw`.
-
-    Args:
-        encode: the wire writer for the record.
-        fields: the record's fields.
-        name: the string field.
-        raw: its bytes.
-
-    Returns:
-        The record's bytes.
     """
     a = encode({**fields, name: "a" * len(raw)})
     b = encode({**fields, name: "b" * len(raw)})
@@ -189,24 +169,13 @@ def subscription(
         owned: (topic, partitions) owned (v1+).
         generation: the generation (v2+).
         rack: the rack id (v3+), or None.
-
-    Returns:
-        The bytes.
     """
     return _subscription(version, topics, owned, rack).fill(GenerationId=generation)
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def assignment(version: int, assigned: tuple[tuple[str, tuple[int, ...]], ...]) -> bytes:
-    """ConsumerProtocolAssignment (UserData null), cached by content.
-
-    Args:
-        version: the assignment's version.
-        assigned: (topic, partitions) assigned.
-
-    Returns:
-        The bytes.
-    """
+    """ConsumerProtocolAssignment (UserData null), cached by content."""
     partitions = [{"Topic": t, "Partitions": list(ps)} for t, ps in assigned]
     return wire.encode_assignment(version, {"AssignedPartitions": partitions, "UserData": None})
 
@@ -219,19 +188,7 @@ def group_metadata(
     state_ts: int,
     members: list[dict],
 ) -> bytes:
-    """GroupMetadataValue v3 (members as the layout's MemberMetadata dicts).
-
-    Args:
-        protocol_type: ``consumer``, ``connect``, ...
-        generation: the generation.
-        protocol: the chosen assignor, or None (Empty).
-        leader: the leader's member id, or None.
-        state_ts: currentStateTimestamp (epoch ms).
-        members: the members' fields.
-
-    Returns:
-        The bytes.
-    """
+    """GroupMetadataValue v3 (members as the layout's MemberMetadata dicts)."""
     fields = {
         "protocolType": protocol_type,
         "generation": generation,

@@ -118,14 +118,7 @@ class GenerateError(ValueError):
 
 
 def java_hash(s: str) -> int:
-    """Java's String.hashCode(): 31-polynomial over UTF-16 code units, 32-bit signed wrap.
-
-    Args:
-        s: the string.
-
-    Returns:
-        The signed 32-bit hash.
-    """
+    """Java's String.hashCode(): 31-polynomial over UTF-16 code units, 32-bit signed wrap."""
     data = s.encode("utf-16-be")
     h = 0
     for i in range(0, len(data), 2):
@@ -135,14 +128,7 @@ def java_hash(s: str) -> int:
 
 def partition_for(group: str, partitions: int) -> int:
     """`abs(hashCode) % partitions`, with abs(Integer.MIN_VALUE) taken as 0 (Kafka's Utils.abs).
-
-    Args:
-        group: the group id.
-        partitions: partitions of __consumer_offsets.
-
-    Returns:
-        The group's offsets partition, as the broker computes it.
-    """
+    Returns the group's offsets partition, as the broker computes it."""
     h = java_hash(group)
     return 0 if h == -(1 << 31) else abs(h) % partitions
 
@@ -438,15 +424,8 @@ class World:
         self.topic_id_bytes = np.frombuffer(ids, np.uint8).reshape(-1, 16)
 
     def sample_keys(self, rng: np.random.Generator, ts: np.ndarray) -> np.ndarray:
-        """Key index per commit: a group alive at `ts` by weight, then one of its keys.
-
-        Args:
-            rng: the chunk's random stream.
-            ts: each commit's timestamp (epoch ms).
-
-        Returns:
-            An offset key index per commit.
-        """
+        """Key index per commit: a group alive at `ts` by weight, then one of its keys. Returns an
+        offset key index per commit."""
         n = len(ts)
         grp = np.searchsorted(self.commit_cdf, rng.random(n), side="right")
         for _ in range(4):

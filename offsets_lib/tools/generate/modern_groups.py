@@ -19,8 +19,6 @@ from offsets_lib.tools.generate.encoding import (
 from offsets_lib.tools.generate.model import HOUR_MS, Group
 from offsets_lib.tools.generate.writer import EventWriter
 
-__all__ = ["ConsumerGroupEvents", "ShareGroupEvents", "StreamsGroupEvents"]
-
 
 class ConsumerGroupEvents:
     """A KIP-848 consumer group: records 3, 5, 6, 7, 8 and 16 (regex subscriptions)."""

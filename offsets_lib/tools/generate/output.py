@@ -117,25 +117,11 @@ def generate_dump(
     earlier_hours: int = 0,
 ) -> GenerateReport:
     """Write a synthetic raw dump, deterministic by seed (the module docstring of
-    `tools.generate` says what it holds).
-
-    Args:
-        out: the folder of the Parquet files (created; stale ``part-*`` files removed).
-        groups: groups in the model.
-        records: rows to write, exactly.
-        seed: everything random derives from it.
-        partitions: partitions of __consumer_offsets.
-        profile: ``realistic`` or ``bench`` (`PROFILES`).
-        days: the window's length, ending at `END_MS`.
-        dominant_group_share: share of the offset commits written by one group.
-        earlier_hours: also write the dump as it was 1..N hours before its end
-            (`earlier_folder`), for audits an hour apart (a run history).
-
-    Returns:
-        What was written, with the counts the summary line prints.
-
-    Raises:
-        GenerateError: arguments the model cannot honour (one line; the CLI exits 2).
+    `tools.generate` says what it holds): exactly ``records`` rows under ``out`` (stale
+    ``part-*`` files removed); ``dominant_group_share`` of the offset commits by one group;
+    ``earlier_hours``: also the dump as it was 1..N hours before its end (`earlier_folder`),
+    for a run history. GenerateError (one line; the CLI exits 2): arguments the model cannot
+    honour.
     """
     started = time.perf_counter()
     _check_arguments(groups, records, partitions, profile, days, dominant_group_share)

@@ -11,8 +11,6 @@ from offsets_lib.tools.generate.draws import kafka_id, new_uuid
 from offsets_lib.tools.generate.encoding import MEMBER_EPOCHS, Template, epochs_template
 from offsets_lib.tools.generate.model import Group, World
 
-__all__ = ["EventWriter", "RareRecords"]
-
 
 class RareRecords:
     """Rare records, built one by one with Python (group-level records, corrupt ones, ...)."""
@@ -57,15 +55,7 @@ class EventWriter:
         self.keys: dict[tuple, bytes] = {}
 
     def key(self, record_type: int, **fields: object) -> bytes:
-        """A record key written once per content (keys repeat at every rebalance).
-
-        Args:
-            record_type: the key's record type.
-            fields: the key's fields.
-
-        Returns:
-            The key's bytes.
-        """
+        """A record key written once per content (keys repeat at every rebalance)."""
         memo = (record_type, *fields.values())
         if memo not in self.keys:
             self.keys[memo] = wire.encode_key(record_type, fields)
@@ -118,13 +108,6 @@ class EventWriter:
     def member_id(self, g: Group, n: int) -> str:
         """A new member id: Kafka's 22-character form for the new coordinator's groups, else
         ``<client id>-<uuid>`` as the classic coordinator makes them.
-
-        Args:
-            g: the group.
-            n: the member's index (its client id).
-
-        Returns:
-            The member id.
         """
         u = new_uuid(self.rng)
         if g.kind in ("consumer", "share", "streams"):
@@ -132,15 +115,7 @@ class EventWriter:
         return f"{self.client_id(g, n)}-{u}"
 
     def client_id(self, g: Group, n: int) -> str:
-        """The client id of a group's n-th member.
-
-        Args:
-            g: the group.
-            n: the member's index.
-
-        Returns:
-            The client id.
-        """
+        """The client id of a group's n-th member."""
         return f"{g.name[:24]}-{n}" if g.kind != "connect" else f"connect-{n}"
 
     def host(self) -> str:
@@ -150,15 +125,7 @@ class EventWriter:
         return f"/10.{a}.{b}.{c}"
 
     def topics_at(self, g: Group, at: int) -> list[int]:
-        """The group's topics at a time: its last topic leaves the subscription at `t_drop`.
-
-        Args:
-            g: the group.
-            at: the time (epoch ms).
-
-        Returns:
-            The topic indexes.
-        """
+        """The group's topics at a time: its last topic leaves the subscription at `t_drop`."""
         return g.topics[:-1] if g.t_drop is not None and at >= g.t_drop else g.topics
 
     def assign(self, g: Group, topics: list[int], n_members: int) -> list[list[tuple[int, list]]]:
@@ -180,10 +147,5 @@ class EventWriter:
             self.tombstone_keys += 1
 
     def delete_offsets(self, g: Group, ts: int) -> None:
-        """Tombstones of every offset key of a group that is deleted.
-
-        Args:
-            g: the group.
-            ts: the deletion's time (epoch ms).
-        """
+        """Tombstones of every offset key of a group that is deleted."""
         self._offset_tombstones(g, ts, range(g.key_start, g.key_start + g.key_count))
