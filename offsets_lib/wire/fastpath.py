@@ -176,7 +176,7 @@ def cut_strings(
     big = pa.Array.from_buffers(
         pa.binary(),
         2 * n + 1,
-        [None, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]].tobytes())],
+        [None, pa.py_buffer(offsets), pa.py_buffer(data[: offsets[-1]])],  # no copy
     )
     taken = big.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int32), mask=~ok))
     return taken if as_bytes else taken.cast(pa.string())  # validates UTF-8; raises on invalid
@@ -185,11 +185,12 @@ def cut_strings(
 def uuid_strings(data: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> pa.Array:
     """Canonical 8-4-4-4-12 strings of the 16-byte uuids at `pos` (null where not `ok`), built
     as one byte buffer (no Python string per uuid)."""
-    raw = data[np.clip(pos, 0, len(data) - 16)[:, None] + np.arange(16)]
-    text = np.full((len(pos), 36), ord("-"), np.uint8)
+    raw = data[np.clip(pos[ok], 0, len(data) - 16)[:, None] + np.arange(16)]
+    text = np.full((len(raw), 36), ord("-"), np.uint8)
     text[:, _UUID_HEX_AT[0::2]] = _HEX_DIGITS[raw >> 4]
     text[:, _UUID_HEX_AT[1::2]] = _HEX_DIGITS[raw & 15]
-    offsets = np.arange(len(pos) + 1, dtype=np.int32) * 36
+    offsets = np.zeros(len(pos) + 1, np.int32)
+    np.cumsum(np.where(ok, 36, 0), out=offsets[1:])
     validity = None if ok.all() else pa.array(ok).buffers()[1]
     return pa.Array.from_buffers(
         pa.string(), len(pos), [validity, pa.py_buffer(offsets), pa.py_buffer(text)]
