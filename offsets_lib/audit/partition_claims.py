@@ -57,24 +57,18 @@ def reassign(
     held: dict[Partition, int],
     old: dict[str, Any] | None,
     new: dict[str, Any] | None,
-    claimed: dict[int, tuple[Any, list[Partition]]] | None = None,
 ) -> list[tuple[str, str]]:
     """Release `old`'s partitions and claim `new`'s in `held` (updated in place, as the releases
     from 4.0.2/4.1.2/4.2.0 do: a lower holder is overwritten; after a failing claim the
     partition is taken anyway, the broker has stopped by then). Returns the failed LOG-7 checks
-    as (check, detail). `claimed`: the claims of the assignments seen so far, by object (a
-    member's old assignment was claimed before: ~half of a consumer group's replay time)."""
+    as (check, detail)."""
     old_epoch = member_epoch(old)
-    for partition in _claims_of(old, claimed):
+    for partition in claims(old):
         if held.get(partition) == old_epoch:
             del held[partition]
     epoch = member_epoch(new)
-    new_claims = _claims_of(new, claimed)
-    if held.keys().isdisjoint(new_claims) and len(set(new_claims)) == len(new_claims):
-        held.update(dict.fromkeys(new_claims, epoch))  # none held: nothing fails
-        return []
     failed: list[tuple[str, str]] = []
-    for partition in new_claims:
+    for partition in claims(new):
         holder = held.get(partition)
         if holder is not None:
             check = CLAIM_OVER_EQUAL_OR_HIGHER_EPOCH if holder >= epoch else CLAIM_OVER_LOWER_EPOCH
@@ -84,18 +78,6 @@ def reassign(
             )
         held[partition] = epoch
     return failed
-
-
-def _claims_of(
-    assignment: dict[str, Any] | None, claimed: dict[int, tuple[Any, list[Partition]]] | None
-) -> list[Partition]:
-    """`claims(assignment)`, kept in `claimed` with the assignment (so its id stays its own)."""
-    if claimed is None or not assignment:
-        return claims(assignment)
-    kept = claimed.get(id(assignment))
-    if kept is None:
-        kept = claimed[id(assignment)] = (assignment, claims(assignment))
-    return kept[1]
 
 
 def replays_member_update(record_type: int, is_tombstone: bool, member_known: bool) -> bool:

@@ -106,10 +106,8 @@ class _Modern:
     stored_description_topology_epoch: int = -1
     # members of the target assignment (types 7, 13, 21), read only by the LOG-6 checks
     target_members: set[str] = field(default_factory=set)
-    # LOG-7 (consumer groups): the epoch each held (topic id, partition) is held at, and the
-    # claims of the assignments replayed (partition_claims.reassign)
+    # LOG-7 (consumer groups): the epoch each held (topic id, partition) is held at
     held_partitions: dict[tuple[str, int], int] = field(default_factory=dict)
-    claimed: dict[int, tuple[Any, list[tuple[str, int]]]] = field(default_factory=dict)
     # EV-EMPTY-EPOCH: a member tombstone was replayed, and a target-assignment value after it
     member_left: bool = False
     target_after_leave: bool = False
@@ -320,9 +318,7 @@ def _claim_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
     )
     return [
         _failure(check, event, member_id, partition_claims.detail(check, detail))
-        for check, detail in partition_claims.reassign(
-            group.held_partitions, old, new, group.claimed
-        )
+        for check, detail in partition_claims.reassign(group.held_partitions, old, new)
     ]
 
 
