@@ -60,10 +60,12 @@ partitions of every current assignment of a consumer group in turn). Of any
 other type it reads only the newest value of each key: an older value of the same key is
 replaced, or its group dropped, before the group's row is built, so a caller may pass
 `value=None` for those (batch_decode.decode_task_records does)."""
-RAW_VALUE_TYPES = frozenset({2})
-"""GroupMetadata: the replay reads a classic group's last value from the raw bytes, as columns
-with every other group's (group_rows.classic_group_rows), so the task's decoding leaves it
-undecoded where the layout walk vouches for it (the event then holds a `RawValue`)."""
+RAW_VALUE_TYPES = frozenset({2, 8})
+"""Read from the raw bytes as columns, so the task's decoding leaves them undecoded where the
+layout walk vouches for them (the event then holds a `RawValue`): GroupMetadata (a classic
+group's last value, read with every other group's: group_rows.classic_group_rows) and the
+consumer groups' current assignments (group_results reads them all at once, topic ids as
+text)."""
 LAST_VALUE_TYPES = frozenset({8, 14, 22})
 """Current-assignment records: a tombstone keeps the member's state from the value before it
 (G-M4), so the replay also reads the newest value of each such key."""

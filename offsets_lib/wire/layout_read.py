@@ -3,14 +3,16 @@ Python): what layout_scan's walk checks, this reader also builds.
 
 One generic reader over the same `Field` tables as the codec: integers, strings, bytes, arrays
 and structs, classic and flexible encodings. It vouches for a value only where the codec reads
-it to the same result: known integer widths, ASCII text, an empty tagged section; anything else
+it to the same result: known integer widths, ASCII text, uuids, known tagged fields; anything else
 is left to the codec (the callers decode those few values one by one and merge them). Used for
 the classic groups' newest GroupMetadata values and the consumer-protocol payloads embedded in
-their members, so the group replay builds member rows as columns.
+their members, so the group replay builds member rows as columns, and for the consumer groups'
+current assignments (uuids as their canonical text).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +53,12 @@ class _Blobs:
 
 
 @dataclass
+class _Uuids:
+    start: np.ndarray  # of the 16 bytes in the reader's byte buffer
+    present: np.ndarray
+
+
+@dataclass
 class _Lists:
     counts: np.ndarray  # -1: null
     child: Any  # the elements, row by row
@@ -62,7 +70,7 @@ class _Structs:
     size: int
 
 
-_Node = _Ints | _Blobs | _Lists | _Structs
+_Node = _Ints | _Blobs | _Uuids | _Lists | _Structs
 Array = np.ndarray  # a cursor's positions, ends or flags, one per value being read
 _Read = tuple[np.ndarray, np.ndarray, _Node]  # (positions after, still ok, what was read)
 
@@ -82,7 +90,7 @@ def _field_type(f: Field) -> pa.DataType:
 def _scalar_type(type_: str) -> pa.DataType:
     if type_ in _INTS:
         return _INTS[type_]
-    return {"string": pa.string(), "bytes": pa.binary()}.get(type_, pa.null())
+    return {"string": pa.string(), "bytes": pa.binary(), "uuid": pa.string()}.get(type_, pa.null())
 
 
 def _concat(nodes: list[_Node]) -> _Node:
@@ -102,6 +110,9 @@ def _concat(nodes: list[_Node]) -> _Node:
             ),
             first.is_text,
         )
+    if isinstance(first, _Uuids):
+        starts, present = ([getattr(n, a) for n in nodes] for a in ("start", "present"))
+        return _Uuids(np.concatenate(starts), np.concatenate(present))
     if isinstance(first, _Lists):
         return _Lists(np.concatenate([n.counts for n in nodes]), _concat([n.child for n in nodes]))
     return _Structs(
@@ -116,6 +127,8 @@ def _take(node: _Node, order: np.ndarray) -> _Node:
         return _Ints(node.values[order], node.present[order], node.type)
     if isinstance(node, _Blobs):
         return _Blobs(node.start[order], node.length[order], node.present[order], node.is_text)
+    if isinstance(node, _Uuids):
+        return _Uuids(node.start[order], node.present[order])
     if isinstance(node, _Structs):
         return _Structs({k: _take(v, order) for k, v in node.fields.items()}, len(order))
     sizes = np.maximum(node.counts, 0)
@@ -152,6 +165,8 @@ def _to_arrow(node: _Node, data: pa.Buffer) -> pa.Array:
         return pa.array(node.values, mask=~node.present).cast(node.type)
     if isinstance(node, _Blobs):
         return _cut(data, node)
+    if isinstance(node, _Uuids):
+        return fastpath.uuid_strings(np.frombuffer(data, np.uint8), node.start, node.present)
     if isinstance(node, _Lists):
         sizes = np.maximum(node.counts, 0)
         offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
@@ -181,6 +196,8 @@ def _empty(f: Field) -> _Node:
         return _Structs({g.name: _default(g, 0) for g in f.fields}, 0)
     if f.element in _INTS:
         return _Ints(np.zeros(0, np.int64), np.zeros(0, bool), _INTS[f.element])
+    if f.element == "uuid":
+        return _Uuids(np.zeros(0, np.int64), np.zeros(0, bool))
     return _Blobs(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool),
                   f.element == "string")  # fmt: skip
 
@@ -196,16 +213,55 @@ class _Reader:
         self, fields: tuple[Field, ...], version: int, flexible: bool, pos: Array, end: Array,
         ok: Array,
     ) -> _Read:  # fmt: skip
-        positional, _, _ = plan(fields, version, flexible)
+        positional, tagged, _ = plan(fields, version, flexible)
         read: dict[str, _Node] = {}
         for f in positional:
             pos, ok, read[f.name] = self.field(f, version, flexible, pos, end, ok)
-        if flexible:  # a tagged field's value is the codec's to read
-            ok = ok & (pos < end) & (fastpath.u8(self.data, pos) == 0)
-            pos = pos + 1
         n = len(pos)
+        if flexible:
+            pos, ok = self.tagged_section(tagged, version, pos, end, ok, read)
+        if any(f.type == "uuid" and f.name not in read for f in fields):  # the codec's default
+            ok = np.zeros(n, bool)
         nodes = {f.name: read[f.name] if f.name in read else _default(f, n) for f in fields}
         return pos, ok, _Structs(nodes, n)
+
+    def tagged_section(
+        self, known: dict[int, Field], version: int, pos: Array, end: Array, ok: Array,
+        read: dict[str, _Node],
+    ) -> tuple[Array, Array]:  # fmt: skip
+        """The known tagged fields into `read` (each known tag at most once per value, its
+        payload read to the last byte; anything else is the codec's)."""
+        walker = self.walker
+        count, pos, ok = walker.uvarint(pos, end, ok & (pos < end))
+        ok = ok & ((count == 0) | bool(known)) & (count <= len(known))
+        count = np.where(ok, count, 0)
+        hits: dict[int, list[tuple[np.ndarray, _Node]]] = {tag: [] for tag in known}
+        last = np.full(len(pos), -1, np.int64)
+        for k in range(int(count.max()) if len(count) else 0):
+            live = np.flatnonzero(ok & (count > k))
+            tag, at, fits = walker.uvarint(pos[live], end[live], ok[live])
+            size, at, fits = walker.uvarint(at, end[live], fits)
+            # tags ascending, each once (else the codec's)
+            fits &= (size <= end[live] - at) & np.isin(tag, list(known)) & (tag > last[live])
+            last[live] = tag
+            for tag_id, f in known.items():
+                here = np.flatnonzero(fits & (tag == tag_id))
+                rows = live[here]
+                stop = at[here] + size[here]
+                after, good, node = self.field(f, version, True, at[here], stop, fits[here])
+                fits[here] = good & (after == stop)
+                hits[tag_id].append((rows, node))
+            ok[live] = fits
+            pos[live] = at + size
+        for tag_id, f in known.items():
+            found = np.concatenate([rows for rows, _ in hits[tag_id]] or [np.zeros(0, np.int64)])
+            if not len(found):
+                continue
+            others = np.setdiff1d(np.arange(len(pos)), found)
+            nodes = [_default(f, len(others)), *(node for _, node in hits[tag_id])]
+            order = np.argsort(np.concatenate([others, found]), kind="stable")
+            read[f.name] = _take(_concat(nodes), order)
+        return pos, ok
 
     def field(
         self, f: Field, version: int, flexible: bool, pos: Array, end: Array, ok: Array
@@ -224,7 +280,10 @@ class _Reader:
             width = _WIDTH[type_]
             values = fastpath.be_ints(self.data, pos, width)
             return pos + width, ok & (end - pos >= width), _Ints(values, ok.copy(), _INTS[type_])
-        if type_ not in ("string", "bytes"):  # bool, uuid, ...: the codec's
+        if type_ == "uuid":  # as its canonical text
+            fits = ok & (end - pos >= 16)
+            return pos + 16, fits, _Uuids(pos, fits)
+        if type_ not in ("string", "bytes"):  # bool, ...: the codec's
             return pos, np.zeros(len(pos), bool), _Blobs(pos, pos * 0, ok & False, False)
         text = type_ == "string"
         n, present, pos, ok = self.walker.length(f, version, flexible, 2 if text else 4, pos,
@@ -394,7 +453,7 @@ def record_values(record_type: int, values: fastpath.RowBytes) -> tuple[pa.Array
     ]
     type_ = arrow_type(message.fields)
     merged = pa.concat_arrays(
-        [read.filter(pa.array(ok)), pa.array([d.fields for d in decoded], type_)]
+        [read.filter(pa.array(ok)), pa.array([_text_uuids(d.fields) for d in decoded], type_)]
     )
     where = np.empty(len(ok), np.int64)
     where[np.flatnonzero(ok)] = np.arange(int(ok.sum()))
@@ -402,3 +461,12 @@ def record_values(record_type: int, values: fastpath.RowBytes) -> tuple[pa.Array
     versions = version.copy()
     versions[others] = [-1 if d.version is None else d.version for d in decoded]
     return merged.take(pa.array(where)), pa.array(versions, pa.int16())
+
+
+def _text_uuids(value: Any) -> Any:
+    """The codec's value with its uuids as their canonical text, as this reader gives them."""
+    if isinstance(value, dict):
+        return {name: _text_uuids(v) for name, v in value.items()}
+    if isinstance(value, list):
+        return [_text_uuids(v) for v in value] if value and not isinstance(value[0], int) else value
+    return str(value) if isinstance(value, uuid.UUID) else value

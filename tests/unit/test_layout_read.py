@@ -5,6 +5,7 @@ those built for each alone."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 
 import pyarrow as pa
@@ -53,6 +54,29 @@ def test_values_read_at_once_equal_the_codec(raws: list[bytes]) -> None:
     assert values.to_pylist() == pa.array([d.fields for d in decoded], GROUP_METADATA).to_pylist()
     for version, d in zip(versions.to_pylist(), decoded, strict=True):
         assert d.fields is None or version == d.version
+
+
+current_assignments = payloads(
+    wire.RECORD_TYPES[8].value, lambda version, fields: wire.encode_value(8, version, fields),
+    range(0, 1),
+)  # fmt: skip
+
+
+def _uuids_as_text(value: object) -> object:
+    if isinstance(value, dict):
+        return {name: _uuids_as_text(v) for name, v in value.items()}
+    if isinstance(value, list):
+        return [_uuids_as_text(v) for v in value]
+    return str(value) if isinstance(value, uuid.UUID) else value
+
+
+@SETTINGS
+@given(st.lists(current_assignments.filter(bool), min_size=1, max_size=8))
+def test_current_assignments_read_at_once_equal_the_codec(raws: list[bytes]) -> None:
+    """Uuids (topic ids) and tagged fields (assignment epochs) too; topic ids as text."""
+    values, _ = layout_read.record_values(8, fastpath.array_bytes(pa.array(raws)))
+    expected = [_uuids_as_text(wire.decode_value(8, raw).fields) for raw in raws]
+    assert values.to_pylist() == expected
 
 
 def _assigned(raw: bytes | None) -> list | None:
