@@ -41,21 +41,25 @@ def skewed(spark, tmp_path_factory):
     return big.unionByName(shifted).withColumn("partition", F.lit(0)).cache()
 
 
+def _audit(spark, pieces, staging: Staging, params: Params, tasks: int):
+    """The audit stage on the map's pieces, under the new coordinator, its tables' files staged."""
+    return exchange.audit_pieces(
+        spark,
+        pieces,
+        coordinator=Coordinator.NEW,
+        params=params,
+        tasks=tasks,
+        emit=table_files(staging, params.as_of_ms),
+    )
+
+
 @pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 def test_small_groups_of_a_busy_partition_spread_and_tables_match(spark, skewed, tmp_path) -> None:
     as_of_ms = skewed.agg(F.max(F.unix_millis("timestamp"))).first()[0]
     params = Params(retention_ms=7 * 86_400_000, as_of_ms=as_of_ms)
     staging = Staging(str(tmp_path / "staging"))
     pieces = exchange.map_records(skewed, staging_uri=staging.uri, tasks=4)
-    result = exchange.audit_pieces(
-        spark,
-        pieces,
-        coordinator=Coordinator.NEW,
-        params=params,
-        tasks=4,
-        emit=table_files(staging, as_of_ms),
-    )
-    manifest = result.collect()
+    manifest = _audit(spark, pieces, staging, params, tasks=4).collect()
     # one file of the groups table per task with groups
     group_files = [row for row in manifest if row["table"] == "groups"]
     assert len(group_files) >= 3  # one partition's groups landed in several tasks
@@ -92,15 +96,7 @@ def test_the_map_reduces_a_dominant_group_and_tables_match(spark, dominant, tmp_
     units = exchange.plan(files, map_tasks=2)
     pieces = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=8, reduce_large=True)
     assert exchange.task_sizes(pieces, 8).max() < 4_000
-    audited = exchange.audit_pieces(
-        spark,
-        pieces,
-        coordinator=Coordinator.NEW,
-        params=params,
-        tasks=8,
-        emit=table_files(staging, as_of_ms),
-    )
-    manifest = [r.asDict() for r in audited.collect()]
+    manifest = [r.asDict() for r in _audit(spark, pieces, staging, params, tasks=8).collect()]
     reference = spark_audit.audit(decode_records(raw), coordinator=Coordinator.NEW, params=params)
     assert_staged_equals_reference(
         spark, raw, reference, staging, manifest, coordinator=Coordinator.NEW, params=params
