@@ -233,7 +233,7 @@ class _Reader:
         payload read to the last byte; anything else is the codec's)."""
         walker = self.walker
         count, pos, ok = walker.uvarint(pos, end, ok & (pos < end))
-        ok = ok & ((count == 0) | bool(known)) & (count <= len(known))
+        ok = ok & (count <= len(known))  # each known tag at most once
         count = np.where(ok, count, 0)
         hits: dict[int, list[tuple[np.ndarray, _Node]]] = {tag: [] for tag in known}
         last = np.full(len(pos), -1, np.int64)
