@@ -35,13 +35,14 @@ DEFAULT_SIZES = (1_000_000, 10_000_000)
 BENCH_GROUPS = 20_000
 
 
-def _own_cpu(proc: psutil.Process) -> float | None:
-    """User + system seconds of one process (not of its children: each is sampled itself)."""
+def _own_cpu(proc: psutil.Process) -> tuple[float, float] | None:
+    """User + system seconds of one process and its system seconds (not of its children: each
+    is sampled itself)."""
     try:
         times = proc.cpu_times()
     except psutil.Error:
         return None
-    return times.user + times.system
+    return times.user + times.system, times.system
 
 
 def _machine_busy_seconds() -> float:
@@ -70,8 +71,8 @@ class _Sampler:
         self.worker_peak_mb = 0.0
         self._me = psutil.Process()
         self._started = False
-        self._start_cpu: dict[int, float] = {}
-        self._last_cpu: dict[int, float] = {}
+        self._start_cpu: dict[int, tuple[float, float]] = {}
+        self._last_cpu: dict[int, tuple[float, float]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -83,7 +84,7 @@ class _Sampler:
             cpu = _own_cpu(proc)
             if cpu is None:
                 continue
-            self._start_cpu.setdefault(proc.pid, 0.0 if self._started else cpu)
+            self._start_cpu.setdefault(proc.pid, (0.0, 0.0) if self._started else cpu)
             self._last_cpu[proc.pid] = cpu
             try:
                 rss = proc.memory_info().rss / 2**20
@@ -101,9 +102,22 @@ class _Sampler:
         while not self._stop.wait(0.2):
             self._sample()
 
+    def _used(self, part: int) -> float:
+        return sum(
+            max(0.0, last[part] - self._start_cpu[pid][part])
+            for pid, last in self._last_cpu.items()
+        )
+
     @property
     def cpu_s(self) -> float:
-        return sum(max(0.0, last - self._start_cpu[pid]) for pid, last in self._last_cpu.items())
+        return self._used(0)
+
+    @property
+    def system_cpu_s(self) -> float:
+        """The kernel's share: on this Firecracker VM a process's first touch of memory costs
+        ~9 CPU-s per GB in 2 MB pages (0.5 s in 4 KB pages), so it tells a run that grew fresh
+        Python workers' heaps from one that reused them."""
+        return self._used(1)
 
     def __enter__(self) -> _Sampler:
         self._sample()  # the processes alive before the work: their CPU so far is not counted
@@ -163,6 +177,7 @@ def measure(work: Callable[[], dict[str, float] | None], spark=None) -> dict[str
     measured: dict[str, Any] = {
         "wall_s": wall,
         "cpu_s": own,
+        "system_cpu_s": sampler.system_cpu_s,
         "other_processes_cpu_s": others,
         "is_machine_busy": others > BUSY_SHARE * wall * (os.cpu_count() or 1),
         "rss_mb": sampler.peak_mb,
@@ -414,7 +429,7 @@ def _reps(
             stages = " ".join(f"{s} {v:.1f}" for s, v in m.get("stage_s", {}).items())
             print(
                 f"{n:>11,} {kind:<9} rep {rep}: {m['wall_s']:7.1f} s wall,"
-                f" {m['cpu_s']:7.1f} s cpu,"
+                f" {m['cpu_s']:7.1f} s cpu (system {m['system_cpu_s']:5.1f}),"
                 f" others {m['other_processes_cpu_s']:6.1f} s, rss {m['rss_mb']:6.0f} MB,"
                 f" worker rss {m['python_worker_rss_mb']:6.0f} MB"
                 + (" [machine busy]" if m["is_machine_busy"] else "")
@@ -464,6 +479,8 @@ def _summary(
         },
         "cpu_s": round(med["pipeline"]["cpu_s"], 1),
         "baseline_cpu_s": round(med["baseline"]["cpu_s"], 1),
+        "system_cpu_s": round(med["pipeline"]["system_cpu_s"], 1),
+        "baseline_system_cpu_s": round(med["baseline"]["system_cpu_s"], 1),
         "other_processes_cpu_s": round(
             max(r["other_processes_cpu_s"] for v in runs.values() for r in v), 1
         ),
