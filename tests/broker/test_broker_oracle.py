@@ -56,4 +56,6 @@ def test_job_agrees_with_broker(broker_world, version: str, situation: str) -> N
     unknown = world.recorder.unknowns(world.version, situation)
     assert {c.phase for c in unknown} <= {"live (kafka)", "reload (kafka)"}, unknown
     declared = next(s for s in SITUATIONS if s.name == situation)
-    assert {c.what.split(" ")[0] for c in unknown} == declared.unknown_on_kafka_read(version)
+    expected = declared.unknown_on_kafka_read(version)
+    reported = {c.what.split(" ")[0] for c in unknown}
+    assert reported <= expected and expected - reported <= world.undecided, (reported, expected)
