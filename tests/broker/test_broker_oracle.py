@@ -58,4 +58,6 @@ def test_job_agrees_with_broker(broker_world, version: str, situation: str) -> N
     declared = next(s for s in SITUATIONS if s.name == situation)
     expected = declared.unknown_on_kafka_read(version)
     reported = {c.what.split(" ")[0] for c in unknown}
-    assert reported <= expected and expected - reported <= world.undecided, (reported, expected)
+    # a group left out of the reload phases (expiring while they read) reports none there
+    assert reported <= expected, (reported, expected)
+    assert expected - reported <= world.expiring_during_reload, (reported, expected)

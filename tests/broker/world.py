@@ -680,7 +680,7 @@ class World:
     errors: dict[str, str]
     timings: dict[str, float]
     # groups the broker could expire while the reload phases read (compared in neither)
-    undecided: set[str] = field(default_factory=set)
+    expiring_during_reload: set[str] = field(default_factory=set)
 
 
 def _topic_names(admin) -> dict[str, str]:
@@ -712,7 +712,7 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
     outcomes: dict[str, Outcome] = {}
     errors: dict[str, str] = {}
     timings: dict[str, float] = {}
-    switching: set[str] = set()
+    expiring: set[str] = set()
     started = time.monotonic()
     try:
         for s in situations_for(version, late=False):
@@ -853,12 +853,12 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
         )
         # what the broker may expire between its answers and the end of the Kafka run's read
         # is decided by neither side (a slow machine stretches the reads past a retention)
-        switching = changes_between(run, view_started_ms, now_ms())
-        if switching:
-            print(f"{version} reload: not compared, expiring during the reads: {sorted(switching)}")
+        expiring = expiring_between(run, view_started_ms, now_ms())
+        if expiring:
+            print(f"{version} reload: not compared, expiring during the reads: {sorted(expiring)}")
         mine = job_view(run, groups, names)
         for name, outcome in outcomes.items():
-            compared = [g for g in outcome.groups if g not in switching]
+            compared = [g for g in outcome.groups if g not in expiring]
             compare_views(
                 recorder,
                 version,
@@ -878,17 +878,17 @@ def build_world(version: str, work: Path, spark, recorder: Recorder) -> World:
             held,
             groups_after_open_transactions(final),
             names,
-            switching,
+            expiring,
         )
         timings["total"] = time.monotonic() - started
     finally:
         driver.close()
         broker.stop()
         broker.kill()
-    return World(version, recorder, outcomes, errors, timings, switching)
+    return World(version, recorder, outcomes, errors, timings, expiring)
 
 
-def changes_between(run: JobRun, start_ms: int, end_ms: int) -> set[str]:
+def expiring_between(run: JobRun, start_ms: int, end_ms: int) -> set[str]:
     """Groups with a deletion or an offset expiry the job places where the broker's cleanup
     may or may not have acted by a read taken in [start_ms, end_ms]: the pass that acts on
     `expires_at` runs up to one interval (and a late start) after it."""
