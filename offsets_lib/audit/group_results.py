@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.audit import replay
+from offsets_lib.audit import partition_claims, replay
 from offsets_lib.audit.arrays import (
     as_bools,
     as_ints,
@@ -166,11 +166,12 @@ def replay_groups(
     present = has_offset.tolist()
     partition_list = partitions.to_pylist()
     group_list = groups.to_pylist()
+    assignments, row_of = None, {}
     if coordinator.reads_modern_records:
         keys = list(zip(partition_list[:n_records], group_list[:n_records], strict=True))
-        _read_raw_values(event_values, types, keys, value_bytes)
+        assignments, row_of = _read_raw_values(event_values, types, keys, value_bytes)
     order_list = order.tolist()
-    out: list[dict[str, Any]] = []
+    replayed: list[replay.Replayed] = []
     classic_values: list[Any] = []  # of the classic groups, in `out`'s order
     classic_versions: list[int | None] = []
 
@@ -199,8 +200,8 @@ def replay_groups(
                     )
                 )
         first = order_list[start]
-        out.append(
-            replay.replay_group(
+        replayed.append(
+            replay.replay_steps(
                 partition_list[first],
                 group_list[first],
                 events,
@@ -208,6 +209,13 @@ def replay_groups(
                 classic_row=collected,
             )
         )
+    # LOG-7 for every group at once: each group's updates, in order, after the ones before
+    updates = [update for group in replayed for update in group.updates]
+    claims = partition_claims.failed_claims(updates, assignments, row_of)
+    firsts = np.cumsum([0, *(len(group.updates) for group in replayed)]).tolist()
+    out = [
+        group.finished(claims, first) for group, first in zip(replayed, firsts[:-1], strict=True)
+    ]
     groups_table = _group_table(out, classic_values, classic_versions, value_bytes)
     # offset facts of each group (Arrow joins take no nested payload such as `members`)
     at = pc.index_in(
@@ -224,13 +232,16 @@ def replay_groups(
 
 def _read_raw_values(
     values: list[Any], types: list[int], keys: list[tuple], value_bytes: Callable
-) -> None:
+) -> tuple[pa.StructArray | None, dict[int, int]]:
     """Read in place, as columns (wire.layout_read), the values left raw (replay.RawValue) that
     the replay reads: every current assignment (LOG-7 claims each in turn), and the
     GroupMetadata of the groups that also have modern records (whether such a classic group is
-    simple decides LOG-8). Measured (one 526k-record task of the 10M bench, 2 busy cores): the
-    7,973 assignments took 0.55 CPU-s through the codec, 0.12 here."""
+    simple decides LOG-8). Returns the current assignments' columns and the row of each of
+    their dicts there (by `id`), where LOG-7 takes their partitions from. Measured (one
+    526k-record task of the 10M bench, 2 busy cores): the 7,973 assignments took 0.55 CPU-s
+    through the codec, 0.12 here."""
     modern = {key for key, t in zip(keys, types, strict=True) if t >= 3}
+    assignments, row_of = None, {}
     for record_type in sorted(replay.RAW_VALUE_TYPES):
         at = [
             i
@@ -242,8 +253,13 @@ def _read_raw_values(
         if at:
             rows = np.array([values[i].row for i in at])
             read, _ = layout_read.record_values(record_type, value_bytes(rows))
-            for i, value in zip(at, read.to_pylist(), strict=True):
+            for row, (i, value) in enumerate(zip(at, read.to_pylist(), strict=True)):
                 values[i] = value
+                if record_type == 8:
+                    row_of[id(value)] = row
+            if record_type == 8:
+                assignments = read
+    return assignments, row_of
 
 
 CLASSIC_ROW = "_classic"  # a replayed row whose group columns `_group_table` builds

@@ -9,7 +9,7 @@ those of groups without modern records, are built in group_rows.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,8 +106,6 @@ class _Modern:
     stored_description_topology_epoch: int = -1
     # members of the target assignment (types 7, 13, 21), read only by the LOG-6 checks
     target_members: set[str] = field(default_factory=set)
-    # LOG-7 (consumer groups): the epoch each held (topic id, partition) is held at
-    held_partitions: dict[tuple[str, int], int] = field(default_factory=dict)
     # EV-EMPTY-EPOCH: a member tombstone was replayed, and a target-assignment value after it
     member_left: bool = False
     target_after_leave: bool = False
@@ -148,6 +146,59 @@ def replay_group(
     a classic group's row from its last GroupMetadata value and that value's version (a caller
     replaying many groups collects them instead, to build their rows as columns).
     """
+    replayed = replay_steps(
+        log_partition, group_id, events, coordinator=coordinator, classic_row=classic_row
+    )
+    return replayed.finished(partition_claims.failed_claims(replayed.updates))
+
+
+@dataclass
+class Replayed:
+    """A group replayed but for its LOG-7 check (`replay_steps`), which a caller replaying many
+    groups makes for all of them at once (partition_claims.failed_claims)."""
+
+    row: dict[str, Any]  # without state_notes and load_failures
+    log_partition: int
+    notes: list[str]
+    failures: list[dict[str, Any]]  # the other checks', in log order
+    updates: list[partition_claims.MemberUpdate]
+    # per update: where its failures go among `failures` (after the event's others), and the
+    # update's log offset and member id
+    places: list[tuple[int, int | None, str]]
+
+    def finished(
+        self, claims: Mapping[int, list[tuple[str, str]]], first: int = 0
+    ) -> dict[str, Any]:
+        """The group's row, with the failed claims of its updates (`claims` by update index,
+        its first update at `first`) among its load failures, and the notes they call for."""
+        failures, done = [], 0
+        for i, (place, log_offset, member_id) in enumerate(self.places):
+            failed = claims.get(first + i)
+            if failed:
+                failures += self.failures[done:place]
+                failures += [
+                    dict(zip(LOAD_FAILURE.names,
+                             (check, log_offset, member_id, partition_claims.detail(check, what)),
+                             strict=True))
+                    for check, what in failed
+                ]  # fmt: skip
+                done = place
+        failures += self.failures[done:]
+        notes = self.notes + _load_failure_notes(self.log_partition, failures)
+        self.row["state_notes"] = "; ".join(notes) or None
+        self.row["load_failures"] = failures
+        return self.row
+
+
+def replay_steps(
+    log_partition: int,
+    group_id: str,
+    events: Iterable[Event],
+    *,
+    coordinator: Coordinator = Coordinator.NEW,
+    classic_row: Callable[[Any, int | None], dict[str, Any]],
+) -> Replayed:
+    """`replay_group` up to the LOG-7 check: the group's member updates are collected."""
     # long: the loader's one dispatch over record types, in log order, read against the loader
     # The classic group is its last GroupMetadata value ({} = a simple group without one). Each
     # value replaces the whole group, so only the last one is parsed, once, after the replay.
@@ -157,6 +208,8 @@ def replay_group(
     removed_at = -1
     notes: list[str] = []
     failures: list[dict[str, Any]] = []
+    updates: list[partition_claims.MemberUpdate] = []
+    places: list[tuple[int, int | None, str]] = []
     for event in events:
         kind = event.record_type
         if event.reader_limit is not None and coordinator.reads_modern_records:
@@ -215,7 +268,10 @@ def replay_group(
                 notes.append(f"{family} group records replaced a classic group (G-U1)")
             classic = None
             modern = _Modern(family)
-        failures += _claim_failures(modern, event)
+        update = _member_update(modern, event)
+        if update is not None:
+            updates.append(update)
+            places.append((len(failures), event.log_offset, event.member_id or ""))
         _apply_modern(modern, event)
     if classic is not None:
         row = classic_row(classic, classic_version) if classic else simple_group_row()
@@ -224,14 +280,8 @@ def replay_group(
         notes += _writer_evidence(modern, row["state"])
     else:
         row = dead_group_row()
-    notes += _load_failure_notes(log_partition, failures)
-    row.update(
-        log_partition=log_partition,
-        group_id=group_id,
-        state_notes="; ".join(notes) or None,
-        load_failures=failures,
-    )
-    return row
+    row.update(log_partition=log_partition, group_id=group_id)
+    return Replayed(row, log_partition, notes, failures, updates, places)
 
 
 def replaces_simple_group(
@@ -303,23 +353,20 @@ def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
     return [_failure(check, event, member, detail) for check, member, detail in failed]
 
 
-def _claim_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
-    """LOG-7: the claims of a consumer-group member record that fail the load
-    (audit.partition_claims)."""
+def _member_update(group: _Modern, event: Event) -> partition_claims.MemberUpdate | None:
+    """LOG-7: what a consumer-group member record releases and claims (audit.partition_claims),
+    or None for a record that claims nothing."""
     member_id = event.member_id or ""
     known = member_id in group.members or member_id in group.assignments
     if group.family != CONSUMER or not partition_claims.replays_member_update(
         event.record_type, event.is_tombstone, known
     ):
-        return []
+        return None
     old = group.assignments.get(member_id)
     new = partition_claims.updated_assignment(
         event.record_type, event.is_tombstone, old, event.value
     )
-    return [
-        _failure(check, event, member_id, partition_claims.detail(check, detail))
-        for check, detail in partition_claims.reassign(group.held_partitions, old, new)
-    ]
+    return partition_claims.MemberUpdate(group, old, new)
 
 
 def _load_failure_notes(log_partition: int, failures: list[dict[str, Any]]) -> list[str]:
