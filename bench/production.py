@@ -19,7 +19,7 @@ bench dump's records (`offsets generate --profile bench`, bench/data) are produc
 Both are timed end to end as spark-submit processes (JVM, packages from Ivy's cache, executors,
 Kafka read, writes, catalog). The medians go to bench/results.json (`production`), and one line
 is printed: `bench production: N records, job S s, baseline B s, ratio R` (R = B / S; the
-target is R >= 1.0).
+target is R >= 1.25).
 
     PYTHONPATH=. .venv/bin/python bench/production.py [--records 1000000] [--reps 3]
         [--variant "--delta-writer spark"] ...
@@ -57,7 +57,7 @@ PARTITIONS = 50
 PROFILE = REPO / "conf" / "prod-example.toml"
 BASELINE = REPO / "bench" / "production_baseline.py"
 WARM_METASTORE = REPO / "bench" / "production_metastore.py"
-TARGET_RATIO = 1.0
+TARGET_RATIO = 1.25  # the job in at most 80 % of the baseline's time
 SUBMIT_TIMEOUT_S = 3600
 
 
