@@ -166,10 +166,9 @@ def replay_groups(
     present = has_offset.tolist()
     partition_list = partitions.to_pylist()
     group_list = groups.to_pylist()
-    assignments, row_of = None, {}
     if coordinator.reads_modern_records:
         keys = list(zip(partition_list[:n_records], group_list[:n_records], strict=True))
-        assignments, row_of = _read_raw_values(event_values, types, keys, value_bytes)
+        _read_raw_values(event_values, types, keys, value_bytes)
     order_list = order.tolist()
     replayed: list[replay.Replayed] = []
     classic_values: list[Any] = []  # of the classic groups, in `out`'s order
@@ -211,7 +210,7 @@ def replay_groups(
         )
     # LOG-7 for every group at once: each group's updates, in order, after the ones before
     updates = [update for group in replayed for update in group.updates]
-    claims = partition_claims.failed_claims(updates, assignments, row_of)
+    claims = partition_claims.failed_claims(updates)
     firsts = np.cumsum([0, *(len(group.updates) for group in replayed)]).tolist()
     out = [
         group.finished(claims, first) for group, first in zip(replayed, firsts[:-1], strict=True)
@@ -232,16 +231,14 @@ def replay_groups(
 
 def _read_raw_values(
     values: list[Any], types: list[int], keys: list[tuple], value_bytes: Callable
-) -> tuple[pa.StructArray | None, dict[int, int]]:
+) -> None:
     """Read in place, as columns (wire.layout_read), the values left raw (replay.RawValue) that
-    the replay reads: every current assignment (LOG-7 claims each in turn), and the
-    GroupMetadata of the groups that also have modern records (whether such a classic group is
-    simple decides LOG-8). Returns the current assignments' columns and the row of each of
-    their dicts there (by `id`), where LOG-7 takes their partitions from. Measured (one
-    526k-record task of the 10M bench, 2 busy cores): the 7,973 assignments took 0.55 CPU-s
-    through the codec, 0.12 here."""
+    the replay reads: every current assignment (LOG-7 claims each in turn: kept as columns,
+    partition_claims.ReadAssignment), and the GroupMetadata of the groups that also have modern
+    records (whether such a classic group is simple decides LOG-8). Measured (one 526k-record
+    task of the 10M bench, 2 busy cores): the 7,973 assignments took 0.55 CPU-s through the
+    codec, 0.12 here as dicts, 0.05 kept as columns."""
     modern = {key for key, t in zip(keys, types, strict=True) if t >= 3}
-    assignments, row_of = None, {}
     for record_type in sorted(replay.RAW_VALUE_TYPES):
         at = [
             i
@@ -253,13 +250,12 @@ def _read_raw_values(
         if at:
             rows = np.array([values[i].row for i in at])
             read, _ = layout_read.record_values(record_type, value_bytes(rows))
-            for row, (i, value) in enumerate(zip(at, read.to_pylist(), strict=True)):
+            is_assignment = record_type == 8
+            read_values = (
+                partition_claims.ReadAssignment.of(read) if is_assignment else read.to_pylist()
+            )
+            for i, value in zip(at, read_values, strict=True):
                 values[i] = value
-                if record_type == 8:
-                    row_of[id(value)] = row
-            if record_type == 8:
-                assignments = read
-    return assignments, row_of
 
 
 CLASSIC_ROW = "_classic"  # a replayed row whose group columns `_group_table` builds

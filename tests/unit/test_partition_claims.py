@@ -14,6 +14,7 @@ from offsets_lib.audit.partition_claims import (
     CLAIM_OVER_EQUAL_OR_HIGHER_EPOCH,
     CLAIM_OVER_LOWER_EPOCH,
     MemberUpdate,
+    ReadAssignment,
     failed_claims,
 )
 from offsets_lib.wire import RECORD_TYPES
@@ -61,11 +62,16 @@ def random_updates(seed: int) -> list[MemberUpdate]:
     return updates
 
 
-def as_columns(updates: list[MemberUpdate]) -> tuple[pa.StructArray, dict[int, int]]:
-    """The updates' values with partitions as the task's read (one row each) and their rows."""
+def as_columns(updates: list[MemberUpdate]) -> list[MemberUpdate]:
+    """The same updates, each value with partitions read as the task reads it (one row each)."""
     values = {id(v): v for u in updates for v in (u.old, u.new) if v and "AssignedPartitions" in v}
-    read = pa.array(list(values.values()), ASSIGNMENT)
-    return read, {key: row for row, key in enumerate(values)}
+    read = ReadAssignment.of(pa.array(list(values.values()), ASSIGNMENT))
+    row = {key: read[i] for i, key in enumerate(values)}
+
+    def read_as(value: Any) -> Any:
+        return row.get(id(value), value)
+
+    return [MemberUpdate(u.held, read_as(u.old), read_as(u.new)) for u in updates]
 
 
 @pytest.mark.parametrize("seeds", [range(0, 200), range(200, 400)])
@@ -75,7 +81,7 @@ def test_one_sort_fails_the_claims_the_walk_fails(seeds: range) -> None:
         updates = random_updates(seed)
         expected = walked_claims(updates)
         assert failed_claims(updates) == expected, seed
-        assert failed_claims(updates, *as_columns(updates)) == expected, seed
+        assert failed_claims(as_columns(updates)) == expected, seed
         failing += bool(expected)
     assert failing > len(seeds) // 4  # the cases exercise failures, not only clean logs
 
@@ -106,3 +112,15 @@ def test_a_release_frees_only_the_epoch_it_names() -> None:
         ],
     }
     assert failed_claims(updates) == walked_claims(updates)
+
+
+def test_a_value_read_as_columns_reads_as_its_dict() -> None:
+    """What the replay and the member rows read of a current assignment kept as columns."""
+    rng = random.Random(7)
+    values = [v for v in (assignment(rng) for _ in range(50)) if v]
+    read = ReadAssignment.of(pa.array(values, ASSIGNMENT))
+    as_dicts = pa.array(values, ASSIGNMENT).to_pylist()
+    for kept, value in zip(read, as_dicts, strict=True):
+        for name in [*value, "Missing"]:
+            assert kept.get(name) == value.get(name)
+            assert kept.get(name, 5) == value.get(name, 5)
