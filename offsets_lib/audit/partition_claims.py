@@ -51,6 +51,7 @@ class ReadAssignment:
         self._value: dict[str, Any] | None = None
 
     def get(self, name: str, default: Any = None) -> Any:
+        """`dict.get` of the codec's value (a field present but null is None, not `default`)."""
         if name in self.scalars:
             return self.scalars[name]
         if self._value is None:
@@ -182,8 +183,8 @@ def _packed(columns: tuple[np.ndarray, ...]) -> np.ndarray:
 
 
 def _value_partitions(values: list[Assignment]) -> tuple[np.ndarray, pa.Array, np.ndarray]:
-    """(value index, topic id, partition) of every partition the values claim, by value in
-    claim order: those read as columns from their columns, the others from their dicts."""
+    """(value index, topic id, partition) of every partition the values claim, value by value
+    in claim order: from the columns for the values read as columns, else from the dicts."""
     from_read = [i for i, v in enumerate(values) if isinstance(v, ReadAssignment)]
     others = [i for i, v in enumerate(values) if not isinstance(v, ReadAssignment)]
     owners, topics, partitions = [], [], []

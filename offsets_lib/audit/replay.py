@@ -127,7 +127,7 @@ class Event:
     is_tombstone: bool = False
     member_id: str | None = None
     regular_expression: str | None = None
-    value: dict[str, Any] | RawValue | None = None
+    value: dict[str, Any] | RawValue | partition_claims.ReadAssignment | None = None
     value_version: int | None = None
     reader_limit: str | None = None  # DEC-LIMIT: the decoded column (wire.codec.reader_limit)
 
