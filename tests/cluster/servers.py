@@ -200,8 +200,14 @@ class SparkCluster:
     submitted: list[Path] = field(default_factory=list)
 
     def alive_workers(self) -> int:
+        """Workers the master counts alive; 0 while its UI answers `/json/` with an HTML page,
+        as a master still starting did once (a CI run's cluster fixture failed on it)."""
         with urllib.request.urlopen(f"{self.ui_url}/json/", timeout=5) as response:
-            return int(json.load(response)["aliveworkers"])
+            body = response.read()
+        try:
+            return int(json.loads(body)["aliveworkers"])
+        except json.JSONDecodeError:
+            return 0
 
     def submit_command(
         self,
