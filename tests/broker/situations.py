@@ -34,6 +34,7 @@ from tests.broker import kafka_dist
 from tests.broker.eras import Version, coordinator_for, version_tuple
 
 JOIN_TIMEOUT_S = 30.0
+STATIC_SESSION_TIMEOUT_MS = 120_000  # above the reload phase's reads (30 s was not on CI)
 HERE = Path(__file__).parent
 JAVA_ADMIN_VERSION = "4.4.0"  # its Admin client shows epochs and exact states of every broker
 
@@ -394,7 +395,14 @@ def classic_subscription(d: Driver, name: str) -> Outcome:
 def classic_static(d: Driver, name: str) -> Outcome:
     topic = d.topic(f"{name}-t", 2)
     group = f"{name}-g"
-    consumer = d.consumer(group, client_id=f"{name}-c", group_instance_id=f"{name}-i1")
+    # a static member does not leave on close: the broker keeps it a session timeout after
+    # each load, long enough for the reload's reads on a slow machine
+    consumer = d.consumer(
+        group,
+        client_id=f"{name}-c",
+        group_instance_id=f"{name}-i1",
+        session_timeout_ms=STATIC_SESSION_TIMEOUT_MS,
+    )
     d.join([consumer], [topic])
     d.commit(consumer, {(topic, 0): 9, (topic, 1): 10})
     d.keep_alive(consumer)
