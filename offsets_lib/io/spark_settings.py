@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 import weakref
 from collections.abc import Iterator
 
@@ -15,6 +16,7 @@ from pyspark.sql import SparkSession
 
 _LOCAL_MASTER = re.compile(r"local(?:-cluster)?\[(\d+|\*)(?:,\s*\d+)*\]|local")
 _MEASURED: weakref.WeakKeyDictionary[SparkSession, int] = weakref.WeakKeyDictionary()
+_MEASURING = threading.Lock()  # a second caller waits for the one measurement
 
 
 def is_connect(spark: SparkSession) -> bool:
@@ -34,14 +36,15 @@ def parallelism(spark: SparkSession) -> int:
     if found is not None and not is_connect(spark):  # a Connect server's cores are not ours
         cores = found.group(1)
         return (os.cpu_count() or 1) if cores in (None, "*") else int(cores)
-    if spark not in _MEASURED:
-        from pyspark.sql import functions as F
+    with _MEASURING:
+        if spark not in _MEASURED:
+            from pyspark.sql import functions as F
 
-        # the partition id projected first: an aggregate may not take it as its argument
-        ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("split"))
-        splits = ids.agg(F.max("split")).first()[0]
-        _MEASURED[spark] = int(splits) + 1
-    return _MEASURED[spark]
+            # the partition id projected first: an aggregate may not take it as its argument
+            ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("split"))
+            splits = ids.agg(F.max("split")).first()[0]
+            _MEASURED[spark] = int(splits) + 1
+        return _MEASURED[spark]
 
 
 @contextlib.contextmanager

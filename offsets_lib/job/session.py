@@ -389,18 +389,22 @@ def start_python_workers(
     spark: SparkSession, modules: Sequence[str] = TASK_MODULES
 ) -> threading.Thread:
     """Start the executors' Python workers, with `modules` imported, in a background job while
-    the driver plans the run (reads the checkpoint, asks Kafka for offsets, lists files): the
-    stages that follow reuse them (spark.python.worker.reuse, Spark's default). Returns the
-    job's thread; a failure there is left to the run's own jobs to report.
+    the driver plans the run (reads the checkpoint, asks Kafka for offsets and the catalog for
+    its tables, lists files): the stages that follow reuse them (spark.python.worker.reuse,
+    Spark's default). Returns the job's thread; a failure there is left to the run's own jobs
+    to report. The thread asks for the session's parallelism too, which on a cluster waits for
+    the executors: the driver plans meanwhile.
 
     Why: a fresh JVM's first Python job pays for the daemon and workers, their imports and
     Spark's cold Arrow path; measured (2 cores): a job of two trivial mapInArrow tasks took
     2.5-2.7 s as the JVM's first job and 0.2-0.3 s after it, and an hourly Kafka run's driver
-    plans for ~2 s after the session starts, with its executors idle."""
-    tasks = max(spark_settings.parallelism(spark), 1)
+    plans for ~2 s after the session starts, with its executors idle. On the bench's
+    standalone cluster the executors take ~35-50 s to start (the packed environment unpacked
+    by each), during which the driver had waited instead of starting the metastore."""
 
     def start() -> None:
         try:
+            tasks = max(spark_settings.parallelism(spark), 1)
             ids = spark.range(0, tasks, 1, tasks)
             ids.mapInArrow(partial(_imported, tuple(modules)), ids.schema).collect()
         except Exception:  # the run's own jobs start workers again and fail loud

@@ -216,10 +216,14 @@ class SparkCluster:
         master: str | None = None,
         application: Path = REPO / "jobs" / "offsets_job.py",
         packages: Sequence[str] | None = None,
+        fetch_cache: bool = False,
     ) -> list[str]:
         """spark-submit as jobs/airflow_dag.py runs it (packages, py-files, the executors'
         environment, UTC session; `submit` sets PYSPARK_PYTHON); `packages` None: the S3A ones
-        only (the job writes with delta-rs then), empty: none."""
+        only (the job writes with delta-rs then), empty: none. `fetch_cache`: Spark's default,
+        as the DAG leaves it (the executors of a host share one copy of each jar); the tests
+        turn it off, a copy per executor that the workers' cleanup removes with the
+        application."""
         from offsets_lib.job import package, session
 
         wanted = session.s3a_packages() if packages is None else packages
@@ -235,8 +239,7 @@ class SparkCluster:
             "--conf", "spark.driver.bindAddress=127.0.0.1",
             "--conf", "spark.ui.enabled=false",
             "--conf", "spark.executor.memory=1g",
-            # test-only: no executor-side cache of the jars (a 660 MB copy per application)
-            "--conf", "spark.files.useFetchCache=false",
+            *([] if fetch_cache else ["--conf", "spark.files.useFetchCache=false"]),
             str(application),
             *args,
         ]  # fmt: skip

@@ -3,6 +3,8 @@ unset when it had none (a recorded conf stands in for a session: no JVM)."""
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
@@ -37,3 +39,40 @@ def test_the_setting_is_put_back_when_the_block_fails() -> None:
     with pytest.raises(RuntimeError), spark_settings.setting(spark, "k", "v"):  # type: ignore[arg-type]
         raise RuntimeError("job failed")
     assert spark.conf.values == {"k": "mine"}
+
+
+class MeasuredCluster:
+    """A cluster session as `parallelism` asks it: no parallelism set, a standalone master, and
+    the small job's answer (the largest split id), which takes a while (executors starting)."""
+
+    def __init__(self, splits: int) -> None:
+        self.conf = RecordedConf({"spark.master": "spark://127.0.0.1:7077"})
+        self.splits = splits
+        self.jobs = 0
+
+    def range(self, *args: int) -> MeasuredCluster:
+        return self
+
+    def select(self, *columns: object) -> MeasuredCluster:
+        return self
+
+    def agg(self, *columns: object) -> MeasuredCluster:
+        return self
+
+    def first(self) -> list[int]:
+        self.jobs += 1
+        time.sleep(0.2)
+        return [self.splits - 1]
+
+
+def test_parallelism_asked_from_two_threads_at_once_is_measured_by_one_job(monkeypatch) -> None:
+    """The workers' start measures it in a thread while the driver plans; the plan's own ask
+    waits for that measurement instead of running a second job."""
+    from pyspark.sql import functions
+
+    monkeypatch.setattr(functions, "spark_partition_id", lambda: SimpleNamespace(alias=str))
+    monkeypatch.setattr(functions, "max", str)
+    spark = MeasuredCluster(splits=3)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        answers = list(pool.map(lambda _: spark_settings.parallelism(spark), range(2)))  # type: ignore[arg-type]
+    assert (answers, spark.jobs) == ([3, 3], 1)
