@@ -52,10 +52,12 @@ TUNED_CONF: dict[str, str] = {
     # the largest worker of a 100M-record run stayed at 1.9 GB
     "spark.executorEnv.MALLOC_MMAP_MAX_": "0",
     "spark.executorEnv.MALLOC_TRIM_THRESHOLD_": str(1024 * 1024 * 1024),
-    # the same for Arrow's allocator (mimalloc in pyarrow's wheels, which hands freed pages back
-    # 10 ms later): 10M records, workers' system time 1.6-2.1 -> 0.9-1.2 s. Price: the largest
-    # worker of a 100M-record run 1.3 -> 1.9 GB
-    "spark.executorEnv.MIMALLOC_PURGE_DELAY": "-1",
+    # Arrow's buffers from the same heap (pyarrow's wheels default to mimalloc, which asks the
+    # kernel for huge pages: where THP is "madvise", a fresh worker's first audit task then
+    # waited on the kernel's page compaction): the hourly Kafka run of the incremental bench
+    # (10k new over a 10M state), its first audit tasks 5.8-7.6 -> 2.2-2.4 s, the run 20.0-23.5
+    # -> 16.3-16.8 s (four runs each, alternating)
+    "spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL": "system",
 }
 
 # A driver JVM that moves few records compiles with C1 only: with the file shuffle and delta-rs
