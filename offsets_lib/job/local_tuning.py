@@ -56,7 +56,7 @@ TUNED_CONF: dict[str, str] = {
     # kernel for huge pages: where THP is "madvise", a fresh worker's first audit task then
     # waited on the kernel's page compaction): the hourly Kafka run of the incremental bench
     # (10k new over a 10M state), its first audit tasks 5.8-7.6 -> 2.2-2.4 s, the run 20.0-23.5
-    # -> 16.3-16.8 s (four runs each, alternating)
+    # -> 16.3-16.8 s (probes alternating on one broker: seven runs without, four with)
     "spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL": "system",
 }
 
