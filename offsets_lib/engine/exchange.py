@@ -58,7 +58,7 @@ from offsets_lib.engine.piece_files import (
     write_piece_file,
 )
 from offsets_lib.engine.pipeline import TaskEmitter
-from offsets_lib.engine.task_runner import run_tasks
+from offsets_lib.engine.task_runner import freeze_worker_heap, run_tasks
 from offsets_lib.io import storage
 
 log = logging.getLogger(__name__)
@@ -248,6 +248,7 @@ def map_records(
     rows = batch_rows(tasks)
 
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_worker_heap()
         tables = (routing.positioned_table(table) for table in _rebatched(batches, rows))
         yield write_piece_file(cut(tables, tasks, reduce_large=reduce_large), pieces_uri)
 

@@ -10,6 +10,8 @@ command-line run), twice per run.
 
 from __future__ import annotations
 
+import gc
+import os
 from collections.abc import Iterator
 from functools import partial
 from typing import Protocol
@@ -19,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from offsets_lib.audit.schemas import spark_schema
 
-__all__ = ["TaskWork", "run_tasks"]
+__all__ = ["TaskWork", "freeze_worker_heap", "run_tasks"]
 
 
 class TaskWork(Protocol):
@@ -31,8 +33,24 @@ class TaskWork(Protocol):
     def __call__(self, task: int) -> Iterator[pa.RecordBatch]: ...
 
 
+_frozen_in: int | None = None  # the process whose heap freeze_worker_heap froze
+
+
+def freeze_worker_heap() -> None:
+    """Executor side, once per Python worker process: the objects alive now (mostly the
+    imported modules) leave the cycle collector's generations (gc.freeze); those made later are
+    collected as before. Why: PySpark's daemon runs gc.collect() after every task of a reused
+    worker, and a worker with our imports holds ~83k objects: 35-55 ms a collect, 28 times in a
+    10M run (2 cores, alternating runs: the workers' CPU 28.9 against 30.8 s, four each)."""
+    global _frozen_in
+    if _frozen_in != os.getpid():
+        gc.freeze()
+        _frozen_in = os.getpid()
+
+
 def _run(work: TaskWork, ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """Executor side: the work of each id of this Spark task (one id per task)."""
+    freeze_worker_heap()
     for batch in ids:
         for task in batch.column("id").to_pylist():
             yield from work(task)

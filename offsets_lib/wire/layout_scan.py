@@ -60,11 +60,12 @@ class _Walker:
         self._high: np.ndarray | None = None
 
     def is_ascii(self, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
-        """Whether each byte range [start, stop) holds no byte >= 0x80 (sorted positions of
-        those bytes, found once: a prefix count over the buffer cost 4x more)."""
+        """Whether each byte range [start, stop) holds no byte >= 0x80: the first such byte at
+        or after `start` is at or after `stop` (sorted positions of those bytes, found once: a
+        prefix count over the buffer cost 4x more)."""
         if self._high is None:
-            self._high = _high_bytes(self.data)
-        return np.searchsorted(self._high, start) == np.searchsorted(self._high, stop)
+            self._high = np.append(_high_bytes(self.data), np.iinfo(np.int64).max)
+        return self._high[np.searchsorted(self._high, start)] >= stop
 
     def fixed(self, width: int, pos: np.ndarray, end: np.ndarray, ok: np.ndarray):
         return pos + width, ok & (end - pos >= width)
