@@ -85,7 +85,7 @@ class Staging:
             elif table.num_rows:
                 fs.create_dir(f"{root}/{kind}", recursive=True)
                 name = f"{kind}/part-{uuid.uuid4().hex}.parquet"
-                pq.write_table(table, f"{root}/{name}", filesystem=fs, compression="snappy")
+                storage.write_parquet(table, f"{root}/{name}", fs)
                 rows.append(
                     {"kind": kind, "path": f"{self.uri}/{name}", "num_rows": table.num_rows}
                 )

@@ -54,7 +54,6 @@ from typing import Any, Literal, get_args
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-import pyarrow.parquet as pq
 from deltalake import CommitProperties, DeltaTable, Schema
 from deltalake.transaction import AddAction, create_table_with_add_actions
 
@@ -116,7 +115,7 @@ def write_task_files(
         fs.create_dir(root, recursive=True)
         name = f"part-{uuid.uuid4()}-c000.snappy.parquet"
         part = checked.slice(start, MAX_ROWS_PER_FILE)
-        pq.write_table(part, f"{root}/{name}", filesystem=fs, compression="snappy")
+        storage.write_parquet(part, f"{root}/{name}", fs)
         info = fs.get_file_info(f"{root}/{name}")
         written.append(
             {
@@ -283,7 +282,7 @@ def write_rows(rows: list[Mapping[str, Any]], spec: TableSpec, *, output: str, r
         fs.create_dir(root, recursive=True)
         names.append(f"part-00000-{uuid.uuid4()}-c000.snappy.parquet")
         table = pa.Table.from_batches([checked])
-        pq.write_table(table, f"{root}/{names[0]}", filesystem=fs, compression="snappy")
+        storage.write_parquet(table, f"{root}/{names[0]}", fs)
     actions = _add_actions(fs, root, names, spec, run_id)
     return commit_files(spec, actions, output=output, run_id=run_id)
 
