@@ -226,16 +226,15 @@ def group_id_bytes(keys: pa.Array) -> pa.Array:
     declared = (data[at].astype(np.int64) << 8) | data[at + 1]
     group_start = np.minimum(start + 4, start + length)
     group_end = np.minimum(group_start + declared, start + length)
-    # the group ranges as the odd slots of a 2n+1-slot binary array over the keys' own buffer
-    slots = np.empty(2 * n + 2, dtype=np.int64)
+    # the group ranges as the odd slots of a 2n+1-slot binary array over the keys' own buffer;
+    # monotone as they are: each range lies inside its key (declared >= 0, null and short keys
+    # get an empty one at their end), and the keys' offsets are
+    slots = np.empty(2 * n + 2, dtype=np.int32)
     slots[0] = 0
     slots[1 : 2 * n + 1 : 2] = group_start
     slots[2 : 2 * n + 2 : 2] = group_end
     slots[-1] = len(data)
-    slots = np.maximum.accumulate(slots)  # empty ranges of null/short keys stay monotone
-    ranges = pa.Array.from_buffers(
-        pa.binary(), 2 * n + 1, [None, pa.py_buffer(slots.astype(np.int32)), data_buffer]
-    )
+    ranges = pa.Array.from_buffers(pa.binary(), 2 * n + 1, [None, pa.py_buffer(slots), data_buffer])
     return ranges.take(pa.array(np.arange(1, 2 * n, 2, dtype=np.int64)))
 
 
