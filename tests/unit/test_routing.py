@@ -56,6 +56,28 @@ def test_group_id_bytes_never_fails_and_stays_inside_each_key(keys: list[bytes |
         assert group in (key or b"")
 
 
+def _group_of(key: bytes | None) -> bytes:
+    """The reference: bytes 4 .. 4 + the int16 at byte 2, cut to the key; none for a key too
+    short to hold the length."""
+    if key is None or len(key) < 4:
+        return b""
+    return key[4 : 4 + int.from_bytes(key[2:4], "big")]
+
+
+_KEYS = st.one_of(
+    st.none(),
+    st.binary(max_size=12),
+    st.builds(_key, st.integers(0, 17), st.binary(max_size=30), st.binary(max_size=12)),
+)
+
+
+@given(st.lists(_KEYS, max_size=30), st.integers(0, 5))
+def test_group_id_bytes_equal_the_reference_cut(keys: list[bytes | None], skip: int) -> None:
+    array = pa.array(keys, pa.binary()).slice(min(skip, len(keys)))
+    expected = [_group_of(k) for k in keys[min(skip, len(keys)) :]]
+    assert group_id_bytes(array).to_pylist() == expected
+
+
 def _raw(**columns: pa.Array) -> pa.Table:
     return pa.table(columns)
 
