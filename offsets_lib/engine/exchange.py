@@ -182,12 +182,13 @@ def _row_group_units(
 @dataclass(frozen=True)
 class MapUnits:
     """Map task t: the dump files `assigned[t]`, cut into pieces per audit task, into one piece
-    file under `pieces_uri` -> its MAP_ARROW rows."""
+    file under `pieces_uri` (as a run mapping `run_records` writes them) -> its MAP_ARROW rows."""
 
     assigned: list[list[Unit]]
     pieces_uri: str
     tasks: int
     reduce_large: bool
+    run_records: int
     schema: ClassVar[pa.Schema] = MAP_ARROW
 
     def __call__(self, task: int) -> Iterator[pa.RecordBatch]:
@@ -204,7 +205,7 @@ class MapUnits:
             )
         )
         pieces = cut(tables, self.tasks, reduce_large=self.reduce_large)
-        yield write_piece_file(pieces, self.pieces_uri)
+        yield write_piece_file(pieces, self.pieces_uri, self.run_records)
 
 
 def map_pieces(
@@ -214,12 +215,15 @@ def map_pieces(
     staging_uri: str,
     tasks: int,
     reduce_large: bool = False,
+    run_records: int = 0,
 ) -> list[dict[str, Any]]:
     """The map stage (one Spark job): the dump files `assigned` to map tasks, cut into pieces
     per audit task (routing.audit_tasks_of; `reduce_large`: a large task's superseded
-    offset-commit values dropped and counted, piece_files.LARGE_IN_BATCH);
+    offset-commit values dropped and counted, piece_files.LARGE_IN_BATCH), written as a run
+    mapping `run_records` writes them (piece_files.piece_options);
     returns the pieces' manifest (MAP_ARROW rows, one per audit task per `batch_rows` records)."""
-    work = MapUnits(assigned, arrow_uri(f"{staging_uri}/pieces"), tasks, reduce_large)
+    pieces_uri = arrow_uri(f"{staging_uri}/pieces")
+    work = MapUnits(assigned, pieces_uri, tasks, reduce_large, run_records)
     return [_manifest_row(r) for r in run_tasks(spark, work, len(assigned)).collect()]
 
 
@@ -237,6 +241,7 @@ def map_records(
     staging_uri: str,
     tasks: int,
     reduce_large: bool = False,
+    run_records: int = 0,
 ) -> list[dict[str, Any]]:
     """`map_pieces` over records Spark reads (Spark's Kafka-source columns, optional batch
     metadata: a Kafka run's records, or a dump pyarrow cannot reach): each Spark task positions
@@ -250,7 +255,8 @@ def map_records(
     def write_pieces(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_worker_heap()
         tables = (routing.positioned_table(table) for table in _rebatched(batches, rows))
-        yield write_piece_file(cut(tables, tasks, reduce_large=reduce_large), pieces_uri)
+        pieces = cut(tables, tasks, reduce_large=reduce_large)
+        yield write_piece_file(pieces, pieces_uri, run_records)
 
     read = [name for name in routing.RAW_COLUMNS if name in records.columns]
     mapped = records.select(*read).mapInArrow(write_pieces, spark_schema(MAP_ARROW))

@@ -77,10 +77,19 @@ LARGE_IN_BATCH = 1.5
 
 
 # Pieces on a remote file system are LZ4 frames: the pieces of 10M records are ~570 MB instead
-# of ~1.6 GB to send and fetch. On a local disk they stay uncompressed: compressing and
-# decompressing cost ~0.15 CPU-s per million records, which the page cache does not pay back
-# (10M, 2 cores: pieces 1,383 -> 433 MB, the map +2.1 CPU-s, the kernel's page-cache writes
-# -0.5 to -1.5 s, the audit tasks' reads +0.75 s).
+# of ~1.6 GB to send and fetch. On a local disk they stay uncompressed while the page cache
+# holds them: compressing and decompressing cost ~0.15 CPU-s per million records, which it does
+# not pay back (10M, 2 cores: pieces 1,383 -> 433 MB, the map +2.1 CPU-s, the kernel's
+# page-cache writes -0.5 to -1.5 s, the audit tasks' reads +0.75 s; again later: the run 11.2 ->
+# 12.0 s). A run of more records has them compressed on a local disk too: ~14 GB of pieces at
+# 100M records outgrow what the kernel keeps unwritten (vm.dirty_background_ratio, 10 % of
+# memory), and copying them into the page cache took the workers 46.5 s of system CPU (perf:
+# copy_folio_from_iter_atomic) against 11.7 s compressed; the run 143.5 -> 127.3 s (2 cores,
+# 24 GB). Between the two sizes the figure below is a judgement (~2.5 GB of pieces), not a
+# measured crossover.
+LOCAL_LZ4_ABOVE_RECORDS = 18_000_000
+
+
 _REMOTE_PIECE_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 
 
@@ -152,16 +161,17 @@ def _large_tasks(task_ids: np.ndarray, tasks: int) -> np.ndarray:
     return np.flatnonzero(sizes > LARGE_IN_BATCH * sizes.mean()).astype(np.int32)
 
 
-def write_piece_file(pieces: Iterable[Piece], pieces_uri: str) -> pa.RecordBatch:
-    """Write the pieces (`cut`) into one new IPC file under `pieces_uri`, a record batch each;
-    returns their MAP_ARROW rows (after the file is complete)."""
+def write_piece_file(pieces: Iterable[Piece], pieces_uri: str, run_records: int) -> pa.RecordBatch:
+    """Write the pieces (`cut`) into one new IPC file under `pieces_uri`, a record batch each,
+    compressed as `piece_options` says for a run mapping `run_records`; returns their MAP_ARROW
+    rows (after the file is complete)."""
     fs, root = storage.filesystem(pieces_uri)
     fs.create_dir(root, recursive=True)
     name = f"{uuid.uuid4().hex}.arrow"
     out: dict[str, list] = {name: [] for name in MAP_ARROW.names}
     with (
         fs.open_output_stream(f"{root}/{name}") as stream,
-        pa.ipc.new_file(stream, RAW_ARROW, options=piece_options(fs)) as writer,
+        pa.ipc.new_file(stream, RAW_ARROW, options=piece_options(fs, run_records)) as writer,
     ):
         for piece in pieces:
             out["path"].append(f"{pieces_uri}/{name}")
@@ -180,9 +190,13 @@ def write_piece_file(pieces: Iterable[Piece], pieces_uri: str) -> pa.RecordBatch
     return pa.RecordBatch.from_pydict(out, schema=MAP_ARROW)
 
 
-def piece_options(fs: pafs.FileSystem) -> pa.ipc.IpcWriteOptions:
-    """How pieces are written on `fs`: LZ4 unless it is the local file system."""
-    return _LOCAL_PIECE_OPTIONS if isinstance(fs, pafs.LocalFileSystem) else _REMOTE_PIECE_OPTIONS
+def piece_options(fs: pafs.FileSystem, run_records: int) -> pa.ipc.IpcWriteOptions:
+    """How pieces are written on `fs` by a run mapping `run_records`: LZ4 unless it is the local
+    file system and the run at most LOCAL_LZ4_ABOVE_RECORDS."""
+    is_local = isinstance(fs, pafs.LocalFileSystem)
+    if is_local and run_records <= LOCAL_LZ4_ABOVE_RECORDS:
+        return _LOCAL_PIECE_OPTIONS
+    return _REMOTE_PIECE_OPTIONS
 
 
 def routed_pieces(pieces: list[dict[str, Any]], *, tasks: int) -> list[list[Route]]:

@@ -46,16 +46,13 @@ def _expected_records(
     return raw.count()
 
 
-def audit_line(inputs: Inputs, increment: incremental.Increment | None) -> str:
-    """The audit step's line: the records counted (the dump's Parquet footers or the Kafka
-    range), the tasks, and who reads the records."""
-    if increment is not None:
-        records: int | None = increment.new_records + increment.kept_rows
-    else:
-        rows = [unit.rows for units in inputs.units for unit in units]
-        records = sum(rows) if rows and None not in rows else None
-    counted = f"{records} records" if records is not None else "the records"
-    return f"auditing {counted} in {inputs.tasks} tasks (read by {inputs.reader})"
+def audit_line(inputs: Inputs) -> str:
+    """The audit step's line: the records counted (the dump's Parquet footers, a Spark count or
+    the Kafka range), the tasks, and who reads the records."""
+    return (
+        f"auditing {inputs.expected_records} records in {inputs.tasks} tasks"
+        f" (read by {inputs.reader})"
+    )
 
 
 def kept_emitter(
@@ -79,6 +76,7 @@ class Inputs:
     stored: list[dict[str, Any]]
     tasks: int
     records: DataFrame | None = None  # raw records (Kafka-source columns), exchange.map_records
+    expected_records: int = 0  # the records the run audits (`_expected_records`)
 
     @property
     def reader(self) -> str:
@@ -124,9 +122,10 @@ def plan_inputs(
             if planned is None:  # under the output, which the staging folder showed pyarrow reaches
                 raise RuntimeError(f"pyarrow cannot read the kept records at {to_map[0]}")
             units = planned
+    expected = _expected_records(raw, increment, units)
     if tasks is None:
-        tasks = audit_tasks(spark, _expected_records(raw, increment, units))
-    return Inputs(units, exchange.stored_pieces(stored, tasks), tasks, records)
+        tasks = audit_tasks(spark, expected)
+    return Inputs(units, exchange.stored_pieces(stored, tasks), tasks, records, expected)
 
 
 def _map_tasks(spark: SparkSession) -> int:
@@ -178,14 +177,15 @@ def mapped_pieces(
     """The file shuffle's map stage (none when every record is in a stored piece): its pieces
     and the stored ones (with `reduce_large`, the map drops the superseded commits of tasks
     that look large, piece_files.LARGE_IN_BATCH)."""
-    tasks = inputs.tasks
+    how = {
+        "staging_uri": staging.uri,
+        "tasks": inputs.tasks,
+        "reduce_large": reduce_large,
+        "run_records": inputs.expected_records,
+    }
     pieces = list(inputs.stored)
     if inputs.units:
-        pieces += exchange.map_pieces(
-            spark, inputs.units, staging_uri=staging.uri, tasks=tasks, reduce_large=reduce_large
-        )
+        pieces += exchange.map_pieces(spark, inputs.units, **how)
     if inputs.records is not None:
-        pieces += exchange.map_records(
-            inputs.records, staging_uri=staging.uri, tasks=tasks, reduce_large=reduce_large
-        )
+        pieces += exchange.map_records(inputs.records, **how)
     return pieces

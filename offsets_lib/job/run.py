@@ -92,7 +92,7 @@ def _execute(
         staging = Staging.fresh(options.output, options.run_id)
         stages.step(f"planning: {_input_text(options, increment)}")
         inputs = audit_plan.plan_inputs(spark, raw, increment)
-        stages.step(audit_plan.audit_line(inputs, increment))
+        stages.step(audit_plan.audit_line(inputs))
         audited = _audit(spark, options, report, staging, inputs, increment, end_offsets)
         stages.done("read+audit", audited.summary(report, inputs))
         root = run_output.files_root(options, staging)

@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import Params
-from offsets_lib.engine import exchange, piece_files, pipeline
+from offsets_lib.engine import exchange, piece_files, pipeline, routing
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import sink, storage
 from offsets_lib.io.sources.parquet import read_parquet_dump
@@ -232,12 +232,34 @@ def test_plan_counts_the_records_from_the_footers(tmp_path, monkeypatch) -> None
     assert {u.rows for task in units for u in task} == {None}
 
 
-def test_pieces_are_compressed_only_off_the_local_disk(tmp_path) -> None:
+def test_pieces_are_compressed_off_the_local_disk_and_on_it_for_a_large_run(tmp_path) -> None:
     local = pafs.LocalFileSystem()
-    assert piece_files.piece_options(local).compression is None
-    assert piece_files.piece_options(pafs.SubTreeFileSystem(str(tmp_path), local)).compression == (
-        "lz4"
-    )
+    other = pafs.SubTreeFileSystem(str(tmp_path), local)
+    limit = piece_files.LOCAL_LZ4_ABOVE_RECORDS
+    assert piece_files.piece_options(local, limit).compression is None
+    assert piece_files.piece_options(local, limit + 1).compression == "lz4"
+    assert piece_files.piece_options(other, 10).compression == "lz4"
+
+
+def test_a_large_runs_local_pieces_are_lz4_frames_that_read_back_whole(dumps, tmp_path) -> None:
+    """The same pieces written for a small and for a large run on the local disk: the large
+    run's file is LZ4 (smaller) and its pieces read back as the records that were cut."""
+    table = pq.read_table(glob.glob(f"{dumps['generated']}/*.parquet"))
+    pieces = list(piece_files.cut([routing.positioned_table(table)], tasks=3))
+    sizes, routes = [], []
+    for run_records in (table.num_rows, piece_files.LOCAL_LZ4_ABOVE_RECORDS + 1):
+        rows = piece_files.write_piece_file(pieces, f"{tmp_path}/{run_records}", run_records)
+        files = glob.glob(f"{tmp_path}/{run_records}/*.arrow")
+        assert len(files) == 1
+        sizes.append(Path(files[0]).stat().st_size)
+        routes.append([piece_files.Route(r["path"], r["batch"]) for r in rows.to_pylist()])
+    assert sizes[1] < sizes[0] / 2
+    with pa.memory_map(glob.glob(f"{tmp_path}/{table.num_rows}/*.arrow")[0]) as handle:
+        plain = pa.ipc.open_file(handle).read_all()
+    for routed in routes:
+        read = pa.Table.from_batches(piece_files.task_records(routed))
+        assert read.num_rows == table.num_rows
+        assert read.equals(plain)
 
 
 def test_map_batches_grow_with_the_audit_tasks_up_to_a_bound() -> None:
