@@ -31,11 +31,10 @@ import re
 import shlex
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -392,8 +391,9 @@ def start_python_workers(
     the driver plans the run (reads the checkpoint, asks Kafka for offsets and the catalog for
     its tables, lists files): the stages that follow reuse them (spark.python.worker.reuse,
     Spark's default). Returns the job's thread; a failure there is left to the run's own jobs
-    to report. The thread asks for the session's parallelism too, which on a cluster waits for
-    the executors: the driver plans meanwhile.
+    to report. Where the settings do not give the session's parallelism, the job that measures
+    it (spark_settings.parallelism) is the one that starts them; on a cluster it waits for the
+    executors: the driver plans meanwhile.
 
     Why: a fresh JVM's first Python job pays for the daemon and workers, their imports and
     Spark's cold Arrow path; measured (2 cores): a job of two trivial mapInArrow tasks took
@@ -404,24 +404,19 @@ def start_python_workers(
 
     def start() -> None:
         try:
-            tasks = max(spark_settings.parallelism(spark), 1)
-            ids = spark.range(0, tasks, 1, tasks)
-            ids.mapInArrow(partial(_imported, tuple(modules)), ids.schema).collect()
+            tasks = spark_settings.given_parallelism(spark)
+            if tasks is None:
+                spark_settings.parallelism(spark, imports=tuple(modules))
+                return
+            ids = spark.range(0, max(tasks, 1), 1, max(tasks, 1))
+            imported = partial(spark_settings.split_rows, tuple(modules))
+            ids.mapInArrow(imported, spark_settings.SPLIT_ROWS).collect()
         except Exception:  # the run's own jobs start workers again and fail loud
             logging.getLogger(__name__).debug("starting Python workers failed", exc_info=True)
 
     thread = threading.Thread(target=start, name="start-python-workers", daemon=True)
     thread.start()
     return thread
-
-
-def _imported(modules: tuple[str, ...], batches: Iterator[Any]) -> Iterator[Any]:
-    """Executor side of `start_python_workers`."""
-    import importlib
-
-    for module in modules:
-        importlib.import_module(module)
-    yield from batches
 
 
 def main(argv: list[str] | None = None) -> int:

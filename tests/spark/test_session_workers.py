@@ -39,3 +39,21 @@ def test_a_worker_start_that_fails_leaves_the_run_to_report(spark, caplog):
     assert not thread.is_alive()
     assert "starting Python workers failed" in caplog.text
     assert spark.range(3).count() == 3  # the session is unharmed
+
+
+@pytest.mark.spark
+def test_a_clusters_parallelism_is_measured_by_a_python_job_over_the_ranges_splits(
+    spark, monkeypatch
+):
+    """Where the settings do not give it (a cluster's master), one Python job over a range
+    counts its splits and imports the given modules: no SQL function, which would wait for a
+    Hive catalog starting beside it."""
+    from offsets_lib.io import spark_settings
+
+    monkeypatch.setattr(spark_settings, "given_parallelism", lambda _spark: None)
+    monkeypatch.setattr(spark_settings, "_MEASURED", type(spark_settings._MEASURED)())
+    splits = spark.range(0, 1 << 16).rdd.getNumPartitions()
+    assert spark_settings.parallelism(spark, imports=session.TASK_MODULES) == splits
+    with pytest.raises(Exception, match="no_such_module"):
+        monkeypatch.setattr(spark_settings, "_MEASURED", type(spark_settings._MEASURED)())
+        spark_settings.parallelism(spark, imports=("offsets_lib.no_such_module",))

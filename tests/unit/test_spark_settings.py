@@ -43,36 +43,42 @@ def test_the_setting_is_put_back_when_the_block_fails() -> None:
 
 class MeasuredCluster:
     """A cluster session as `parallelism` asks it: no parallelism set, a standalone master, and
-    the small job's answer (the largest split id), which takes a while (executors starting)."""
+    the small job's answer (a row per split of the range), which takes a while (executors
+    starting). The job's function runs here, over one empty batch list per split."""
 
     def __init__(self, splits: int) -> None:
         self.conf = RecordedConf({"spark.master": "spark://127.0.0.1:7077"})
         self.splits = splits
         self.jobs = 0
+        self.function = None
 
     def range(self, *args: int) -> MeasuredCluster:
         return self
 
-    def select(self, *columns: object) -> MeasuredCluster:
+    def mapInArrow(self, function, schema: str) -> MeasuredCluster:
+        assert schema == spark_settings.SPLIT_ROWS
+        self.function = function
         return self
 
-    def agg(self, *columns: object) -> MeasuredCluster:
-        return self
-
-    def first(self) -> list[int]:
+    def collect(self) -> list[object]:
         self.jobs += 1
         time.sleep(0.2)
-        return [self.splits - 1]
+        return [row for _ in range(self.splits) for row in self.function(iter([]))]
 
 
-def test_parallelism_asked_from_two_threads_at_once_is_measured_by_one_job(monkeypatch) -> None:
+def test_parallelism_asked_from_two_threads_at_once_is_measured_by_one_job() -> None:
     """The workers' start measures it in a thread while the driver plans; the plan's own ask
     waits for that measurement instead of running a second job."""
-    from pyspark.sql import functions
-
-    monkeypatch.setattr(functions, "spark_partition_id", lambda: SimpleNamespace(alias=str))
-    monkeypatch.setattr(functions, "max", str)
     spark = MeasuredCluster(splits=3)
     with ThreadPoolExecutor(max_workers=2) as pool:
         answers = list(pool.map(lambda _: spark_settings.parallelism(spark), range(2)))  # type: ignore[arg-type]
     assert (answers, spark.jobs) == ([3, 3], 1)
+
+
+def test_the_measuring_job_imports_what_it_is_given() -> None:
+    """The job that measures a cluster's parallelism is the workers' start: its tasks import
+    the run's modules (a module that cannot be imported fails the job)."""
+    spark = MeasuredCluster(splits=2)
+    assert spark_settings.parallelism(spark, imports=("json",)) == 2  # type: ignore[arg-type]
+    with pytest.raises(ModuleNotFoundError):
+        spark_settings.parallelism(MeasuredCluster(splits=2), imports=("no_such_module_x",))  # type: ignore[arg-type]
