@@ -35,9 +35,11 @@ def parallelism(spark: SparkSession, imports: tuple[str, ...] = ()) -> int:
     The job is a Python map over the range's splits, one row each: an SQL function in it
     (`spark_partition_id`, `max`) waits for the session catalog, and on a cluster whose catalog
     is a Hive metastore the run asks that catalog at the same time (its client starts in
-    ~10-25 s). Measured (local, Hive catalog starting beside it): the SQL query's analysis
-    waited 12.1 s, this job's none; on the bench's production line the run's first job
-    started 46 s after the application, 26 s after its executors."""
+    ~10-25 s). Measured, local with a Hive catalog starting beside it: the SQL query's
+    analysis waited 12.1 s, this job's none. On the bench's production line (event logs, one
+    round each) the run's first job started 46.2 -> 39.2 s after the application, its
+    executors ready at ~20 s: there the Python map's analysis still waits for part of the
+    Hive client's start (py-spy), for a lock not yet found."""
     given = given_parallelism(spark)
     if given is not None:
         return given

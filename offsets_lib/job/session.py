@@ -405,10 +405,10 @@ def start_python_workers(
     def start() -> None:
         try:
             tasks = spark_settings.given_parallelism(spark)
-            if tasks is None:
+            if tasks is None:  # its measuring job starts them
                 spark_settings.parallelism(spark, imports=tuple(modules))
                 return
-            ids = spark.range(0, max(tasks, 1), 1, max(tasks, 1))
+            ids = spark.range(0, tasks, 1, tasks)
             imported = partial(spark_settings.split_rows, tuple(modules))
             ids.mapInArrow(imported, spark_settings.SPLIT_ROWS).collect()
         except Exception:  # the run's own jobs start workers again and fail loud

@@ -60,15 +60,23 @@ def dumps(tmp_path_factory) -> dict[str, str]:
 
 @pytest.mark.slow  # 20-250 s on 2 busy cores: `make test` runs it, `make test-fast` not
 @pytest.mark.parametrize(
-    ("dump", "coordinator", "tasks", "map_tasks"),
+    ("dump", "coordinator", "tasks", "map_tasks", "run_records"),
     [
-        ("generated", Coordinator.NEW, 1, 1),
-        ("generated", Coordinator.PRE_2_1, 3, 2),
-        ("rewritten", Coordinator.NEW, 4, 5),
+        ("generated", Coordinator.NEW, 1, 1, 8_000),
+        ("generated", Coordinator.PRE_2_1, 3, 2, 8_000),
+        # pieces written as a large run writes them on a local disk: LZ4 frames
+        ("rewritten", Coordinator.NEW, 4, 5, piece_files.LOCAL_LZ4_ABOVE_RECORDS + 1),
     ],
 )
 def test_file_shuffle_equals_reference(
-    spark, dumps, tmp_path, dump: str, coordinator: Coordinator, tasks: int, map_tasks: int
+    spark,
+    dumps,
+    tmp_path,
+    dump: str,
+    coordinator: Coordinator,
+    tasks: int,
+    map_tasks: int,
+    run_records: int,
 ) -> None:
     raw = read_parquet_dump(spark, [dumps[dump]])
     as_of_ms = raw.agg(F.max(F.unix_millis("timestamp"))).first()[0]
@@ -80,7 +88,9 @@ def test_file_shuffle_equals_reference(
     if map_tasks > 3:  # three files over five map tasks: split by row groups
         assert len(units) == map_tasks
         assert any(u.row_groups is not None for task in units for u in task)
-    pieces = exchange.map_pieces(spark, units, staging_uri=staging.uri, tasks=tasks)
+    pieces = exchange.map_pieces(
+        spark, units, staging_uri=staging.uri, tasks=tasks, run_records=run_records
+    )
     manifest = exchange.audit_pieces(
         spark,
         pieces,

@@ -54,6 +54,6 @@ def test_a_clusters_parallelism_is_measured_by_a_python_job_over_the_ranges_spli
     monkeypatch.setattr(spark_settings, "_MEASURED", type(spark_settings._MEASURED)())
     splits = spark.range(0, 1 << 16).rdd.getNumPartitions()
     assert spark_settings.parallelism(spark, imports=session.TASK_MODULES) == splits
+    monkeypatch.setattr(spark_settings, "_MEASURED", type(spark_settings._MEASURED)())
     with pytest.raises(Exception, match="no_such_module"):
-        monkeypatch.setattr(spark_settings, "_MEASURED", type(spark_settings._MEASURED)())
         spark_settings.parallelism(spark, imports=("offsets_lib.no_such_module",))
