@@ -132,6 +132,83 @@ class _Sampler:
         self._sample()
 
 
+# A process of the production line by a word of its command line (the first match names it),
+# or by its program: tar and gzip unpack the executors' environment (Spark's Utils.unpack)
+PROCESS_KINDS = (
+    ("driver JVM", "org.apache.spark.deploy.SparkSubmit"),
+    ("executor JVMs", "CoarseGrainedExecutorBackend"),
+    ("executors' Python", "pyspark.daemon"),
+    ("driver Python", "offsets_job.py"),
+    ("driver Python", "production_baseline.py"),
+    ("Kafka broker", "kafka.Kafka"),
+    ("Spark master, workers", "org.apache.spark.deploy."),
+)
+PROGRAM_KINDS = {"tar": "unpacking", "gzip": "unpacking", "weed": "S3 (SeaweedFS)"}
+
+
+def process_kind(command: list[str]) -> str:
+    """The kind of the process that runs `command` (its words), else "other"."""
+    program = command[0].rsplit("/", 1)[-1] if command else ""
+    if program in PROGRAM_KINDS:
+        return PROGRAM_KINDS[program]
+    for kind, marker in PROCESS_KINDS:
+        if any(marker in word for word in command):
+            return kind
+    return "other"
+
+
+class MachineCpu:
+    """CPU seconds of every process of the machine by `process_kind`, sampled every 0.5 s
+    while inside (each process's own user and system time, from its first sample or from
+    the start; one that exits loses at most its last 0.5 s): where a 2-core deployment, whose
+    processes all share the cores, spends them."""
+
+    def __init__(self, interval_s: float = 0.5) -> None:
+        self._interval = interval_s
+        self._start: dict[int, float] = {}
+        self._last: dict[int, tuple[str, float]] = {}
+        self._started = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        for proc in psutil.process_iter():
+            cpu = _own_cpu(proc)
+            if cpu is None:
+                continue
+            if proc.pid not in self._last:
+                try:
+                    kind = process_kind(proc.cmdline())
+                except psutil.Error:
+                    continue
+                self._start[proc.pid] = 0.0 if self._started else sum(cpu)
+            else:
+                kind = self._last[proc.pid][0]
+            self._last[proc.pid] = (kind, sum(cpu))
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._sample()
+
+    def by_kind(self) -> dict[str, float]:
+        """CPU seconds by kind, largest first, rounded to 0.1 s."""
+        used: dict[str, float] = {}
+        for pid, (kind, cpu) in self._last.items():
+            used[kind] = used.get(kind, 0.0) + max(0.0, cpu - self._start[pid])
+        return {kind: round(s, 1) for kind, s in sorted(used.items(), key=lambda kv: -kv[1])}
+
+    def __enter__(self) -> MachineCpu:
+        self._sample()
+        self._started = True
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
 def _spark_stages(spark) -> list[Any]:
     """Spark's own record of the application's stages (its status store, kept with the UI off)."""
     context = spark.sparkContext

@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import _append_results, ensure_dump
+from bench.harness import MachineCpu, _append_results, ensure_dump
 from bench.kafka_topic import BROKER_SETTINGS, create_topic, log_order, produce
 from tests.broker.brokers import KafkaBroker
 from tests.cluster.servers import (
@@ -68,19 +68,25 @@ DELTA_CONF = {
 }
 
 
-def _timed(cluster: SparkCluster, what: str, args: list[str], env: dict[str, str], **options):
-    """Seconds of one spark-submit, start to exit; fails with the tail of its log."""
-    started = time.perf_counter()
-    # Spark's fetch cache, which the DAG leaves on: the tests' copy of every jar per executor
-    # is not part of the deployment measured here
-    process = cluster.submit(args, env, fetch_cache=True, **options)
-    code = process.wait(timeout=SUBMIT_TIMEOUT_S)
-    seconds = time.perf_counter() - started
+def _timed(
+    cluster: SparkCluster, what: str, args: list[str], env: dict[str, str], **options
+) -> tuple[float, dict[str, float]]:
+    """Seconds of one spark-submit, start to exit, and the machine's CPU seconds meanwhile by
+    kind of process (harness.MachineCpu); fails with the tail of its log."""
+    with MachineCpu() as cpu:
+        started = time.perf_counter()
+        # Spark's fetch cache, which the DAG leaves on: the tests' copy of every jar per
+        # executor is not part of the deployment measured here
+        process = cluster.submit(args, env, fetch_cache=True, **options)
+        code = process.wait(timeout=SUBMIT_TIMEOUT_S)
+        seconds = time.perf_counter() - started
     if code != 0:
         tail = cluster.submitted[-1].read_text()[-4000:]
         raise RuntimeError(f"{what} exited with {code}:\n{tail}")
-    print(f"  {what}: {seconds:.1f} s", flush=True)
-    return seconds
+    used = cpu.by_kind()
+    shown = ", ".join(f"{kind} {s:.1f}" for kind, s in used.items() if s >= 0.1)
+    print(f"  {what}: {seconds:.1f} s; CPU s {sum(used.values()):.1f}: {shown}", flush=True)
+    return seconds, used
 
 
 def _job_args(broker: KafkaBroker, s3: S3Server, name: str) -> list[str]:
@@ -111,6 +117,7 @@ def run(records: int, reps: int, out: Path, variants: list[str]) -> dict[str, An
     scratch.mkdir(parents=True)
     packages = submit_packages()
     timings: dict[str, list[float]] = {}
+    cpu: dict[str, list[dict[str, float]]] = {}  # by round: CPU seconds by kind of process
     settings = {**BROKER_SETTINGS, "num.partitions": str(PARTITIONS)}
     broker = KafkaBroker(
         KAFKA_VERSION, scratch / "kafka", settings, scram_users={SASL_USER: SASL_PASSWORD}
@@ -149,8 +156,11 @@ def run(records: int, reps: int, out: Path, variants: list[str]) -> dict[str, An
                 names = list(works)
                 for what in names[rep % len(names) :] + names[: rep % len(names)]:
                     args, run_env, options = works[what]
-                    seconds = _timed(cluster, what, args, run_env, packages=packages, **options)
+                    seconds, used = _timed(
+                        cluster, what, args, run_env, packages=packages, **options
+                    )
                     timings.setdefault(what, []).append(seconds)
+                    cpu.setdefault(what, []).append(used)
     finally:
         broker.stop()
     medians = {what: round(statistics.median(times), 1) for what, times in timings.items()}
@@ -158,6 +168,7 @@ def run(records: int, reps: int, out: Path, variants: list[str]) -> dict[str, An
         "records": produced,
         "reps": reps,
         "seconds": timings,
+        "cpu_s_by_process": cpu,
         "median_s": medians,
         "job_median_s": medians["job"],
         "baseline_median_s": medians["baseline"],

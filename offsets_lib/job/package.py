@@ -17,6 +17,10 @@ CONSTRAINTS = PACKAGE_DIR.parent / "jobs" / "executor-constraints.txt"
 # where the executors find the unpacked environment: --archives <file>#ENVIRONMENT
 ENVIRONMENT = "environment"
 EXECUTOR_PYTHON = f"./{ENVIRONMENT}/bin/python"
+# Left out of the packed venv: the packages' own test suites, which nothing imports at run
+# time (pandas', numpy's, pyarrow's: 3,160 of its 10,611 files, 58 of 573 MB). Every
+# executor, and a client-mode driver, unpacks the archive at each application's start.
+NOT_PACKED = ("lib/python*/site-packages/*/tests/*",)
 
 
 def build_pyfiles(destination: Path) -> Path:
@@ -50,7 +54,13 @@ def build_executor_env(destination: Path, constraints: Path = CONSTRAINTS) -> Pa
         python = ["--python", str(env / "bin" / "python")]
         subprocess.run([sys.executable, "-m", "pip", *python, *install], check=True)
         destination.parent.mkdir(parents=True, exist_ok=True)
-        venv_pack.pack(prefix=str(env), output=str(destination), format="tar.gz", force=True)
+        venv_pack.pack(
+            prefix=str(env),
+            output=str(destination),
+            format="tar.gz",
+            force=True,
+            filters=[("exclude", pattern) for pattern in NOT_PACKED],
+        )
     return destination
 
 

@@ -245,16 +245,18 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 def where(batches):
-    import deltalake, numpy, pyarrow
+    import glob, deltalake, numpy, pyarrow
     for _ in batches:
         pass
     versions = [pyarrow.__version__, deltalake.__version__, numpy.__version__]
+    suites = glob.glob(sys.prefix + "/lib/python*/site-packages/**/tests", recursive=True)
     yield pa.RecordBatch.from_pylist([{"prefix": sys.prefix, "pyarrow": pyarrow.__file__,
-                                       "versions": " ".join(versions)}])
+                                       "versions": " ".join(versions), "tests": len(suites)}])
 
 spark = SparkSession.builder.getOrCreate()
 frame = spark.range(0, 2, numPartitions=2)
-rows = frame.mapInArrow(where, "prefix string, pyarrow string, versions string").collect()
+schema = "prefix string, pyarrow string, versions string, tests int"
+rows = frame.mapInArrow(where, schema).collect()
 print("PROBE " + json.dumps({"driver": sys.prefix, "executors": [r.asDict() for r in rows]}))
 spark.stop()
 """
@@ -264,7 +266,8 @@ def test_the_executors_run_the_shipped_environment_not_the_drivers_python(
     cluster: SparkCluster, tmp_path: Path
 ) -> None:
     """spark-submit as the job's: each executor's Python is the packed venv's, unpacked in its
-    own folder (`--archives ...#environment`), with the pinned packages imported from it."""
+    own folder (`--archives ...#environment`), with the pinned packages imported from it and
+    without their test suites (package.NOT_PACKED)."""
     import json
 
     from tests.unit.test_executor_constraints import pins
@@ -283,6 +286,7 @@ def test_the_executors_run_the_shipped_environment_not_the_drivers_python(
         assert executor["prefix"].endswith("/environment"), executor
         assert executor["pyarrow"].startswith(executor["prefix"] + "/"), executor
         assert executor["versions"] == wanted
+        assert executor["tests"] == 0
 
 
 def test_a_second_writer_on_the_same_object_store_output_fails_with_exit_5(

@@ -97,3 +97,31 @@ def test_a_variant_is_named_in_its_target_and_not_compared_with_the_defaults() -
         "target 1M records: 2.000x the baseline's time -> met",
         "target 100M records: driver 500 MB, worker 1500 MB -> met",
     ]
+
+
+def test_the_production_lines_processes_are_named_by_their_command_lines() -> None:
+    java = "/usr/lib/jvm/java-17/bin/java"
+    commands = {
+        "driver JVM": [java, "-cp", "jars/*", "org.apache.spark.deploy.SparkSubmit", "job.py"],
+        "executor JVMs": [java, "org.apache.spark.executor.CoarseGrainedExecutorBackend"],
+        "executors' Python": ["./environment/bin/python", "-m", "pyspark.daemon"],
+        "driver Python": ["/venv/bin/python", "/repo/jobs/offsets_job.py", "--conf", "p.toml"],
+        "unpacking": ["/usr/bin/gzip", "-dc", "/tmp/spark-1/executor-env.tar.gz"],
+        "Kafka broker": [java, "-Xmx1G", "kafka.Kafka", "server.properties"],
+        "Spark master, workers": [java, "org.apache.spark.deploy.worker.Worker", "spark://m"],
+        "S3 (SeaweedFS)": ["/venv/bin/weed", "mini", "-dir", "/tmp/s3"],
+        "other": ["/bin/bash", "-c", "gzip -dc x.tar.gz | tar -xf -"],
+    }
+    assert {kind: harness.process_kind(c) for kind, c in commands.items()} == {
+        kind: kind for kind in commands
+    }
+    assert harness.process_kind([]) == "other"
+
+
+def test_machine_cpu_counts_each_kind_from_its_processes_while_inside() -> None:
+    with harness.MachineCpu(interval_s=0.1) as cpu:  # the child exits before the end
+        subprocess.run([sys.executable, "-c", BURN, "offsets_job.py"], check=True)
+    used = cpu.by_kind()
+    assert 0.4 <= used["driver Python"] <= 0.8  # the child's 0.6 s, sampled while it ran
+    assert all(seconds >= 0.0 for seconds in used.values())
+    assert list(used.values()) == sorted(used.values(), reverse=True)
