@@ -252,7 +252,12 @@ class SparkCluster:
 
         log = self.root / f"submit-{len(self.submitted)}.log"
         self.submitted.append(log)
-        env = clean_env({"PYSPARK_PYTHON": EXECUTOR_PYTHON, **env})
+        # the driver's temporary folders (in client mode the archive it fetches, 171 MB) under
+        # the cluster's folder: a driver a test kills leaves no /tmp/spark-* behind
+        scratch = self.root / "driver-tmp"
+        scratch.mkdir(exist_ok=True)
+        java = {"SPARK_SUBMIT_OPTS": f"-Djava.io.tmpdir={scratch}"}
+        env = clean_env({"PYSPARK_PYTHON": EXECUTOR_PYTHON, **java, **env})
         return _start(self.submit_command(args, **options), log, env)
 
 

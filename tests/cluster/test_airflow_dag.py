@@ -204,6 +204,8 @@ def deployment(
         "port": int(cluster.master_url.rsplit(":", 1)[1]),
         "extra": {"deploy-mode": "client", "spark-binary": "spark-submit"},
     }
+    scratch = root / "driver-tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
     env = {
         k: v
         for k, v in clean_env(dict(cluster.env)).items()
@@ -221,6 +223,9 @@ def deployment(
         "KAFKA_SASL_PASSWORD": SASL_PASSWORD,
         "SPARK_CONF_DIR": str(spark_conf),
         "PYTHONDONTWRITEBYTECODE": "1",
+        # the driver's temporary folders here: a task Airflow kills (SIGKILL) leaves no
+        # /tmp/spark-* copy of the executors' archive behind
+        "SPARK_SUBMIT_OPTS": f"-Djava.io.tmpdir={scratch}",
     }
     migrate = subprocess.run(
         [str(airflow), "db", "migrate"], env=env, cwd=root, capture_output=True, text=True,

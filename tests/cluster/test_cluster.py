@@ -255,7 +255,7 @@ def where(batches):
 
 spark = SparkSession.builder.getOrCreate()
 frame = spark.range(0, 2, numPartitions=2)
-schema = "prefix string, pyarrow string, versions string, tests int"
+schema = "prefix string, pyarrow string, versions string, tests long"
 rows = frame.mapInArrow(where, schema).collect()
 print("PROBE " + json.dumps({"driver": sys.prefix, "executors": [r.asDict() for r in rows]}))
 spark.stop()
