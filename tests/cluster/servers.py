@@ -253,7 +253,8 @@ class SparkCluster:
         log = self.root / f"submit-{len(self.submitted)}.log"
         self.submitted.append(log)
         # the driver's temporary folders (in client mode the archive it fetches, 171 MB) under
-        # the cluster's folder: a driver a test kills leaves no /tmp/spark-* behind
+        # the cluster's folder: a driver killed before its shutdown hook ran leaves no
+        # /tmp/spark-* behind
         scratch = self.root / "driver-tmp"
         scratch.mkdir(exist_ok=True)
         java = {"SPARK_SUBMIT_OPTS": f"-Djava.io.tmpdir={scratch}"}
@@ -289,6 +290,9 @@ def run_cluster(root: Path, s3: S3Server) -> Iterator[SparkCluster]:
             "SPARK_WORKER_OPTS": " ".join(
                 f"-Dspark.worker.cleanup.{k}={v}" for k, v in cleanup.items()
             ),
+            # the executors' temporary folders too (each fetches the archive into one, which
+            # only its shutdown hook removes: a killed worker's executor left a /tmp copy)
+            "JDK_JAVA_OPTIONS": f"-Djava.io.tmpdir={root / 'local'}",
         }
     )
     spark_class = str(BIN / "spark-class")

@@ -210,7 +210,7 @@ def deployment(
         k: v
         for k, v in clean_env(dict(cluster.env)).items()
         if k not in {"VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"}
-        and not k.startswith(("AIRFLOW", "OFFSETS_", "SPARK_WORKER", "SPARK_LOCAL_DIRS"))
+        and not k.startswith(("AIRFLOW", "OFFSETS_", "SPARK_WORKER", "SPARK_LOCAL_DIRS", "JDK_"))
     }
     env |= {
         "AIRFLOW_HOME": str(root / "airflow-home"),
@@ -223,8 +223,8 @@ def deployment(
         "KAFKA_SASL_PASSWORD": SASL_PASSWORD,
         "SPARK_CONF_DIR": str(spark_conf),
         "PYTHONDONTWRITEBYTECODE": "1",
-        # the driver's temporary folders here: a task Airflow kills (SIGKILL) leaves no
-        # /tmp/spark-* copy of the executors' archive behind
+        # the driver's temporary folders here: a driver killed before its shutdown hook ran
+        # leaves no /tmp/spark-* copy of the executors' archive behind
         "SPARK_SUBMIT_OPTS": f"-Djava.io.tmpdir={scratch}",
     }
     migrate = subprocess.run(
