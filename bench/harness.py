@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import psutil
 
@@ -53,7 +53,36 @@ def _machine_busy_seconds() -> float:
 BUSY_SHARE = 0.10
 
 
-class _Sampler:
+class _SampledWhileInside:
+    """Calls `_sample` on entering, every `interval_s` in a thread while inside, and on leaving
+    (`_started` tells a sample from the one taken before the work)."""
+
+    def __init__(self, interval_s: float) -> None:
+        self._interval = interval_s
+        self._started = False
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval):
+            self._sample()
+
+    def __enter__(self) -> Self:
+        self._sample()  # the processes alive before the work: their CPU so far is not counted
+        self._started = True
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+class _Sampler(_SampledWhileInside):
     """CPU and peak RSS of this process tree, sampled every 0.2 s, per process.
 
     CPU is counted per process id (the newest sample minus the one before the work started), so
@@ -65,15 +94,13 @@ class _Sampler:
     """
 
     def __init__(self) -> None:
+        super().__init__(0.2)
         self.peak_mb = 0.0
         self.jvm_peak_mb = 0.0
         self.worker_peak_mb = 0.0
         self._me = psutil.Process()
-        self._started = False
         self._start_cpu: dict[int, tuple[float, float]] = {}
         self._last_cpu: dict[int, tuple[float, float]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _tree(self) -> list[psutil.Process]:
         return [self._me, *self._me.children(recursive=True)]
@@ -97,10 +124,6 @@ class _Sampler:
             else:
                 self.worker_peak_mb = max(self.worker_peak_mb, rss)
 
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            self._sample()
-
     def _used(self, part: int) -> float:
         return sum(
             max(0.0, last[part] - self._start_cpu[pid][part])
@@ -119,17 +142,6 @@ class _Sampler:
         ~9 CPU-s per GB in 2 MB pages (0.5 s in 4 KB pages), so it tells a run that grew fresh
         Python workers' heaps from one that reused them."""
         return self._used(1)
-
-    def __enter__(self) -> _Sampler:
-        self._sample()  # the processes alive before the work: their CPU so far is not counted
-        self._started = True
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._sample()
 
 
 # A process of the production line by a word of its command line (the first match names it),
@@ -157,19 +169,16 @@ def process_kind(command: list[str]) -> str:
     return "other"
 
 
-class MachineCpu:
+class MachineCpu(_SampledWhileInside):
     """CPU seconds of every process of the machine by `process_kind`, sampled every 0.5 s
     while inside (each process's own user and system time, from its first sample or from
     the start; one that exits loses at most its last 0.5 s): where a 2-core deployment, whose
     processes all share the cores, spends them."""
 
     def __init__(self, interval_s: float = 0.5) -> None:
-        self._interval = interval_s
+        super().__init__(interval_s)
         self._start: dict[int, float] = {}
         self._last: dict[int, tuple[str, float]] = {}
-        self._started = False
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self) -> None:
         for proc in psutil.process_iter():
@@ -186,27 +195,12 @@ class MachineCpu:
                 kind = self._last[proc.pid][0]
             self._last[proc.pid] = (kind, sum(cpu))
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self._sample()
-
     def by_kind(self) -> dict[str, float]:
         """CPU seconds by kind, largest first, rounded to 0.1 s."""
         used: dict[str, float] = {}
         for pid, (kind, cpu) in self._last.items():
             used[kind] = used.get(kind, 0.0) + max(0.0, cpu - self._start[pid])
         return {kind: round(s, 1) for kind, s in sorted(used.items(), key=lambda kv: -kv[1])}
-
-    def __enter__(self) -> MachineCpu:
-        self._sample()
-        self._started = True
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self._sample()
 
 
 def _spark_stages(spark) -> list[Any]:
