@@ -162,13 +162,21 @@ def replay_groups(
         values.get(i, replay.RawValue(i) if t in replay.RAW_VALUE_TYPES and not gone else None)
         for i, t, gone in zip(rows.tolist(), types, tombstones, strict=True)
     ]
-    offset_list = offsets.tolist()
-    present = has_offset.tolist()
+    at = np.where(has_offset, offsets, None).tolist()  # None: no log offset
     partition_list = partitions.to_pylist()
     group_list = groups.to_pylist()
     if coordinator.reads_modern_records:
         keys = list(zip(partition_list[:n_records], group_list[:n_records], strict=True))
         _read_raw_values(event_values, types, keys, value_bytes)
+    # every event once, records first, then each group's offset summary (`order`'s indexes)
+    all_events = [
+        replay.Event(*fields)
+        for fields in zip(
+            at[:n_records], types, tombstones, members, regexes, event_values, value_versions,
+            limits, strict=True,
+        )
+    ]  # fmt: skip
+    all_events += [replay.Event(offset, replay.OFFSET_SUMMARY) for offset in at[n_records:]]
     order_list = order.tolist()
     replayed: list[replay.Replayed] = []
     classic_values: list[Any] = []  # of the classic groups, in `out`'s order
@@ -179,25 +187,9 @@ def replay_groups(
         classic_versions.append(version)
         return {CLASSIC_ROW: True}
 
+    event_at = all_events.__getitem__
     for start, end in spans:
-        events = []
-        for i in order_list[start:end]:
-            at = offset_list[i] if present[i] else None
-            if i >= n_records:
-                events.append(replay.Event(log_offset=at, record_type=replay.OFFSET_SUMMARY))
-            else:
-                events.append(
-                    replay.Event(
-                        log_offset=at,
-                        record_type=types[i],
-                        is_tombstone=tombstones[i],
-                        member_id=members[i],
-                        regular_expression=regexes[i],
-                        value=event_values[i],
-                        value_version=value_versions[i],
-                        reader_limit=limits[i],
-                    )
-                )
+        events = list(map(event_at, order_list[start:end]))
         first = order_list[start]
         replayed.append(
             replay.replay_steps(

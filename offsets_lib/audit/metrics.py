@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 from offsets_lib.audit.arrays import as_bools, as_ints, group_codes, take_rows
 from offsets_lib.wire.batch_decode import TaskRecords
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
+from offsets_lib.wire.fastpath import is_one_of
 
 HOUR_MS = 3_600_000
 GROUP_TOMBSTONE_TYPES = (2, 3, 11, 17)  # GroupMetadata and the modern groups' metadata records
@@ -111,7 +112,7 @@ def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
         before = np.r_[-1, upto[:-1]] if n else upto
         return np.where(before >= group_start, before, -1)
 
-    group_tombstone = tombstone & np.isin(record_type, GROUP_TOMBSTONE_TYPES)
+    group_tombstone = tombstone & is_one_of(record_type, GROUP_TOMBSTONE_TYPES)
     last_value = last_before(~tombstone[order])
     last_deletion = last_before(group_tombstone[order])
     created_sorted = (
@@ -122,7 +123,7 @@ def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
     has_members = np.zeros(n, dtype=bool)
     written = np.flatnonzero((record_type == 2) & ~tombstone)
     has_members[written] = task.list_is_nonempty("members", rows[written])
-    is_commit = np.isin(record_type, OFFSET_COMMIT_TYPES)
+    is_commit = is_one_of(record_type, OFFSET_COMMIT_TYPES)
     flags = pa.table(
         {
             "hour_ms": hour_of(records.column("log_timestamp_ms")),

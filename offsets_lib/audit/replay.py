@@ -118,7 +118,7 @@ class RawValue:
     row: int
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     """One group-level record of the log, in the shape the replay needs."""
 
@@ -210,9 +210,10 @@ def replay_steps(
     failures: list[dict[str, Any]] = []
     updates: list[partition_claims.MemberUpdate] = []
     places: list[tuple[int, int | None, str]] = []
+    reads_modern_records = coordinator.reads_modern_records
     for event in events:
         kind = event.record_type
-        if event.reader_limit is not None and coordinator.reads_modern_records:
+        if event.reader_limit is not None and reads_modern_records:
             failures.append(
                 partition_claims.reader_limit_failure(
                     event.log_offset, event.member_id, event.reader_limit
@@ -241,7 +242,7 @@ def replay_steps(
                 classic_version = event.value_version
             continue
         family = _FAMILY_OF.get(kind)
-        if family is None or not coordinator.reads_modern_records:
+        if family is None or not reads_modern_records:
             continue
         metadata_type = _MODERN_TYPES[family][0]
         if holds_another_type(family, classic, modern):
@@ -250,7 +251,7 @@ def replay_steps(
             failures.append(_failure(RECORD_OF_ANOTHER_GROUP_TYPE, event, event.member_id, detail))
         if event.is_tombstone and replaces_simple_group(family, classic, modern):
             classic, modern = None, _Modern(family)
-        if modern is not None and modern.family == family:
+        if event.is_tombstone and modern is not None and modern.family == family:
             failures += load_check_failures(modern, event)
         if event.is_tombstone and kind == metadata_type:
             if modern is not None and modern.family == family:
@@ -356,11 +357,11 @@ def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
 def _member_update(group: _Modern, event: Event) -> partition_claims.MemberUpdate | None:
     """LOG-7: what a consumer-group member record releases and claims (audit.partition_claims),
     or None for a record that claims nothing."""
+    if group.family != CONSUMER or event.record_type not in (5, 8):
+        return None  # (partition_claims.replays_member_update's types, checked first)
     member_id = event.member_id or ""
     known = member_id in group.members or member_id in group.assignments
-    if group.family != CONSUMER or not partition_claims.replays_member_update(
-        event.record_type, event.is_tombstone, known
-    ):
+    if not partition_claims.replays_member_update(event.record_type, event.is_tombstone, known):
         return None
     old = group.assignments.get(member_id)
     new = partition_claims.updated_assignment(

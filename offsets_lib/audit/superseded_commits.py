@@ -30,7 +30,12 @@ import pyarrow.compute as pc
 from offsets_lib.audit.arrays import as_bools, as_ints
 from offsets_lib.audit.metrics import GROUP_TOMBSTONE_TYPES, hour_of
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
-from offsets_lib.wire.fastpath import accepted_offset_commits, group_id_bytes, key_types
+from offsets_lib.wire.fastpath import (
+    accepted_offset_commits,
+    group_id_bytes,
+    is_one_of,
+    key_types,
+)
 
 # the dropped values' counts, per hour and offsets partition, with the newest log timestamp
 SUPERSEDED_ARROW = pa.schema(
@@ -69,7 +74,7 @@ def superseded(records: pa.Table, rows: np.ndarray) -> np.ndarray:
     is_control = as_bools(sub.column("is_control"))
     is_history = as_bools(sub.column("is_history"))
     has_value = as_bools(pc.is_valid(values))
-    commit = np.isin(kind, OFFSET_COMMIT_TYPES) & ~is_control & ~is_history & has_value
+    commit = is_one_of(kind, OFFSET_COMMIT_TYPES) & ~is_control & ~is_history & has_value
     decoded = np.zeros(len(rows), dtype=bool)
     at = np.flatnonzero(commit)
     decoded[at] = accepted_offset_commits(keys.take(pa.array(at)), values.take(pa.array(at)))
@@ -78,7 +83,7 @@ def superseded(records: pa.Table, rows: np.ndarray) -> np.ndarray:
     )
     counted_value = commit & decoded  # P: any counted value
     plain = counted_value & ~transactional  # V and W
-    group_tombstone = np.isin(kind, GROUP_TOMBSTONE_TYPES) & ~has_value & ~is_control
+    group_tombstone = is_one_of(kind, GROUP_TOMBSTONE_TYPES) & ~has_value & ~is_control
 
     group = _codes(group_id_bytes(keys), partition[rows])
     pos = offset[rows]

@@ -16,6 +16,7 @@ from offsets_lib.audit.arrays import as_bools, as_ints, take_rows
 from offsets_lib.audit.transactions import transaction_status
 from offsets_lib.wire.batch_decode import TaskRecords, decode_task_records
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES, POSITIONED_ARROW
+from offsets_lib.wire.fastpath import is_one_of
 
 # the previous run's kept records (is_history) are audited, not counted
 RAW_ARROW = POSITIONED_ARROW.append(pa.field("is_history", pa.bool_()))
@@ -92,7 +93,7 @@ def _commits_with_status(
         0,
     )
     marker = np.where(ok & is_control, marker, 0)
-    commit = ok & ~is_control & np.isin(record_type, OFFSET_COMMIT_TYPES)
+    commit = ok & ~is_control & is_one_of(record_type, OFFSET_COMMIT_TYPES)
     producer = as_ints(decoded.column("producer_id"), -1)
     is_txn = commit & as_bools(decoded.column("is_transactional")) & (producer >= 0) & ~tombstone
     log_offset = as_ints(decoded.column("log_offset"), -1)

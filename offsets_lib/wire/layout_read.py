@@ -242,7 +242,7 @@ class _Reader:
             tag, at, fits = walker.uvarint(pos[live], end[live], ok[live])
             size, at, fits = walker.uvarint(at, end[live], fits)
             # tags ascending, each once (else the codec's)
-            fits &= (size <= end[live] - at) & np.isin(tag, list(known)) & (tag > last[live])
+            fits &= (size <= end[live] - at) & fastpath.is_one_of(tag, known) & (tag > last[live])
             last[live] = tag
             for tag_id, f in known.items():
                 here = np.flatnonzero(fits & (tag == tag_id))

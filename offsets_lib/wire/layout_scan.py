@@ -207,7 +207,7 @@ class _Walker:
             size, q, o2 = self.uvarint(q, e, o2)
             o2 = o2 & (size <= e - q)
             payload_end = q + size
-            o2 = o2 & np.isin(tag, list(known))
+            o2 = o2 & fastpath.is_one_of(tag, known)
             for tag_id, f in known.items():
                 hit = np.flatnonzero(live & o2 & (tag == tag_id))
                 if len(hit):
