@@ -257,7 +257,9 @@ class _Reader:
             found = np.concatenate([rows for rows, _ in hits[tag_id]] or [np.zeros(0, np.int64)])
             if not len(found):
                 continue
-            others = np.setdiff1d(np.arange(len(pos)), found)
+            absent = np.ones(len(pos), dtype=bool)  # (np.setdiff1d sorts and hashes: 4x slower)
+            absent[found] = False
+            others = np.flatnonzero(absent)
             nodes = [_default(f, len(others)), *(node for _, node in hits[tag_id])]
             order = np.argsort(np.concatenate([others, found]), kind="stable")
             read[f.name] = _take(_concat(nodes), order)
