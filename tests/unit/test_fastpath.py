@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import uuid
 
+import numpy as np
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -185,3 +186,13 @@ def test_rows_buffers_hold_each_taken_rows_bytes(chunks: list, data) -> None:
     got = [bytes(buffer[s : s + n]) for s, n in zip(starts.tolist(), lengths.tolist(), strict=True)]
     assert got == [values[r] or b"" for r in rows]
     assert not buffer[-fastpath.PAD :].any()
+
+
+def test_is_one_of_is_np_isin_for_a_few_choices() -> None:
+    values = np.array([0, 1, 2, 3, -1, 17, 2, 0], dtype=np.int64)
+    for choices in ((0, 1), (2, 3, 11, 17), (), frozenset({-1})):
+        expected = np.isin(values, list(choices)).tolist()
+        assert fastpath.is_one_of(values, choices).tolist() == expected
+    assert fastpath.is_one_of(values, {2: "a field", 17: "another"}).tolist() == [
+        False, False, True, False, False, True, True, False,
+    ]  # fmt: skip
