@@ -223,11 +223,14 @@ def member_epoch(assignment: Assignment | None) -> int:
     return (assignment or {}).get("MemberEpoch", 0)
 
 
+MEMBER_UPDATE_TYPES = (5, 8)  # member metadata and current assignments: what LOG-7 replays
+
+
 def replays_member_update(record_type: int, is_tombstone: bool, member_known: bool) -> bool:
     """Whether a consumer-group record updates a member's partitions in the loader: member
     metadata and current-assignment values (creating the member), and their tombstones for a
     member the group has (a tombstone for an unknown member is ignored)."""
-    if record_type not in (5, 8):
+    if record_type not in MEMBER_UPDATE_TYPES:
         return False
     return member_known or not is_tombstone
 

@@ -357,8 +357,8 @@ def load_check_failures(group: _Modern, event: Event) -> list[dict[str, Any]]:
 def _member_update(group: _Modern, event: Event) -> partition_claims.MemberUpdate | None:
     """LOG-7: what a consumer-group member record releases and claims (audit.partition_claims),
     or None for a record that claims nothing."""
-    if group.family != CONSUMER or event.record_type not in (5, 8):
-        return None  # (partition_claims.replays_member_update's types, checked first)
+    if group.family != CONSUMER or event.record_type not in partition_claims.MEMBER_UPDATE_TYPES:
+        return None  # most records: no member lookup
     member_id = event.member_id or ""
     known = member_id in group.members or member_id in group.assignments
     if not partition_claims.replays_member_update(event.record_type, event.is_tombstone, known):

@@ -198,8 +198,8 @@ def _values_needed(
         newest_value = np.maximum.reduceat(value_offset[order], starts)
         is_newest_value = np.empty(len(rows), dtype=bool)
         is_newest_value[order] = value_offset[order] == newest_value[run]
-        is_newest_kept = fastpath.is_one_of(record_type, newest_value_of)
-        wanted |= is_newest_value[: len(walked_rows)] & is_newest_kept
+        reads_newest_value = fastpath.is_one_of(record_type, newest_value_of)
+        wanted |= is_newest_value[: len(walked_rows)] & reads_newest_value
     return has_value & wanted
 
 
