@@ -108,6 +108,36 @@ def test_fast_path_equals_codec_row_by_row(pairs: list, seed: int) -> None:
             assert row[column] == expected[column], (column, key, value)
 
 
+@settings(max_examples=40, deadline=None)
+@given(st.lists(offset_commits(), min_size=1, max_size=40), st.integers(0, 2**32))
+def test_narrow_positions_decode_as_wide_ones(pairs: list, seed: int) -> None:
+    """int32 positions (a batch's usual bytes) and int64 ones (over NARROW_BELOW_BYTES) give
+    the same rows, malformed ones included."""
+    rng = random.Random(seed)
+    batch = _batch(
+        [
+            (
+                _mutate(k, rng) if rng.random() < 0.2 else k,
+                _mutate(v, rng) if v and rng.random() < 0.2 else v,
+            )
+            for k, v in pairs
+        ]
+    )
+    narrow = fastpath.decode_offset_commits(batch)
+    saved = fastpath.NARROW_BELOW_BYTES
+    fastpath.NARROW_BELOW_BYTES = 0
+    try:
+        assert fastpath.buffers(batch.column("value"), narrow=True)[1].dtype == np.int64
+        wide = fastpath.decode_offset_commits(batch)
+    finally:
+        fastpath.NARROW_BELOW_BYTES = saved
+    assert fastpath.buffers(batch.column("value"), narrow=True)[1].dtype == np.int32
+    assert np.array_equal(narrow.handled, wide.handled)
+    assert narrow.columns.keys() == wide.columns.keys()
+    for name, column in narrow.columns.items():
+        assert column.equals(wide.columns[name]), name
+
+
 def _with_sentinels_as_null(row: dict) -> dict:
     """The codec's row with the one sentinel rule (decoded.absent_as_null) applied."""
     names = [n for n in ("leader_epoch", "expire_timestamp_ms", "topic_id") if n in row]
