@@ -71,8 +71,10 @@ LOG4J2_CONF = Path(__file__).with_name("log4j2.properties")
 
 def catalog_conf(warehouse: str | os.PathLike[str] | None) -> dict[str, str]:
     """Settings of a persistent local catalog: Spark's warehouse folder and a Hive metastore on
-    embedded Derby inside it (one JVM at a time may open it). Empty without a warehouse: then
-    the catalog lives as long as the session (Spark's in-memory catalog)."""
+    embedded Derby inside it (one JVM at a time may open it), whose client's folder for added
+    resources is one in the warehouse too (Hive's default, a new `<uuid>_resources` folder in the
+    temp folder per session, was never removed). Empty without a warehouse: then the catalog
+    lives as long as the session (Spark's in-memory catalog)."""
     if warehouse is None:
         return {}
     root = Path(warehouse).resolve()
@@ -82,7 +84,11 @@ def catalog_conf(warehouse: str | os.PathLike[str] | None) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={root / 'metastore_db'};create=true"
         ),
+        "spark.hadoop.hive.downloaded.resources.dir": str(root / HIVE_RESOURCES),
     }
+
+
+HIVE_RESOURCES = "hive_resources"  # the catalog_conf warehouse's folder for Hive's resources
 
 
 def driver_java_options(

@@ -25,6 +25,7 @@ from deltalake import DeltaTable
 from offsets_lib.audit.tables import TABLES
 from offsets_lib.engine.pipeline import DECIDED_TABLES
 from offsets_lib.io import catalog, sink
+from offsets_lib.job import session
 from offsets_lib.tools.generate import generate_dump
 from tests.support.cli_lines import said
 from tests.support.ports import free_ports
@@ -113,7 +114,14 @@ def test_run_with_database_is_read_by_name_in_a_new_session(tmp_path: Path, writ
     views = ", ".join(got["views"])
     assert f"views of the latest succeeded run: {views}\n" in run.stdout
     assert list(work.iterdir()) == []  # no derby.log, no metastore_db
-    assert sorted(p.name for p in warehouse.iterdir()) == ["audit.db", "derby.log", "metastore_db"]
+    # Hive's folder for added resources too, where catalog_conf puts it (not a new one per
+    # session in the temp folder)
+    assert sorted(p.name for p in warehouse.iterdir()) == [
+        "audit.db",
+        "derby.log",
+        session.HIVE_RESOURCES,
+        "metastore_db",
+    ]
 
     root = warehouse / "audit.db"  # the database's folder, where the tables are
     # without --output, Delta's Spark writer makes managed tables there (DROP TABLE deletes

@@ -99,6 +99,8 @@ def test_catalog_conf_puts_the_metastore_in_the_warehouse(tmp_path: Path) -> Non
         f"databaseName={tmp_path.resolve()}/metastore_db"
         in (conf["spark.hadoop.javax.jdo.option.ConnectionURL"])
     )
+    resources = conf["spark.hadoop.hive.downloaded.resources.dir"]
+    assert resources == str(tmp_path.resolve() / "hive_resources")
     assert session.catalog_conf(None) == {}
 
 
