@@ -251,7 +251,7 @@ def replay_steps(
             failures.append(_failure(RECORD_OF_ANOTHER_GROUP_TYPE, event, event.member_id, detail))
         if event.is_tombstone and replaces_simple_group(family, classic, modern):
             classic, modern = None, _Modern(family)
-        if event.is_tombstone and modern is not None and modern.family == family:
+        if modern is not None and modern.family == family:
             failures += load_check_failures(modern, event)
         if event.is_tombstone and kind == metadata_type:
             if modern is not None and modern.family == family:

@@ -42,7 +42,7 @@ class FastResult:
 
 def buffers(array: pa.Array, narrow: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Return (padded data bytes, start, length) of a binary array, rebased to its own bytes;
-    with `narrow`, start and length are int32 when the bytes allow (`position_type`)."""
+    with `narrow`, start and length are int32 below NARROW_BELOW_BYTES."""
     raw, starts, lengths = _unpadded(array, narrow)
     data = np.zeros(len(raw) + PAD, dtype=np.uint8)
     data[: len(raw)] = raw
@@ -89,7 +89,7 @@ def rows_buffers(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> RowByt
 
 def _unpadded(array: pa.Array, narrow: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(data bytes, start, length) of a binary array: a view of its own bytes, no copy; int32
-    start and length with `narrow` when the bytes allow (`position_type`), else int64."""
+    start and length with `narrow` below NARROW_BELOW_BYTES, else int64."""
     array = array.cast(pa.binary()) if array.type != pa.binary() else array
     offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[
         array.offset : array.offset + len(array) + 1
@@ -101,7 +101,7 @@ def _unpadded(array: pa.Array, narrow: bool = False) -> tuple[np.ndarray, np.nda
         if raw is not None and end > base
         else np.zeros(0, dtype=np.uint8)
     )
-    if narrow and position_type(end - base) == np.int32:
+    if narrow and end - base < NARROW_BELOW_BYTES:
         return data, offsets[:-1] - np.int32(base), np.diff(offsets)
     return data, offsets[:-1].astype(np.int64) - base, np.diff(offsets).astype(np.int64)
 
@@ -112,11 +112,6 @@ def _unpadded(array: pa.Array, narrow: bool = False) -> tuple[np.ndarray, np.nda
 # Measured (the largest 10M task's 450k commits, min of 6, three alternations): 0.141-0.152 ->
 # 0.137-0.142 CPU-s in 13k-record pieces, 0.119-0.123 -> 0.117-0.119 in 131k-record batches.
 NARROW_BELOW_BYTES = 2**31 - 2**17
-
-
-def position_type(size: int) -> type[np.signedinteger]:
-    """The integer type of positions into `size` bytes: int32 below NARROW_BELOW_BYTES."""
-    return np.int32 if size < NARROW_BELOW_BYTES else np.int64
 
 
 def take_rows(column: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
