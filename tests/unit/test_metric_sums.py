@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import numpy as np
 import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from offsets_lib.audit.metrics import METRIC_COUNTS, hourly_sums
+from offsets_lib.audit.metrics import METRIC_COUNTS, groups_created, hourly_sums
 from offsets_lib.audit.table_rows import metric_rows
 from offsets_lib.audit.task_audit import KIND_ARROW, METRIC
 
@@ -53,3 +56,41 @@ def test_metric_rows_are_the_table_columns():
     assert rows.column_names == ["hour", "offsets_partition", *METRIC_COUNTS]
     assert rows.column("hour").to_pylist() == [datetime(1970, 1, 1, 1, tzinfo=UTC), None]
     assert rows.column("offsets_partition").to_pylist() == [7, 7]
+
+
+def _created_one_by_one(records: list[tuple[int, int, bool, bool]]) -> list[bool]:
+    """groups_created's reference: each group's records walked in (offset, position) order."""
+    created = [False] * len(records)
+    last: dict[int, str] = {}  # group -> "value" or "deleted" (the newest event so far)
+    order = sorted(range(len(records)), key=lambda i: (records[i][0], records[i][1], i))
+    for i in order:
+        group, _, tombstone, group_tombstone = records[i]
+        if not tombstone:
+            created[i] = last.get(group, "deleted") == "deleted"
+            last[group] = "value"
+        elif group_tombstone:
+            last[group] = "deleted"
+    return created
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),  # group
+            st.integers(0, 6),  # log offset: ties and any order
+            st.sampled_from(["value", "tombstone", "group tombstone"]),
+        ),
+        max_size=40,
+    )
+)
+def test_a_group_is_created_by_its_first_value_and_its_first_after_a_deletion(
+    drawn: list[tuple[int, int, str]],
+) -> None:
+    records = [(g, o, kind != "value", kind == "group tombstone") for g, o, kind in drawn]
+    codes, offsets, tombstone, group_tombstone = (
+        np.array([r[i] for r in records], dtype=t)
+        for i, t in enumerate((np.int64, np.int64, bool, bool))
+    )
+    created = groups_created(codes, offsets, tombstone, group_tombstone)
+    assert created.tolist() == _created_one_by_one(records)
