@@ -28,6 +28,14 @@ _PASS_THROUGH = (
     "is_control",
 )
 _ROW_COLUMNS = [f.name for f in DECODED_ARROW if f.name not in _PASS_THROUGH]
+# A task's input arrives in pieces of ~13k records (a map batch cut over 20 tasks at 10M): the
+# fast path's ~40 numpy steps, the walk and the assembly cost per batch, so consecutive pieces
+# are decoded as runs of up to this many records (and DECODE_RUN_BYTES, far below a binary
+# array's 2 GB). Measured (the largest 10M task's 41 pieces, the concatenation included, four
+# alternations): decoding 0.256-0.262 -> 0.227-0.243 CPU-s, the task 0.68-0.69 -> 0.65-0.67;
+# the task's records as one batch decoded no faster than the pieces.
+DECODE_RUN_RECORDS = 1 << 17
+DECODE_RUN_BYTES = 1 << 28
 
 
 @dataclass
@@ -108,6 +116,7 @@ def decode_task_records(
     """
     if not batches:
         return TaskRecords(DECODED_ARROW.empty_table(), {}, np.zeros(0, dtype=np.int64), {})
+    batches = decode_runs(batches)
     fasts = [fastpath.decode_offset_commits(b) for b in batches]
     handled = np.concatenate([f.handled for f in fasts])
     source = pa.Table.from_batches(batches)
@@ -142,6 +151,23 @@ def decode_task_records(
             counts[name] = full
     table = pa.Table.from_arrays(arrays, schema=DECODED_ARROW)
     return TaskRecords(table, values, order, counts, source.column("value"))
+
+
+def decode_runs(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """The batches in order, consecutive ones of one schema concatenated up to DECODE_RUN_RECORDS
+    records and DECODE_RUN_BYTES bytes (a larger batch stays as it is)."""
+    runs: list[list[pa.RecordBatch]] = []
+    records = size = 0
+    for batch in batches:
+        fits = records + batch.num_rows <= DECODE_RUN_RECORDS
+        fits &= size + batch.nbytes <= DECODE_RUN_BYTES
+        if not runs or not fits or not batch.schema.equals(runs[-1][0].schema):
+            runs.append([])
+            records = size = 0
+        runs[-1].append(batch)
+        records += batch.num_rows
+        size += batch.nbytes
+    return [run[0] if len(run) == 1 else pa.concat_batches(run) for run in runs]
 
 
 def _walk(source: pa.Table, slow_rows: np.ndarray) -> tuple[layout_scan.Scanned, np.ndarray]:

@@ -322,3 +322,31 @@ def test_high_bytes_found_block_by_block_are_every_high_byte(raw: bytes, block: 
     data = np.frombuffer(raw, dtype=np.uint8)
     found = layout_scan._high_bytes(data, block)
     assert found.tolist() == np.flatnonzero(data >= 0x80).tolist()
+
+
+def test_pieces_decoded_in_runs_give_the_tables_of_pieces_decoded_alone(
+    monkeypatch, tmp_path
+) -> None:
+    root = tmp_path / "dump"
+    generate_dump(str(root), groups=60, records=6_000, seed=5, profile="realistic")
+    pieces = positioned_table(pq.read_table(root)).to_batches(max_chunksize=997)
+    in_runs = task_audit.audit_records(pieces)
+    monkeypatch.setattr(batch_decode, "DECODE_RUN_RECORDS", 1)  # each piece alone
+    alone = task_audit.audit_records(pieces)
+    assert in_runs.keys() == alone.keys()
+    for kind in in_runs:
+        assert _sorted(in_runs[kind]).equals(_sorted(alone[kind])), kind
+
+
+def test_decode_runs_join_consecutive_batches_of_one_schema_up_to_the_bounds(
+    monkeypatch,
+) -> None:
+    monkeypatch.setattr(batch_decode, "DECODE_RUN_RECORDS", 5)
+    batch = pa.record_batch({"x": pa.array([1, 2], pa.int64())})
+    other = pa.record_batch({"y": pa.array([3], pa.int64())})
+    runs = batch_decode.decode_runs([batch, batch, batch, other, batch])
+    assert [r.num_rows for r in runs] == [4, 2, 1, 2]  # 2+2 fit in 5, a third does not
+    assert [r.schema.names for r in runs] == [["x"], ["x"], ["y"], ["x"]]
+    assert pa.Table.from_batches(runs[:2]).column("x").to_pylist() == [1, 2] * 3
+    monkeypatch.setattr(batch_decode, "DECODE_RUN_BYTES", batch.nbytes)  # one batch's bytes
+    assert [r.num_rows for r in batch_decode.decode_runs([batch, batch])] == [2, 2]
