@@ -49,6 +49,23 @@ def take_rows(rows_of: pa.Table | pa.Array, rows: np.ndarray) -> pa.Table | pa.A
     return rows_of.take(pa.array(rows))
 
 
+def in_key_order(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """The rows ordered by key `codes` (dense: 0 .. number of keys), then by `offsets`, ties in
+    row order: `np.lexsort((offsets, codes))`. The rows usually come in log order within each
+    key already, so a stable radix sort by code (numpy's, on 16-bit halves) gives that order
+    once a check confirms the offsets ascend within each key; otherwise lexsort. Measured
+    (the largest 10M task's 501k offset commits, 58k keys): 7.9 ms against 28.4 ms."""
+    if not len(codes) or int(codes.max()) >= 2**32 or int(codes.min()) < 0:
+        return np.lexsort((offsets, codes))
+    order = np.argsort((codes & 0xFFFF).astype(np.uint16), kind="stable")
+    if int(codes.max()) >= 2**16:
+        order = order[np.argsort((codes[order] >> 16).astype(np.uint16), kind="stable")]
+    key, offset = codes[order], offsets[order]
+    if np.any((key[1:] == key[:-1]) & (offset[1:] < offset[:-1])):
+        return np.lexsort((offsets, codes))
+    return order
+
+
 def group_spans(codes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """Rows in log order within each group (`order`), and each group's (start, end) in it: how
     the replay and the choice of a modern group's kept records walk the group-level records."""

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.audit.arrays import as_bools
+from offsets_lib.audit.arrays import as_bools, in_key_order
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.transactions import COMMITTED, NOT_TRANSACTIONAL, PENDING, takes_effect_at
 
@@ -69,9 +69,10 @@ class _Sorted:
 
     def __init__(self, table: pa.Table) -> None:
         n = table.num_rows
-        codes = _key_codes(table)
+        # dense key codes (by first appearance): the sort by code is then a radix sort
+        codes = np.asarray(pc.dictionary_encode(pa.array(_key_codes(table))).indices, np.int64)
         log_offset = np.asarray(table.column("log_offset"), dtype=np.int64)
-        self.order = np.lexsort((log_offset, codes))
+        self.order = in_key_order(codes, log_offset)
         sorted_codes = codes[self.order]
         self.starts = (
             np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) if n else self.order
