@@ -81,12 +81,15 @@ def _assembled(
     """DECODED_ARROW's columns in `order`: the fast path's rows, the walked ones, the codec's
     (`decode_task_records`); the batch-metadata columns taken from `source`."""
     take = pa.array(order)  # fixed-width columns: Arrow's chunked take is fast for them
+    fast_count = sum(int(f.handled.sum()) for f in fasts)
     arrays = []
     for field in DECODED_ARROW:
         if field.name in _PASS_THROUGH:
             arrays.append(source.column(field.name).take(take).combine_chunks().cast(field.type))
             continue
-        parts = [f.columns[field.name].cast(field.type) for f in fasts]
+        parts = [f.columns[field.name].cast(field.type) for f in fasts if field.name in f.columns]
+        if not parts and fast_count:  # a column the fast path does not give: null in its rows
+            parts = [pa.nulls(fast_count, field.type)]
         if walked is not None:
             column = walked.columns.get(field.name)
             missing = column is None

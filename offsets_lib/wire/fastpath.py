@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.wire.decoded import DECODED_ARROW, absent_as_null
+from offsets_lib.wire.decoded import absent_as_null
 
 PAD = 16  # zero bytes appended so fixed-width reads near the end stay in bounds
 # Column values shared by every row: taken or repeated in C++ (numpy string arrays converted
@@ -33,8 +33,9 @@ _CURRENT_LAYOUT = pa.scalar("current", pa.string())
 
 @dataclass
 class FastResult:
-    """The handled mask over the batch's rows, and columns for the handled rows only (in row
-    order): merging them with the codec's rows then needs no null-filled full-length columns."""
+    """The handled mask over the batch's rows, and the fast path's DECODED_ARROW columns for the
+    handled rows only (in row order; the columns it does not give are null in every handled
+    row): merging them with the codec's rows then needs no null-filled full-length columns."""
 
     handled: np.ndarray
     columns: dict[str, pa.Array]
@@ -429,12 +430,12 @@ def decode_offset_commits(batch: pa.RecordBatch) -> FastResult:
     """Decode every offset-commit row of the batch that the fast path accepts."""
     n = batch.num_rows
     if n == 0:
-        return FastResult(np.zeros(0, dtype=bool), _all_columns(0))
+        return FastResult(np.zeros(0, dtype=bool), {})
     control = batch.column("is_control")
     is_control = np.asarray(control.fill_null(False)) if control.null_count else np.asarray(control)
     accepted = _accepted(batch.column("key"), batch.column("value"), is_control)
     if accepted is None:
-        return FastResult(np.zeros(n, dtype=bool), _all_columns(0))
+        return FastResult(np.zeros(n, dtype=bool), {})
     handled, rows, key, value, (group, topic, metadata) = accepted
     m = len(rows)
     has_value = ~value["tombstone"][rows]
@@ -459,13 +460,4 @@ def decode_offset_commits(batch: pa.RecordBatch) -> FastResult:
         expire_timestamp_ms=_int_column(expire, has_value, pa.int64()),
         topic_id=uuid_strings(value["data"], value["topic_id_pos"][rows], with_topic_id),
     )
-    return FastResult(handled, absent_as_null(_all_columns(m, columns)))
-
-
-def _all_columns(n: int, given: dict[str, pa.Array] | None = None) -> dict[str, pa.Array]:
-    """DECODED_ARROW's columns of `n` rows: those `given`, the others null."""
-    given = given or {}
-    return {
-        f.name: given[f.name] if f.name in given else pa.nulls(n, type=f.type)
-        for f in DECODED_ARROW
-    }
+    return FastResult(handled, absent_as_null(columns))
