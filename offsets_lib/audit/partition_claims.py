@@ -117,9 +117,7 @@ def failed_claims(updates: Sequence[MemberUpdate]) -> dict[int, list[tuple[str, 
     step_epoch = np.array([v.get("MemberEpoch", 0) if v else 0 for v in steps], dtype=np.int64)
     held_ids = np.array([id(update.held) for update in updates], dtype=np.uint64)
     step_held = np.repeat(np.unique(held_ids, return_inverse=True)[1].astype(np.int64), 2)
-    owner, topic, partition = _value_partitions(values)
-    codes = pc.dictionary_encode(topic)
-    topic_code = np.asarray(codes.indices, dtype=np.int64)
+    owner, topic_code, partition, names = _value_partitions(values)
     counts = np.bincount(owner, minlength=len(values)).astype(np.int64)
     firsts = np.r_[0, np.cumsum(counts)[:-1]] if len(values) else counts
     counted = counts[np.maximum(step_value, 0)] if len(values) else np.zeros_like(step_value)
@@ -150,7 +148,6 @@ def failed_claims(updates: Sequence[MemberUpdate]) -> dict[int, list[tuple[str, 
     failing = np.sort(order[held])
     holder = np.empty(len(step), dtype=np.int64)
     holder[order] = epochs[np.maximum(before, 0)]
-    names = codes.dictionary.to_pylist()
     out: dict[int, list[tuple[str, str]]] = {}
     for at in failing.tolist():
         claimed, was = int(epoch[at]), int(holder[at])
@@ -182,12 +179,16 @@ def _packed(columns: tuple[np.ndarray, ...]) -> np.ndarray:
     return packed
 
 
-def _value_partitions(values: list[Assignment]) -> tuple[np.ndarray, pa.Array, np.ndarray]:
-    """(value index, topic id, partition) of every partition the values claim, value by value
-    in claim order: from the columns for the values read as columns, else from the dicts."""
+def _value_partitions(
+    values: list[Assignment],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """(value index, topic code, partition) of every partition the values claim, value by value
+    in claim order, and the topic ids by code: from the columns for the values read as columns,
+    else from the dicts. The topic ids are encoded per assignment entry, not per partition (the
+    largest 10M task's ~170k claimed partitions lie in far fewer entries)."""
     from_read = [i for i, v in enumerate(values) if isinstance(v, ReadAssignment)]
     others = [i for i, v in enumerate(values) if not isinstance(v, ReadAssignment)]
-    owners, topics, partitions = [], [], []
+    owners, topic_ids, entry_of, partitions = [], [], [], []
     reads = {id(values[i].read): values[i].read for i in from_read}
     for key, read in reads.items():
         mine = [i for i in from_read if id(values[i].read) == key]
@@ -200,21 +201,29 @@ def _value_partitions(values: list[Assignment]) -> tuple[np.ndarray, pa.Array, n
             of_entry = np.asarray(pc.list_parent_indices(numbers), dtype=np.int64)
             of_value = np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
             owners.append(index[of_value[of_entry]])
-            topics.append(pc.fill_null(entries.field("TopicId"), "None").take(pa.array(of_entry)))
+            topic_ids.append(pc.fill_null(entries.field("TopicId"), "None").cast(pa.string()))
+            entry_of.append(of_entry)
             partitions.append(np.asarray(pc.list_flatten(numbers), dtype=np.int64))
     for i in others:
         for name in _LISTS:
             for entry in values[i].get(name) or []:
                 numbers = entry.get("Partitions") or []
                 owners.append(np.full(len(numbers), i, dtype=np.int64))
-                topics.append(pa.array([str(entry.get("TopicId"))] * len(numbers), pa.string()))
+                topic_ids.append(pa.array([str(entry.get("TopicId"))], pa.string()))
+                entry_of.append(np.zeros(len(numbers), dtype=np.int64))
                 partitions.append(np.asarray(numbers, dtype=np.int64))
     if not owners:
-        return np.zeros(0, np.int64), pa.array([], pa.string()), np.zeros(0, np.int64)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64), []
+    encoded = pc.dictionary_encode(pa.concat_arrays(topic_ids))
+    entry_code = np.asarray(encoded.indices, dtype=np.int64)
+    first_entry = np.cumsum([0, *(len(ids) for ids in topic_ids[:-1])])
+    topic = np.concatenate(
+        [entry_code[first + e] for first, e in zip(first_entry, entry_of, strict=True)]
+    )
     owner = np.concatenate(owners)
     by_value = np.argsort(owner, kind="stable")  # each value's AssignedPartitions first
-    topic = pa.concat_arrays([t.cast(pa.string()) for t in topics]).take(pa.array(by_value))
-    return owner[by_value], topic, np.concatenate(partitions)[by_value]
+    names = encoded.dictionary.to_pylist()
+    return owner[by_value], topic[by_value], np.concatenate(partitions)[by_value], names
 
 
 def member_epoch(assignment: Assignment | None) -> int:
