@@ -69,7 +69,7 @@ def in_key_order(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
 def group_spans(codes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int]]]:
     """Rows in log order within each group (`order`), and each group's (start, end) in it: how
     the replay and the choice of a modern group's kept records walk the group-level records."""
-    order = np.lexsort((offsets, codes))
+    order = in_key_order(codes, offsets)
     if not len(order):
         return order, []
     ordered = codes[order]

@@ -162,8 +162,10 @@ def decode_runs(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
     runs: list[list[pa.RecordBatch]] = []
     records = size = 0
     for batch in batches:
-        fits = records + batch.num_rows <= DECODE_RUN_RECORDS
-        fits &= size + batch.nbytes <= DECODE_RUN_BYTES
+        fits = (
+            records + batch.num_rows <= DECODE_RUN_RECORDS
+            and size + batch.nbytes <= DECODE_RUN_BYTES
+        )
         if not runs or not fits or not batch.schema.equals(runs[-1][0].schema):
             runs.append([])
             records = size = 0
