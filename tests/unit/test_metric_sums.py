@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsets_lib.audit.metrics import METRIC_COUNTS, groups_created, hourly_sums
+from offsets_lib.audit.metrics import METRIC_COUNTS, groups_created, hourly_counts, hourly_sums
 from offsets_lib.audit.table_rows import metric_rows
 from offsets_lib.audit.task_audit import KIND_ARROW, METRIC
 
@@ -94,3 +94,41 @@ def test_a_group_is_created_by_its_first_value_and_its_first_after_a_deletion(
     )
     created = groups_created(codes, offsets, tombstone, group_tombstone)
     assert created.tolist() == _created_one_by_one(records)
+
+
+def _counted_one_by_one(
+    rows: list[tuple[int | None, int | None, list[bool]]],
+) -> list[tuple[int | None, int | None, list[int]]]:
+    """Per (hour, partition) pair in order of first appearance: each flag's count."""
+    counts: dict[tuple[int | None, int | None], list[int]] = {}
+    for hour, partition, flags in rows:
+        total = counts.setdefault((hour, partition), [0] * len(flags))
+        for i, flag in enumerate(flags):
+            total[i] += flag
+    return [(hour, partition, total) for (hour, partition), total in counts.items()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.sampled_from([-(2**62), -HOUR, 0, HOUR, 7 * HOUR, 2**62])),
+            st.one_of(st.none(), st.sampled_from([-(2**31), -1, 0, 3, 49, 2**31 - 1])),
+            st.lists(st.booleans(), min_size=2, max_size=2),
+        ),
+        max_size=30,
+    )
+)
+def test_hourly_counts_count_each_flag_per_hour_and_partition(
+    rows: list[tuple[int | None, int | None, list[bool]]],
+) -> None:
+    flags = np.array([f for _, _, f in rows], dtype=bool).reshape(len(rows), 2)
+    counted = hourly_counts(
+        pa.chunked_array([pa.array([h for h, _, _ in rows], pa.int64())]),
+        pa.array([p for _, p, _ in rows], pa.int32()),
+        {"a": flags[:, 0], "b": flags[:, 1]},
+    )
+    assert counted.schema.types == [pa.int64(), pa.int32(), pa.int64(), pa.int64()]
+    assert [
+        (r["hour_ms"], r["log_partition"], [r["a"], r["b"]]) for r in counted.to_pylist()
+    ] == _counted_one_by_one(rows)
