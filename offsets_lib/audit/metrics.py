@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.audit.arrays import as_bools, as_ints, group_codes, take_rows
+from offsets_lib.audit.arrays import as_bools, as_ints, paired_codes, take_rows
 from offsets_lib.wire.batch_decode import TaskRecords
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
 from offsets_lib.wire.fastpath import is_one_of
@@ -79,8 +79,9 @@ def hour_of(timestamps: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArra
     return pc.cast(hour, pa.int64())
 
 
-def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
-    """Partial KIP-496 meters per (UTC hour, offsets partition): see the module docstring."""
+def kip496_meters(task: TaskRecords, counted: np.ndarray, group_codes: np.ndarray) -> pa.Table:
+    """Partial KIP-496 meters per (UTC hour, offsets partition): see the module docstring.
+    `group_codes`: per row of the task's table, the code of its group id (arrays.id_codes)."""
     rows = np.flatnonzero(counted)
     records = task.table.select(
         [
@@ -98,7 +99,7 @@ def kip496_meters(task: TaskRecords, counted: np.ndarray) -> pa.Table:
     tombstone = as_bools(records.column("is_tombstone"))
     group_tombstone = tombstone & is_one_of(record_type, GROUP_TOMBSTONE_TYPES)
     created = groups_created(
-        group_codes(records.column("log_partition"), records.column("group_id")),
+        paired_codes(records.column("log_partition"), group_codes[rows]),
         as_ints(records.column("log_offset"), -(2**63)),
         tombstone,
         group_tombstone,

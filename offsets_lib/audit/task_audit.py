@@ -161,7 +161,9 @@ def audit_records(
 
     out = {
         REJECT: _rejects(decoded, ~ok & ~is_history),
-        METRIC: kip496_meters(records, ok & ~is_control & (record_type >= 0) & ~is_history),
+        METRIC: kip496_meters(
+            records, ok & ~is_control & (record_type >= 0) & ~is_history, resolved.group_codes
+        ),
     }
     keys = compaction.latest_per_key(resolved.commits, coordinator=coordinator)
     summary = group_summary(keys)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from offsets_lib.audit import compaction, replay
-from offsets_lib.audit.arrays import as_bools, as_ints, take_rows
+from offsets_lib.audit.arrays import as_bools, as_ints, id_codes, take_rows
 from offsets_lib.audit.transactions import transaction_status
 from offsets_lib.wire.batch_decode import TaskRecords, decode_task_records
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES, POSITIONED_ARROW
@@ -34,8 +34,9 @@ class ResolvedCommits:
     record_type: np.ndarray  # -1 where unknown
     tombstone: np.ndarray
     rows: np.ndarray  # decoded rows of the offset commits
-    commits: pa.Table  # their columns, with txn_status and marker_offset
+    commits: pa.Table  # their columns, with txn_status, marker_offset and group_code
     resolved_by: np.ndarray  # per decoded row: the row of the marker that resolved it, or -1
+    group_codes: np.ndarray  # per decoded row: the code of its group id (arrays.id_codes)
 
     @cached_property
     def is_kept(self) -> np.ndarray:
@@ -68,11 +69,13 @@ def _resolved(records: TaskRecords) -> ResolvedCommits:
     is_control = as_bools(decoded.column("is_control"))
     record_type = as_ints(decoded.column("record_type"), -1)
     tombstone = as_bools(decoded.column("is_tombstone"))
+    group_codes = id_codes(decoded.column("group_id"))
     rows, commits, resolved_by = _commits_with_status(
         decoded, ok, is_control, record_type, tombstone
     )
+    commits = commits.append_column("group_code", pa.array(group_codes[rows]))
     return ResolvedCommits(
-        records, ok, is_control, record_type, tombstone, rows, commits, resolved_by
+        records, ok, is_control, record_type, tombstone, rows, commits, resolved_by, group_codes
     )
 
 

@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from offsets_lib.audit import compaction
+from offsets_lib.audit.arrays import id_codes
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.transactions import ABORTED, COMMITTED, NOT_TRANSACTIONAL, PENDING
 from offsets_lib.wire.decoded import OFFSET_COMMIT_TYPES
@@ -198,7 +199,9 @@ def latest_per_key_batches(
     collected = list(batches)
     if not collected:
         return
+    table = pa.Table.from_batches(collected)
+    codes = pa.array(id_codes(table.column("group_id")))  # as the audit task codes them
     result = compaction.latest_per_key(
-        pa.Table.from_batches(collected), coordinator=coordinator
+        table.append_column("group_code", codes), coordinator=coordinator
     ).cast(schema)
     yield from result.to_batches(max_chunksize=65_536)

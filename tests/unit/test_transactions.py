@@ -165,7 +165,7 @@ def test_latest_per_key_on_no_rows() -> None:
         {
             **{c: pa.array([], pa.int32()) for c in ("log_partition", "partition")},
             **{c: pa.array([], pa.string()) for c in ("group_id", "topic", "txn_status")},
-            **{c: pa.array([], pa.int64()) for c in ("log_offset", "marker_offset")},
+            **{c: pa.array([], pa.int64()) for c in ("log_offset", "marker_offset", "group_code")},
             "is_tombstone": pa.array([], pa.bool_()),
             **{
                 c: pa.array([], pa.int64())
