@@ -3,13 +3,12 @@
 For each size (1M and 10M records, `offsets generate --profile bench`, generated once under
 bench/data), after a warm-up pass on 100k records and one at the size (`_warm_up`), the
 baseline (Spark reads the dump and keeps the latest record per raw key, then writes Parquet),
-the Arrow floor (pyarrow does the same in
-this process: the physical floor of that work on the machine) and the full `offsets run`
-pipeline (decode, compact, group state, decisions, Delta tables) alternate A B C, C B A,
-A B C; medians of the three repetitions go to bench/results.json, with the run's time over the
-floor's. CPU seconds of this process tree (driver, JVM,
-Python workers) and of every other process on the machine are recorded for each run: the
-latter flags a noisy machine, which on 2 shared cores can double wall times. With
+the Arrow floor (pyarrow does the same in this process: the physical floor of that work on the
+machine) and the full `offsets run` pipeline (decode, compact, group state, decisions, Delta
+tables) alternate A B C, C B A, A B C; medians of the three repetitions go to
+bench/results.json, with the run's time over the floor's. CPU seconds of this process tree
+(driver, JVM, Python workers) and of every other process on the machine are recorded for each
+run: the latter flags a noisy machine, which on 2 shared cores can double wall times. With
 --dominant-group-share, each size's skewed dump and its unskewed twin take turns, rep by rep.
 
     PYTHONPATH=. python -m bench.harness [--sizes 1000000,10000000] [--reps 3] [--out bench]
