@@ -6,6 +6,7 @@ python -m offsets_lib.job.package dist/offsets_lib.zip [dist/executor-env.tar.gz
 
 from __future__ import annotations
 
+import py_compile
 import subprocess
 import sys
 import tempfile
@@ -25,15 +26,29 @@ NOT_PACKED = ("lib/python*/site-packages/*/tests/*",)
 
 def build_pyfiles(destination: Path) -> Path:
     """Zip offsets_lib (no __pycache__) with paths relative to the package's parent, so
-    executors import it from the archive on their sys.path.
+    executors import it from the archive on their sys.path. Beside each module, its compiled
+    `.pyc` (unchecked hash): Python's zip importer cannot write a cache, so without it every
+    executor's Python worker compiles each module it imports, at every application's start.
+    A worker of another Python version finds the wrong magic number and compiles the `.py`.
     """
     destination.parent.mkdir(parents=True, exist_ok=True)
     files = sorted(
         p for p in PACKAGE_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts
     )
-    with zipfile.ZipFile(destination, "w", zipfile.ZIP_DEFLATED) as archive:
+    unchecked = py_compile.PycInvalidationMode.UNCHECKED_HASH  # no timestamp to compare
+    with (
+        tempfile.TemporaryDirectory(prefix="offsets-pyc-") as scratch,
+        zipfile.ZipFile(destination, "w", zipfile.ZIP_DEFLATED) as archive,
+    ):
         for path in files:
-            archive.write(path, path.relative_to(PACKAGE_DIR.parent))
+            name = path.relative_to(PACKAGE_DIR.parent)
+            archive.write(path, name)
+            if path.suffix == ".py":  # tracebacks name the module's path in the zip
+                compiled = Path(scratch) / f"{name}c"
+                py_compile.compile(
+                    str(path), str(compiled), str(name), True, invalidation_mode=unchecked
+                )
+                archive.write(compiled, f"{name}c")
     return destination
 
 

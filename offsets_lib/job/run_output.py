@@ -16,7 +16,7 @@ from deltalake.transaction import AddAction
 from pyspark.sql import SparkSession
 
 from offsets_lib.audit import table_rows, task_audit
-from offsets_lib.audit.tables import table_spec
+from offsets_lib.audit.tables import TABLES, table_spec
 from offsets_lib.engine.staging import Staging
 from offsets_lib.io import catalog, delta_schema, sink, spark_writer
 from offsets_lib.job.options import RunOptions
@@ -123,8 +123,10 @@ def register(
     """A catalog run's tables written by delta-rs: the catalog learns the ones it lacks, once
     every table and the runs row are committed (a failed run's tables are registered by the
     next run that succeeds). Delta's Spark writer registers the tables it writes itself; a
-    Kafka run's kept records and checkpoint are delta-rs' with either writer. Then each
-    table's ``latest_<table>`` view, for readers that name no run. ``entries``: what the
+    Kafka run's kept records and checkpoint are delta-rs' with either writer. Then each audit
+    table's ``latest_<table>`` view, for readers that name no run (the kept records and the
+    checkpoint are the next run's state, not a run's rows: the kept records' run_id is a state
+    id, so a view of them by run would always be empty). ``entries``: what the
     catalog held when the run started (with delta-rs, this run's registrations are the only
     change since; the Spark writer's are asked for again)."""
     if options.database is None:
@@ -138,7 +140,8 @@ def register(
         registered=entries.locations if is_known else None,
     )
     views = entries.views if entries is not None else None
-    report.views = catalog.create_latest_views(spark, options.database, report.tables, views)
+    audit_tables = [name for name in report.tables if name in TABLES]
+    report.views = catalog.create_latest_views(spark, options.database, audit_tables, views)
 
 
 def publish(spark: SparkSession, report: RunReport, options: RunOptions, started_ms: int) -> None:

@@ -88,7 +88,12 @@ def test_incremental_chain_equals_full_reread(spark, kafka_bootstrap, tmp_path):
         "runs": "EXTERNAL",
         **dict.fromkeys(internal, "EXTERNAL"),
     }
-    assert all(listed.get(f"latest_{name}") == "VIEW" for name in ("offsets", *internal))
+    # a view per audit table; none of the next run's state
+    assert {name: listed.get(f"latest_{name}") for name in ("offsets", "runs", *internal)} == {
+        "offsets": "VIEW",
+        "runs": "VIEW",
+        **dict.fromkeys(internal, None),
+    }
     run_cli(*common, "--run-id", "full", "--full")
 
     runs = {r["run_id"]: r for r in sink.read_table(out, "runs").to_pylist()}
