@@ -43,10 +43,11 @@ def build_pyfiles(destination: Path) -> Path:
         for path in files:
             name = path.relative_to(PACKAGE_DIR.parent)
             archive.write(path, name)
-            if path.suffix == ".py":  # tracebacks name the module's path in the zip
+            if path.suffix == ".py":
                 compiled = Path(scratch) / f"{name}c"
+                shown_as = str(name)  # what tracebacks name: the module's path in the zip
                 py_compile.compile(
-                    str(path), str(compiled), str(name), True, invalidation_mode=unchecked
+                    str(path), str(compiled), shown_as, True, invalidation_mode=unchecked
                 )
                 archive.write(compiled, f"{name}c")
     return destination

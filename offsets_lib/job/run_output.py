@@ -126,9 +126,9 @@ def register(
     Kafka run's kept records and checkpoint are delta-rs' with either writer. Then each audit
     table's ``latest_<table>`` view, for readers that name no run (the kept records and the
     checkpoint are the next run's state, not a run's rows: the kept records' run_id is a state
-    id, so a view of them by run would always be empty). ``entries``: what the
-    catalog held when the run started (with delta-rs, this run's registrations are the only
-    change since; the Spark writer's are asked for again)."""
+    id, so a view of them by run would always be empty). ``entries``: what the catalog held
+    when the run started (with delta-rs, this run's registrations are the only change since;
+    the Spark writer's are asked for again)."""
     if options.database is None:
         return
     is_known = entries is not None and options.delta_writer != "spark"
