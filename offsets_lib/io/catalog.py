@@ -185,9 +185,16 @@ def create_latest_views(
 ) -> list[str]:
     """`latest_view_sql`'s view of each of ``tables``, created where the catalog lacks it or
     holds another definition (catalog metadata only, no data read); returns the views'
-    qualified names. ``existing``: `view_definitions` as the caller read it already."""
+    qualified names. ``existing``: `view_definitions` as the caller read it already.
+
+    A view of ours (it carries a digest) of a table that is not an audit table is dropped:
+    earlier releases made ``latest__kept`` and ``latest__checkpoint``, always empty or wrong."""
     if existing is None:
         existing = view_definitions(spark, database)
+    for name, digest in sorted(existing.items()):
+        table = name.removeprefix(LATEST_VIEW_PREFIX)
+        if digest is not None and table != name and table not in TABLES:
+            spark.sql(f"DROP VIEW IF EXISTS {identifier(database)}.{identifier(name)}")
     views = []
     for table in sorted(tables):
         name = LATEST_VIEW_PREFIX + table

@@ -233,6 +233,7 @@ def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> Non
             assert loaded.tables[name].equals(frame), name
 
     _latest_views_follow_the_runs_table(spark, root)
+    _an_older_releases_views_of_internal_tables_are_dropped(spark)
 
     both = runner.invoke(main, ["lag", "--output", root, "--database", "audit"])
     assert both.exit_code == 2
@@ -417,3 +418,19 @@ def _latest_views_follow_the_runs_table(spark, root: str) -> None:
     assert runs.latest_run(root)["run_id"] == "r3"
     assert [r["run_id"] for r in spark.table("audit.latest_runs").collect()] == ["r3"]
     assert latest("offsets") == latest("lag") == []
+
+
+def _an_older_releases_views_of_internal_tables_are_dropped(spark) -> None:
+    """A ``latest__kept`` view as an earlier release created it (with its definition digest) is
+    dropped by the next views' creation; a user's own ``latest_`` view stays."""
+    from offsets_lib.io import catalog
+
+    ours = f"TBLPROPERTIES ('{catalog.DEFINITION_PROPERTY}' = '0123456789abcdef')"
+    spark.sql(f"CREATE VIEW audit.latest__kept {ours} AS SELECT * FROM audit.runs")
+    spark.sql("CREATE VIEW audit.latest_mine AS SELECT * FROM audit.runs")
+    views = catalog.create_latest_views(spark, "audit", ["offsets", "runs"])
+    assert views == ["audit.latest_offsets", "audit.latest_runs"]
+    shown = {r["viewName"] for r in spark.sql("SHOW VIEWS IN audit").collect()}
+    assert "latest__kept" not in shown
+    assert {"latest_mine", "latest_offsets", "latest_runs"} <= shown
+    spark.sql("DROP VIEW audit.latest_mine")

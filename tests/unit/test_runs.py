@@ -245,11 +245,15 @@ def test_a_run_creates_only_the_views_the_catalog_lacks_or_holds_otherwise() -> 
             " transient_lastDdlTime=1]",
             "latest_groups": "Table Properties: [offsets_audit.definition=0123456789abcdef]",
             "latest_runs": "Table Properties: [transient_lastDdlTime=1]",
+            "latest__kept": "Table Properties: [offsets_audit.definition=0123456789abcdef]",
+            "latest__checkpoint": "Table Properties: [offsets_audit.definition=00112233]",
+            "latest_mine": "Table Properties: [transient_lastDdlTime=1]",  # a user's own
         }
     )
     views = create_latest_views(catalog, "audit", ["lag", "groups", "runs", "offsets"])
     assert views == ["audit.latest_groups", "audit.latest_lag", "audit.latest_offsets",
                      "audit.latest_runs"]  # fmt: skip
     assert catalog.statements == [
-        latest_view_sql("audit", t)[0] for t in ("groups", "offsets", "runs")
-    ]
+        "DROP VIEW IF EXISTS `audit`.`latest__checkpoint`",
+        "DROP VIEW IF EXISTS `audit`.`latest__kept`",
+    ] + [latest_view_sql("audit", t)[0] for t in ("groups", "offsets", "runs")]
