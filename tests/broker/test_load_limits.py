@@ -33,11 +33,10 @@ from tests.broker.test_load_rows import (
     OFFSETS_PARTITIONS,
     _offsets_topic_ready,
     _Reloading,
-    committed,
-    failed_loads,
     java_hash,
     observed_and_predicted,
     release_of,
+    reloaded,
     write_raw,
 )
 from tests.reference.releases import refuses_reader_limits
@@ -84,15 +83,7 @@ def observe(release: str, work: Path) -> dict:
             assert java_hash(group) % OFFSETS_PARTITIONS == partition, group
             records[partition] = group_records(group, tags)
         write_raw(broker.bootstrap, records)
-        out = broker.work_dir / "broker.out"
-        before = len(out.read_bytes())
-        broker.restart()
-        answers = {CLEAN: committed(broker.bootstrap, CLEAN)}
-        failed = failed_loads(out.read_bytes()[before:].decode(errors="replace"))
-        for group, (partition, _) in GROUPS.items():
-            if group != CLEAN:
-                answers[group] = None if partition in failed else committed(broker.bootstrap, group)
-        failed = failed_loads(out.read_bytes()[before:].decode(errors="replace"))
+        failed, answers = reloaded(broker, {g: partition for g, (partition, _) in GROUPS.items()})
     finally:
         broker.stop()
     return {"failed": failed, "answers": answers}

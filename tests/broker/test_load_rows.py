@@ -153,7 +153,7 @@ print(answer.topic_partitions[0].offset)
 """
 
 
-def committed(bootstrap: str, group: str, failed: Callable[[], bool]) -> int | None:
+def committed(bootstrap: str, group: str, failed: Callable[[], bool] = lambda: False) -> int | None:
     """The group's committed offset of orders-0 as the broker answers (OffsetFetch), or None
     once `failed()` says its partition failed to load or 120 s passed. A partition that failed
     has no coordinator and the client retries NOT_COORDINATOR (so each ask runs apart for at most
@@ -227,25 +227,31 @@ def observe(release: str, work: Path) -> dict:
     try:
         _offsets_topic_ready(broker.bootstrap)
         write_raw(broker.bootstrap)
-        out = broker.work_dir / "broker.out"
-        before = len(out.read_bytes())
-        broker.restart()
-
-        def failures() -> dict[int, str]:
-            return failed_loads(out.read_bytes()[before:].decode(errors="replace"))
-
-        # the clean group first: its partition loads beside the others. A group whose partition
-        # the log shows failed is not asked (it would not answer).
-        answers = {}
-        for group in sorted(GROUPS, key=lambda g: g != CLEAN):
-            partition = GROUPS[group][0]
-            answers[group] = None if partition in failures() else committed(
-                broker.bootstrap, group, lambda p=partition: p in failures()
-            )  # fmt: skip
-        failed = failures()  # all of them
+        failed, answers = reloaded(broker, {g: partition for g, (partition, *_) in GROUPS.items()})
     finally:
         broker.stop()
     return {"failed": failed, "answers": answers}
+
+
+def reloaded(broker: KafkaBroker, groups: dict[str, int]) -> tuple[dict[int, str], dict]:
+    """Restart `broker` and take its answers: (the load failure line by offsets partition, each
+    group's committed offset or None) for `groups` (group -> offsets partition). The clean
+    group first: its partition loads beside the others. A group whose partition the log shows
+    failed is not asked (it would not answer)."""
+    out = broker.work_dir / "broker.out"
+    before = len(out.read_bytes())
+    broker.restart()
+
+    def failures() -> dict[int, str]:
+        return failed_loads(out.read_bytes()[before:].decode(errors="replace"))
+
+    answers = {}
+    for group in sorted(groups, key=lambda g: g != CLEAN):
+        partition = groups[group]
+        answers[group] = None if partition in failures() else committed(
+            broker.bootstrap, group, lambda p=partition: p in failures()
+        )  # fmt: skip
+    return failures(), answers  # all the failures, once every group answered
 
 
 _DONE: dict[str, dict] = {}
