@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import SparkSession
 
+from offsets_lib.audit.tables import TABLES
 from offsets_lib.io import catalog, storage
 from offsets_lib.job.options import RunOptions, UsageError
 
@@ -81,12 +82,17 @@ class CatalogSide:
         return answer.exception()
 
     def _ask(self, spark: SparkSession, output: str | None) -> tuple[str, catalog.CatalogEntries]:
-        """`_resolve` in the thread; a failure stops the audit's jobs (the run fails with it)."""
+        """`_resolve` in the thread; a failure stops the audit's jobs (the run fails with it).
+        When the catalog lacks an audit table, which the run then registers, Delta is loaded
+        next in the same thread (catalog.load_delta), still beside the audit."""
         try:
-            return _resolve(spark, self.database, output)
+            answer = _resolve(spark, self.database, output)
         except BaseException:
             spark.interruptAll()
             raise
+        if any(name not in answer[1].locations for name in TABLES):
+            self._thread().submit(catalog.load_delta, spark, answer[0])
+        return answer
 
     def _thread(self) -> ThreadPoolExecutor:
         if self._pool is None:

@@ -244,6 +244,16 @@ def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> Non
     )
 
 
+def test_loading_delta_beside_the_audit_fails_nowhere_and_writes_nothing(
+    spark, tmp_path: Path
+) -> None:
+    """catalog.load_delta on a tables folder without tables (a first run's): Delta finds no
+    table in the probed folder, which is neither raised nor created."""
+    catalog.load_delta(spark, str(tmp_path))
+    catalog.load_delta(spark, f"file://{tmp_path}")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_catalog_without_a_warehouse_folder_leaves_nothing_in_the_working_directory(
     tmp_path: Path,
 ) -> None:
