@@ -329,7 +329,7 @@ def load_delta(spark: SparkSession, root: str) -> None:
     object store) before the run registers its tables: Delta reads the log of a path under
     ``root`` that holds no table (the run's staging folder), which fails once both are loaded.
     Why: registering a first run's tables took 4.2 s for the first four (3.7 s another time),
-    0.2-0.4 s for each batch after (the production line: S3 on SeaweedFS, a metastore service),
+    0.4-0.5 s for each four after (the production line: S3 on SeaweedFS, a metastore service),
     and the driver waits idle through the audit's Spark jobs meanwhile."""
     probe = storage.table_uri(root, "_staging")
     try:
