@@ -39,8 +39,9 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from offsets_lib.io import spark_settings, storage
-from offsets_lib.job import local_tuning
+from offsets_lib.job import local_tuning, worker_daemon
 from offsets_lib.job.jvm import JAVA_OPTIONS, jvm_packages
+from offsets_lib.job.worker_daemon import TASK_MODULES
 
 # Settings of every session this module starts with our layers: what the tables and the tasks
 # rely on, and a driver that listens on loopback only.
@@ -52,6 +53,8 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.driver.memory": "3g",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
+    # Python workers forked with the task modules imported (job/worker_daemon.py)
+    "spark.python.daemon.module": worker_daemon.__name__,
 }
 
 LOCAL_MASTER = "local[*]"  # every core of the machine
@@ -383,11 +386,6 @@ def ship_package(spark: SparkSession) -> None:
     with tempfile.TemporaryDirectory(prefix="offsets-artifact-") as folder:
         archive = build_pyfiles(Path(folder) / "offsets_lib.zip")
         spark.addArtifacts(str(archive), pyfile=True)
-
-
-# What a run's tasks import (the audit, its emitters and sinks); the workers started early
-# import them before the first stage needs them.
-TASK_MODULES = ("offsets_lib.engine.exchange", "offsets_lib.engine.staging", "offsets_lib.io.sink")
 
 
 def start_python_workers(

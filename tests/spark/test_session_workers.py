@@ -10,25 +10,42 @@ from pathlib import Path
 
 import pytest
 
-from offsets_lib.job import session
+from offsets_lib.job import session, worker_daemon
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.spark
-def test_started_workers_have_imported_what_the_tasks_need():
-    """In a process of its own (tests/support/worker_modules.py): the shared session's reused
-    workers have imported the task modules already, whatever the start does."""
+def _fresh_workers_modules(*options: str) -> list[str]:
+    """The task modules a fresh local session's workers have imported, in a process of its own
+    (tests/support/worker_modules.py): the shared session's reused workers have imported them
+    already, whatever the start does."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }
-    command = [sys.executable, "-m", "tests.support.worker_modules"]
+    command = [sys.executable, "-m", "tests.support.worker_modules", *options]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert json.loads(done.stdout.splitlines()[-1]) == sorted(session.TASK_MODULES)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.spark
+def test_started_workers_have_imported_what_the_tasks_need():
+    assert _fresh_workers_modules() == sorted(worker_daemon.TASK_MODULES)
+
+
+@pytest.mark.spark
+def test_workers_are_forked_with_the_task_modules_imported():
+    """A session we start forks its Python workers from job/worker_daemon.py: the first job's
+    tasks find the modules loaded (pyspark.daemon's would have imported none)."""
+    assert _fresh_workers_modules("--no-start") == sorted(worker_daemon.TASK_MODULES)
+
+
+def test_the_daemon_starts_whatever_it_cannot_import():
+    worker_daemon.preload(("offsets_lib.no_such_module", "json"))
+    assert "json" in sys.modules
 
 
 @pytest.mark.spark
