@@ -28,6 +28,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from offsets_lib.io import storage
+from offsets_lib.job import worker_daemon
 from offsets_lib.job.jvm import JAVA_OPTIONS, jvm_packages
 
 TUNED_CONF: dict[str, str] = {
@@ -58,6 +59,11 @@ TUNED_CONF: dict[str, str] = {
     # (10k new over a 10M state), its first audit tasks 5.8-7.6 -> 2.2-2.4 s, the run 20.0-23.5
     # -> 16.3-16.8 s (probes alternating on one broker: seven runs without, four with)
     "spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL": "system",
+    # Python workers forked with the task modules imported (job/worker_daemon.py: a fresh
+    # worker's imports, ~0.6 CPU-s, once per session): 10M records after 70 s idle 10.7-11.6 ->
+    # 9.8-9.9 s. Local workers run this interpreter, which has the package; a cluster's
+    # executors may get it only with a task's --py-files, after their daemon starts
+    "spark.python.daemon.module": worker_daemon.__name__,
 }
 
 # A driver JVM that moves few records compiles with C1 only: with the file shuffle and delta-rs

@@ -39,7 +39,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from offsets_lib.io import spark_settings, storage
-from offsets_lib.job import local_tuning, worker_daemon
+from offsets_lib.job import local_tuning
 from offsets_lib.job.jvm import JAVA_OPTIONS, jvm_packages
 from offsets_lib.job.worker_daemon import TASK_MODULES
 
@@ -53,8 +53,6 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.driver.memory": "3g",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.sources.partitionOverwriteMode": "dynamic",
-    # Python workers forked with the task modules imported (job/worker_daemon.py)
-    "spark.python.daemon.module": worker_daemon.__name__,
 }
 
 LOCAL_MASTER = "local[*]"  # every core of the machine

@@ -6,8 +6,8 @@ after a minute of other jobs in the same session) starts fresh workers, each imp
 numpy, delta-rs and the audit (~0.6 CPU-s each). Measured (10M records, one local[2] session,
 runs after 70 s idle): 10.7-11.6 s and 19.5-20.1 CPU-s in the workers with pyspark.daemon,
 9.8-9.9 s and 17.3-17.7 CPU-s with this module, as fast as runs on reused workers. Importing
-starts threads (OpenBLAS, jemalloc's background threads) before the fork; both libraries
-restart theirs in the child.
+starts threads (OpenBLAS's, jemalloc's background threads) before the fork; both libraries
+register fork handlers for that. Local sessions only (local_tuning.TUNED_CONF).
 """
 
 from __future__ import annotations
