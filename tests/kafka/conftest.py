@@ -204,6 +204,9 @@ def connect_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Connect
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": str(port),
     }
+    # the platform's server, not a session of ours: its workers fork from PySpark's own daemon
+    # (ours, local tuning, would import the package before the session's artifact arrives)
+    conf.pop("spark.python.daemon.module")
     command = [str(BIN / "spark-submit"), "--class", SERVER_CLASS, "--master", plan.master]
     for key, value in conf.items():
         command += ["--conf", f"{key}={value}"]
