@@ -185,12 +185,11 @@ def latest_per_key(table: pa.Table, *, coordinator: Coordinator) -> pa.Table:
     newest = np.where(value >= 0, value, newest_counting)
     last_value = rows.per_key_max(np.where(~rows.tombstone, rows.offsets, -1))
     has_newest = newest >= 0
-    newest_rows = pa.array(order[np.where(has_newest, newest, 0)])
-    no_newest = pa.array(~has_newest)
+    # a key without a surviving record takes a null index: null record columns
+    newest_rows = pa.array(order[np.where(has_newest, newest, 0)], mask=~has_newest)
     columns = {c: table.column(c).take(pa.array(order[rows.starts])) for c in OFFSET_KEY}
     for c in RECORD_COLUMNS:
-        values = table.column(c).take(newest_rows)
-        columns[c] = pc.if_else(no_newest, pa.nulls(len(values), values.type), values)
+        columns[c] = table.column(c).take(newest_rows)
     columns["has_committed_offset"] = pa.array(value >= 0)
     columns["has_pending_transaction"] = pa.array(rows.has_pending(coordinator))
     columns["last_value_offset"] = pa.array(last_value, mask=last_value < 0)

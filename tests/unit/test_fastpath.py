@@ -7,6 +7,7 @@ import uuid
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -226,3 +227,23 @@ def test_is_one_of_is_np_isin_for_a_few_choices() -> None:
     assert fastpath.is_one_of(values, {2: "a field", 17: "another"}).tolist() == [
         False, False, True, False, False, True, True, False,
     ]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(st.one_of(st.none(), st.binary(max_size=6), TEXT.map(str.encode)), max_size=12),
+    data=st.data(),
+)
+def test_as_text_is_arrows_utf8_cast_of_any_slice(values: list, data) -> None:
+    """ASCII bytes are viewed as strings, others checked: the same strings as Arrow's cast, and
+    the same refusal of bytes that are not UTF-8, for a slice whose neighbours are not text."""
+    whole = pa.array([b"\xff", *values, b"\xfe"], pa.binary())
+    start = data.draw(st.integers(1, len(values) + 1))
+    part = whole.slice(start, data.draw(st.integers(0, len(values) + 1 - start)))
+    try:
+        expected = part.cast(pa.string())
+    except pa.ArrowInvalid:
+        with pytest.raises(pa.ArrowInvalid):
+            fastpath.as_text(part)
+        return
+    assert fastpath.as_text(part).equals(expected)
