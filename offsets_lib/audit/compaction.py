@@ -82,12 +82,10 @@ class _Sorted:
             np.flatnonzero(np.r_[True, sorted_codes[1:] != sorted_codes[:-1]]) if n else self.order
         )
         status = table.column("txn_status")
-        self.counting = np.asarray(pc.is_in(status, value_set=pa.array(COUNTING)), dtype=bool)[
-            self.order
-        ]
+        self.counting = as_bools(pc.is_in(status, value_set=pa.array(COUNTING)))[self.order]
         self.committed = as_bools(pc.equal(status, COMMITTED))[self.order]
         self.pending = as_bools(pc.equal(status, PENDING))[self.order]
-        self.tombstone = np.asarray(table.column("is_tombstone"), dtype=bool)[self.order]
+        self.tombstone = as_bools(table.column("is_tombstone"))[self.order]
         self.offsets = log_offset[self.order]
         marker = table.column("marker_offset")
         self.marker_offsets = np.asarray(pc.fill_null(marker, -1), dtype=np.int64)[self.order]

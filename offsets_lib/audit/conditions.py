@@ -15,6 +15,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offsets_lib.audit.arrays import as_bools
+
 Condition = pa.Array | pa.ChunkedArray  # booleans; null = unknown (does not match)
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -28,7 +30,7 @@ class Deadline:
 
     @classmethod
     def of(cls, column: pa.Array | pa.ChunkedArray) -> Deadline:
-        valid = np.asarray(pc.is_valid(column), dtype=bool)
+        valid = as_bools(pc.is_valid(column))
         return cls(np.asarray(pc.fill_null(column, 0), dtype=np.int64), valid)
 
     @classmethod
@@ -71,7 +73,7 @@ def first_match(conditions: Sequence[Condition]) -> np.ndarray:
     none is."""
     first = np.full(len(conditions[0]) if conditions else 0, -1, dtype=np.int64)
     for index in range(len(conditions) - 1, -1, -1):
-        first[np.asarray(pc.fill_null(conditions[index], False), dtype=bool)] = index
+        first[as_bools(conditions[index])] = index
     return first
 
 

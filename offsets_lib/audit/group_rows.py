@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offsets_lib.audit.arrays import as_bools
 from offsets_lib.wire import layout_read
 from offsets_lib.wire.layouts import RECORD_TYPES, current_value
 
@@ -121,7 +122,7 @@ def classic_group_rows(values: pa.Array, versions: pa.Array) -> pa.Table:
     n = len(values)
     written = pc.struct_field(values, "protocolType")  # "" means no protocol type
     protocol_type = pc.if_else(pc.equal(written, ""), pa.scalar(None, pa.string()), written)
-    is_consumer = _bools(pc.equal(protocol_type, "consumer"))
+    is_consumer = as_bools(pc.equal(protocol_type, "consumer"))
     lists = pc.struct_field(values, "members")
     counts = np.asarray(pc.fill_null(pc.list_value_length(lists), 0), dtype=np.int64)
     members = pc.list_flatten(lists)
@@ -164,9 +165,9 @@ def classic_group_rows(values: pa.Array, versions: pa.Array) -> pa.Table:
         np.zeros(n, dtype=bool),
     )
     unknown_member = np.bincount(
-        owner, weights=_bools(pc.is_null(member_topics)), minlength=n
+        owner, weights=as_bools(pc.is_null(member_topics)), minlength=n
     ) > 0  # fmt: skip
-    unknown = unknown_member | _bools(pc.is_null(pc.struct_field(values, "protocol")))
+    unknown = unknown_member | as_bools(pc.is_null(pc.struct_field(values, "protocol")))
     subscribed = pc.if_else(
         pa.array(~is_consumer | ((counts > 0) & unknown)), pa.nulls(n, union.type), union
     )  # SUB-C1 (not consumer), SUB-C2 (no members: [])
@@ -219,7 +220,7 @@ def _assigned(assignments: pa.Array, parsed: np.ndarray, n: int) -> pa.Array:
 def _sorted_sets(lists: pa.Array) -> pa.Array:
     """Each list sorted, without repeats (null lists stay null)."""
     owner = np.asarray(pc.list_parent_indices(lists), dtype=np.int64)
-    return _sorted_sets_of(owner, pc.list_flatten(lists), _bools(pc.is_null(lists)))
+    return _sorted_sets_of(owner, pc.list_flatten(lists), as_bools(pc.is_null(lists)))
 
 
 def _sorted_sets_of(owner: np.ndarray, values: pa.Array, is_null: np.ndarray) -> pa.Array:
@@ -231,7 +232,7 @@ def _sorted_sets_of(owner: np.ndarray, values: pa.Array, is_null: np.ndarray) ->
     value = pairs.column("value").combine_chunks()
     repeated = np.zeros(len(owner), dtype=bool)
     if len(owner) > 1:
-        same = _bools(pc.equal(value[1:], value[:-1]))
+        same = as_bools(pc.equal(value[1:], value[:-1]))
         repeated[1:] = same & (owner[1:] == owner[:-1])
     kept = ~repeated
     counts = np.bincount(owner[kept], minlength=len(is_null))
@@ -250,10 +251,6 @@ def _scattered(values: pa.Array, rows: np.ndarray, n: int) -> pa.Array:
 
 def _empty_lists(n: int, type_: pa.DataType) -> pa.Array:
     return pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)), pa.array([], type_))
-
-
-def _bools(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    return np.asarray(pc.fill_null(values, False), dtype=bool)
 
 
 def member_row(**values: Any) -> dict[str, Any]:

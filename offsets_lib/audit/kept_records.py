@@ -66,7 +66,7 @@ def kept_records(
     decoded = c.records.table
     keep = c.is_kept.copy()
     status = c.commits.column("txn_status")
-    resolved = np.asarray(pc.is_in(status, value_set=pa.array([COMMITTED, ABORTED])), dtype=bool)
+    resolved = as_bools(pc.is_in(status, value_set=pa.array([COMMITTED, ABORTED])))
     markers = c.resolved_by[c.rows[resolved & c.is_kept[c.rows]]]
     keep[markers[markers >= 0]] = True
     keep |= _kept_group_records(decoded, c.ok & ~c.is_control, c.record_type, c.tombstone)

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offsets_lib.audit.arrays import as_bools
 from offsets_lib.audit.task_input import RAW_ARROW
 from offsets_lib.wire.fastpath import group_id_bytes
 
@@ -95,7 +96,7 @@ def audit_tasks_of(table: pa.Table, tasks: int) -> np.ndarray:
     if table.num_rows == 0:
         return np.zeros(0, dtype=np.int32)
     group_hash = _crc32_codes(group_id_bytes(table.column("key").combine_chunks()))
-    is_marker = np.asarray(pc.fill_null(table.column("is_control"), False), dtype=bool)
+    is_marker = as_bools(table.column("is_control"))
     task_ids = _task_of_hash(group_hash, _partitions(table), tasks)
     return np.where(is_marker, MARKERS, task_ids).astype(np.int32)
 
