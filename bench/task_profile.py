@@ -21,6 +21,7 @@ import pstats
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +31,7 @@ from offsets_lib.audit import task_audit
 from offsets_lib.audit.coordinator import Coordinator
 from offsets_lib.audit.rules import DAY_MS, Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
-from offsets_lib.engine import routing
+from offsets_lib.engine import exchange, piece_files, routing
 from offsets_lib.engine.staging import TableFiles
 
 # (part, module, function): a part's CPU is its functions' process time, timed where the task
@@ -48,16 +49,39 @@ PARTS = (
 )
 
 
-def largest_task(dump: str, cores: int = 2) -> list[pa.RecordBatch]:
-    """The records of the run's largest audit task (RAW_ARROW batches), markers included."""
+def largest_task(dump: str, cores: int = 2, map_tasks: int = 8) -> list[pa.RecordBatch]:
+    """The records of the run's largest audit task (RAW_ARROW batches), markers included, in
+    the order the run's task reads them: the pieces of `map_tasks` map tasks (exchange.plan, as
+    local_tuning's minPartitionNum sets it) one after another, each cut as the map cuts them.
+    The order matters: a dump's pieces do not come in log order (sorting by key costs more)."""
     table = routing.positioned_table(ds.dataset(dump, format="parquet").to_table())
     tasks = max(cores, -(-table.num_rows // routing.RECORDS_PER_TASK))  # audit_plan.audit_tasks
     task_of = routing.audit_tasks_of(table, tasks)
     sizes = np.bincount(task_of[task_of >= 0], minlength=tasks)
     chosen = int(np.argmax(sizes))
-    rows = np.flatnonzero((task_of == chosen) | (task_of == routing.MARKERS))
-    print(f"{table.num_rows:,} records, {tasks} tasks; task {chosen}: {len(rows):,} records")
-    return table.take(pa.array(rows)).combine_chunks().to_batches(max_chunksize=1 << 17)
+    del table
+    files = sorted(f"file://{path.resolve()}" for path in Path(dump).glob("*.parquet"))
+    batches = [
+        piece.records
+        for units in exchange.plan(files, map_tasks=map_tasks) or []
+        for piece in piece_files.cut(
+            (
+                records
+                for unit in units
+                for records in piece_files.read_unit(
+                    unit.path, unit.row_groups, unit.is_positioned, unit.is_history,
+                    rows=piece_files.batch_rows(tasks),
+                )
+            ),
+            tasks,
+        )
+        if piece.task in (chosen, routing.MARKERS)
+    ]  # fmt: skip
+    print(
+        f"{int(sizes.sum()):,} records, {tasks} tasks; task {chosen}: "
+        f"{sum(b.num_rows for b in batches):,} records in {len(batches)} pieces"
+    )
+    return batches
 
 
 def run_task(batches: list[pa.RecordBatch], output: str) -> None:

@@ -20,7 +20,7 @@ def test_rows_come_by_key_then_offset_ties_in_row_order(
 ) -> None:
     codes = np.array([c * spread for c, _ in rows], dtype=np.int64)
     offsets = np.array([o for _, o in rows], dtype=np.int64)
-    if in_log_order:  # each key's offsets ascending in row order: the radix sort's case
+    if in_log_order:  # each key's offsets ascending in row order, as a Kafka read brings them
         offsets = np.arange(len(rows), dtype=np.int64) // 2
     assert in_key_order(codes, offsets).tolist() == np.lexsort((offsets, codes)).tolist()
 
