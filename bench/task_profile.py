@@ -61,9 +61,12 @@ def largest_task(dump: str, cores: int = 2, map_tasks: int = 8) -> list[pa.Recor
     chosen = int(np.argmax(sizes))
     del table
     files = sorted(f"file://{path.resolve()}" for path in Path(dump).glob("*.parquet"))
+    assigned = exchange.plan(files, map_tasks=map_tasks)
+    if assigned is None:
+        raise SystemExit(f"pyarrow cannot read the dump's files under {dump}")
     batches = [
         piece.records
-        for units in exchange.plan(files, map_tasks=map_tasks) or []
+        for units in assigned
         for piece in piece_files.cut(
             (
                 records
