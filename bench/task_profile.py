@@ -33,6 +33,7 @@ from offsets_lib.audit.rules import DAY_MS, Params
 from offsets_lib.audit.table_rows import DIRECT_TABLES
 from offsets_lib.engine import exchange, piece_files, routing
 from offsets_lib.engine.staging import TableFiles
+from offsets_lib.job.options import SPLIT_COMMITS
 
 # (part, module, function): a part's CPU is its functions' process time, timed where the task
 # looks them up (unprofiled: cProfile's per-call cost inflates Python-heavy parts several-fold)
@@ -77,6 +78,7 @@ def largest_task(dump: str, cores: int = 2, map_tasks: int = 8) -> list[pa.Recor
                 )
             ),
             tasks,
+            reduce_large=SPLIT_COMMITS["auto"],  # as a run's map cuts them by default
         )
         if piece.task in (chosen, routing.MARKERS)
     ]  # fmt: skip
