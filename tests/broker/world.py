@@ -39,6 +39,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from offsets_lib.cli import main as offsets_cli
+from offsets_lib.job.options import parse_retention
 from tests.broker import segments
 from tests.broker.brokers import KafkaBroker
 from tests.broker.eras import (
@@ -51,7 +52,7 @@ from tests.broker.recorder import Recorder
 from tests.broker.situations import SITUATIONS, Driver, Outcome, Situation, java_admin
 
 RETENTION = "1m"
-RETENTION_MS = 60_000
+RETENTION_MS = parse_retention(RETENTION)
 CLEANUP_INTERVAL_MS = 500
 EXPIRY_SLACK_MS = 1500  # a cleanup pass that starts late still writes within this
 # Record types whose tombstone deletes a group: classic, consumer, share, streams metadata
