@@ -372,6 +372,9 @@ def ensure_dump(root: Path, records: int, dominant_share: float = 0.0) -> str:
             f"generate_dump(sys.argv[1], **{arguments!r})"
         )
         subprocess.run([sys.executable, "-c", code, str(path)], check=True)
+        # the new dump's dirty pages written back now, not by the kernel during the first
+        # measurement after it (100M records: several GB)
+        os.sync()
     return str(path)
 
 

@@ -448,6 +448,7 @@ def test_read_kafka_hands_the_connector_fixed_offsets_and_every_client_setting(m
     assert reader.options == {
         "kafka.isolation.level": "read_committed",
         "kafka.fetch.max.wait.ms": "10",
+        "kafka.max.poll.records": "1000000",
         "kafka.bootstrap.servers": "b:1",
         "kafka.security.protocol": "SSL",
         "kafka.fetch.max.bytes": "5",
@@ -465,6 +466,8 @@ def test_read_kafka_hands_the_connector_fixed_offsets_and_every_client_setting(m
     assert reader.options["kafka.isolation.level"] == "read_uncommitted"
     reader = fake_read(monkeypatch, {"bootstrap.servers": "b:1", "fetch.max.wait.ms": "200"})
     assert reader.options["kafka.fetch.max.wait.ms"] == "200"
+    reader = fake_read(monkeypatch, {"bootstrap.servers": "b:1", "max.poll.records": "500"})
+    assert reader.options["kafka.max.poll.records"] == "500"
 
 
 def test_start_below_the_log_start_is_raised_to_it(monkeypatch, caplog):

@@ -191,8 +191,18 @@ def read_kafka(
     # the broker holds for this long when no record is left (Java default 500 ms). Measured
     # with Kafka 4.4.0 on 2 cores: 10k records of 50 partitions read in 14-18 s with
     # the default, 1.5 s with 10 ms; a fetch with records waiting returns at once either way.
+    # max.poll.records: after every poll the connector asks the broker for the partition's
+    # earliest and latest offsets (two ListOffsets requests), and the Java default hands out
+    # 500 fetched records a poll: 4,000 requests for 1M records. A poll returns only what
+    # the consumer has fetched already (max.partition.fetch.bytes), so the larger limit costs
+    # no memory. Measured, the bench's production line (1M records, 50 partitions, SASL_SSL,
+    # 2 cores): 70.8-74.5 s -> 65.1-66.1 s a submit, the broker's CPU 7.6-7.9 -> 5.0-5.3 s.
     java = connector_config(kafka_options)
-    defaults = {"isolation.level": "read_committed", "fetch.max.wait.ms": "10"}
+    defaults = {
+        "isolation.level": "read_committed",
+        "fetch.max.wait.ms": "10",
+        "max.poll.records": "1000000",
+    }
     for key, value in {**defaults, **java}.items():
         reader = reader.option(f"kafka.{key}", _option_value(value))
     log.info("reading kafka %s (%s) from %s to %s", topic, redact(conf), start, dict(end_offsets))
