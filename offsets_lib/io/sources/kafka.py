@@ -196,7 +196,7 @@ def read_kafka(
     # 500 fetched records a poll: 4,000 requests for 1M records. A poll returns only what
     # the consumer has fetched already (max.partition.fetch.bytes), so the larger limit costs
     # no memory. Measured, the bench's production line (1M records, 50 partitions, SASL_SSL,
-    # 2 cores): 70.8-74.5 s -> 65.1-66.1 s a submit, the broker's CPU 7.6-7.9 -> 5.0-5.3 s.
+    # 2 cores): 68.9-74.5 s -> 65.1-66.1 s a submit, the broker's CPU 6.5-7.9 -> 5.0-5.3 s.
     java = connector_config(kafka_options)
     defaults = {
         "isolation.level": "read_committed",
