@@ -367,11 +367,30 @@ def get_or_create(
         builder = builder.config(key, value)
     with local_tuning.jvm_start_noise_dropped(enabled=plan.is_tuned and not verbose):
         spark = builder.getOrCreate()
+    drop_jar_includes(spark)
     if plan.master is not None:  # our log4j configuration's level, after the JVM's start
         spark.sparkContext.setLogLevel(VERBOSE_LOG_LEVEL if verbose else QUIET_LOG_LEVEL)
     if plan.is_tuned:
         local_tuning.remember_resolved_jars(spark)
     return spark
+
+
+def drop_jar_includes(spark: SparkSession) -> None:
+    """Keep the jars of ``--packages`` off the Python workers' path, in a session this module
+    started. spark-submit hands every jar it resolves for a Python application over as a
+    py-file too (for packages that carry Python code; none of the run's do), and each
+    executor's Python worker puts them on `sys.path`: Python's zip importer then reads every
+    jar's directory when the worker first imports, and again when pyspark's
+    `setup_spark_files` calls `importlib.invalidate_caches()`. Measured: the Ivy cache's 46
+    jars (the job's 43, the AWS SDK bundle's 687 MB among them) took 0.25 CPU-s to open and
+    0.24 s to re-read, per worker; py-spy over a production submit's executors put 17 % of
+    their Python's samples in those reads. Submits of the production line with and without
+    it, 3 each, differed less than their noise (68.4-75.6 s against 70.4-72.8 s). The JVM
+    still loads the jars."""
+    context = spark.sparkContext
+    includes = getattr(context, "_python_includes", None)
+    if includes:
+        context._python_includes = [name for name in includes if not name.endswith(".jar")]
 
 
 def ship_package(spark: SparkSession) -> None:

@@ -289,6 +289,50 @@ def test_the_executors_run_the_shipped_environment_not_the_drivers_python(
         assert executor["tests"] == 0
 
 
+JAR_PATH_PROBE = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import pyarrow as pa
+from offsets_lib.job import session
+
+def jars_on_path(batches):
+    for _ in batches:
+        pass
+    jars = [os.path.basename(p) for p in sys.path if p.endswith(".jar")]
+    yield pa.RecordBatch.from_pylist([{"jars": jars}])
+
+spark = session.get_or_create()
+submitted = [os.path.basename(p) for p in spark.conf.get("spark.submit.pyFiles", "").split(",")]
+rows = spark.range(0, 2, numPartitions=2).mapInArrow(jars_on_path, "jars array<string>").collect()
+print("PROBE " + json.dumps({"submitted": submitted, "executors": [r.jars for r in rows]}))
+spark.stop()
+"""
+
+
+def test_the_executors_python_workers_leave_the_packages_jars_off_their_path(
+    cluster: SparkCluster, tmp_path: Path
+) -> None:
+    """spark-submit as the job's, with its S3A packages: spark-submit hands their jars to a
+    Python application as py-files, and a session the package starts keeps them off the
+    executors' Python path (session.drop_jar_includes)."""
+    import json
+
+    probe = tmp_path / "probe.py"
+    probe.write_text(JAR_PATH_PROBE)
+    process = cluster.submit([str(REPO_ROOT)], {}, application=probe)
+    log = cluster.submitted[-1]
+    assert finished(process, log) == 0, log.read_text()[-3000:]
+    [line] = [x for x in log.read_text().splitlines() if x.startswith("PROBE ")]
+    found = json.loads(line.removeprefix("PROBE "))
+    packages = {name for name in found["submitted"] if name.endswith(".jar")}
+    assert any("hadoop-aws" in name for name in packages), found["submitted"]
+    assert any("awssdk_bundle" in name for name in packages), found["submitted"]
+    assert len(found["executors"]) == 2
+    for on_path in found["executors"]:  # Spark's own core jar only, from the daemon's path
+        assert not packages & set(on_path), on_path
+        assert all(name.startswith("spark-core") for name in on_path), on_path
+
+
 def test_a_second_writer_on_the_same_object_store_output_fails_with_exit_5(
     s3: S3Server, cluster_run: dict
 ) -> None:
