@@ -390,7 +390,8 @@ def drop_jar_includes(spark: SparkSession) -> None:
     context = spark.sparkContext
     includes = getattr(context, "_python_includes", None)
     if includes:
-        context._python_includes = [name for name in includes if not name.endswith(".jar")]
+        kept = [name for name in includes if not name.lower().endswith(".jar")]
+        context._python_includes = kept
 
 
 def ship_package(spark: SparkSession) -> None:
