@@ -105,6 +105,23 @@ def take_rows(rows_of: pa.Table | pa.Array, rows: np.ndarray) -> pa.Table | pa.A
     return rows_of.take(pa.array(rows))
 
 
+def stable_order(keys: np.ndarray) -> np.ndarray:
+    """`np.argsort(keys, kind="stable")` of int64 `keys`: one sort of the keys shifted over their
+    positions when both fit in 63 bits, else the argsort. Why: numpy sorts int64 with SIMD and
+    argsorts them stably with a timsort. Measured (340k random keys): 2.2 ms against 29.5 ms;
+    LOG-7's check of the largest 10M task's 10k member updates 35-37 ms against 40-41 ms."""
+    n = len(keys)
+    if not n:
+        return np.zeros(0, np.int64)
+    low = int(keys.min())
+    span_bits = (int(keys.max()) - low).bit_length()
+    position_bits = (n - 1).bit_length()
+    if span_bits + position_bits > 63:
+        return np.argsort(keys, kind="stable")
+    packed = ((keys - low) << position_bits) | np.arange(n, dtype=np.int64)
+    return np.sort(packed) & ((1 << position_bits) - 1)
+
+
 def in_key_order(codes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """The rows ordered by key `codes` (0 .. 2**32; else lexsort), then by `offsets`, ties in
     row order: `np.lexsort((offsets, codes))`, done as two stable sorts (least significant key

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offsets_lib.audit.arrays import stable_order
 from offsets_lib.wire.codec import READER_LIMIT_CHECKS
 
 CLAIM_OVER_EQUAL_OR_HIGHER_EPOCH = "ASSIGNMENT_CLAIMS_PARTITION_HELD_AT_EQUAL_OR_HIGHER_EPOCH"
@@ -114,7 +115,8 @@ def failed_claims(updates: Sequence[MemberUpdate]) -> dict[int, list[tuple[str, 
         step_value -= 1
         first_step = first_step[1:]
     values = [steps[i] for i in first_step.tolist()]
-    step_epoch = np.array([v.get("MemberEpoch", 0) if v else 0 for v in steps], dtype=np.int64)
+    value_epoch = np.array([v.get("MemberEpoch", 0) for v in values] + [0], dtype=np.int64)
+    step_epoch = value_epoch[step_value]  # an empty value (-1) has the last: 0
     held_ids = np.array([id(update.held) for update in updates], dtype=np.uint64)
     step_held = np.repeat(np.unique(held_ids, return_inverse=True)[1].astype(np.int64), 2)
     owner, topic_code, partition, names = _value_partitions(values)
@@ -128,7 +130,7 @@ def failed_claims(updates: Sequence[MemberUpdate]) -> dict[int, list[tuple[str, 
     is_claim = (step % 2) == 1  # steps alternate: release (old), claim (new)
     epoch = step_epoch[step]
     key = _packed((step_held[step], topic_code[entry], partition[entry]))
-    order = np.argsort(key, kind="stable")  # each partition's releases and claims in order
+    order = stable_order(key)  # each partition's releases and claims in order
     n = len(order)
     position = np.arange(n)
     key = key[order]

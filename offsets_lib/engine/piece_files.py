@@ -273,16 +273,39 @@ def read_unit(
         wanted = POSITIONED_ARROW.names if is_positioned else _READ_COLUMNS
         present = [c for c in wanted if c in parquet.schema_arrow.names]
         groups = row_groups if row_groups is not None else range(parquet.num_row_groups)
-        # one thread: the map's tasks already fill the cores. Measured (2 cores, 6M records):
-        # pyarrow's decoding threads took 1.7 CPU-s instead of 1.2 for 0.1 s less wall time.
-        for batch in parquet.iter_batches(
-            batch_size=rows, row_groups=list(groups), columns=present, use_threads=False
-        ):
-            table = pa.Table.from_batches([batch])
-            if not is_positioned:
-                yield routing.positioned_table(table)
-            else:
-                yield raw_records(table, is_history=is_history)
+        sizes = [parquet.metadata.row_group(g).num_rows for g in groups]
+        for run in _row_group_runs(list(groups), sizes, rows):
+            # one thread: the map's tasks already fill the cores. Measured (2 cores, 6M
+            # records): pyarrow's decoding threads took 1.7 CPU-s instead of 1.2 for 0.1 s less
+            # wall time.
+            for batch in parquet.iter_batches(
+                batch_size=max(1, min(rows, run.rows)), row_groups=run.groups, columns=present,
+                use_threads=False,
+            ):  # fmt: skip
+                table = pa.Table.from_batches([batch])
+                if not is_positioned:
+                    yield routing.positioned_table(table)
+                else:
+                    yield raw_records(table, is_history=is_history)
+
+
+class _Run(NamedTuple):
+    groups: list[int]
+    rows: int
+
+
+def _row_group_runs(groups: list[int], sizes: list[int], rows: int) -> list[_Run]:
+    """Consecutive row groups read as one batch while they hold at most `rows` records together
+    (a larger group alone, in batches of `rows`). Why whole groups: a batch that ends inside a
+    row group costs pyarrow more to read. Measured (the 10M bench dump's 254k-record groups,
+    two files): 0.91-0.95 CPU-s in batches of 262,144 records, 0.85-0.87 group by group."""
+    runs: list[_Run] = []
+    for group, size in zip(groups, sizes, strict=True):
+        if runs and runs[-1].rows + size <= rows:
+            runs[-1] = _Run([*runs[-1].groups, group], runs[-1].rows + size)
+        else:
+            runs.append(_Run([group], size))
+    return runs
 
 
 def raw_records(positioned: pa.Table, *, is_history: bool) -> pa.Table:

@@ -46,14 +46,15 @@ class TaskRecords:
     first the fast path's offset commits, then the group-level records vouched for by the
     layout walk, then the codec's rows. `values` holds the codec's field dicts by table row
     (value_json stays null): no JSON round trip for callers that use the values in Python.
-    `counts` gives, per top-level array field of the walked values, its element count by
-    table row (-1 where the row was not walked or has no such field)."""
+    `counts` gives, per top-level array field of the walked values, its element count for each
+    walked row, from table row `walked_from` on (-1 where the value has no such field)."""
 
     table: pa.Table
     values: dict[int, Any]
     source: np.ndarray
     counts: dict[str, np.ndarray]
     raw_values: pa.ChunkedArray | None = None  # the input's value column, in input order
+    walked_from: int = 0
 
     def value_bytes(self, rows: np.ndarray) -> fastpath.RowBytes:
         """The raw value bytes of table rows `rows` (for wire.layout_read)."""
@@ -62,8 +63,12 @@ class TaskRecords:
 
     def list_is_nonempty(self, name: str, rows: np.ndarray) -> np.ndarray:
         """Whether the value of each row has a non-empty top-level array `name`."""
+        out = np.zeros(len(rows), dtype=bool)
         walked = self.counts.get(name)
-        out = walked[rows] > 0 if walked is not None else np.zeros(len(rows), dtype=bool)
+        if walked is not None:
+            at = rows - self.walked_from
+            inside = (at >= 0) & (at < len(walked))
+            out[inside] = walked[at[inside]] > 0
         with_value = np.isin(rows, np.fromiter(self.values, dtype=np.int64, count=len(self.values)))
         for i in np.flatnonzero(with_value).tolist():  # the few rows the codec decoded
             out[i] = bool(self.values[int(rows[i])].get(name))
@@ -151,14 +156,9 @@ def decode_task_records(
     arrays = _assembled(source, order, fasts, walked, len(walked_rows), slow)
     first_codec = len(fast_rows) + len(walked_rows)
     values = {first_codec + j: v for j, v in fields.items()}
-    counts = {}
-    if walked is not None:
-        for name, count in walked.counts.items():
-            full = np.full(len(order), -1, dtype=np.int64)
-            full[len(fast_rows) : first_codec] = count
-            counts[name] = full
+    counts = walked.counts if walked is not None else {}
     table = pa.Table.from_arrays(arrays, schema=DECODED_ARROW)
-    return TaskRecords(table, values, order, counts, source.column("value"))
+    return TaskRecords(table, values, order, counts, source.column("value"), len(fast_rows))
 
 
 def decode_runs(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:

@@ -1,4 +1,5 @@
-"""arrays.in_key_order: the rows by key then log offset, as np.lexsort orders them."""
+"""arrays.in_key_order: the rows by key then log offset, as np.lexsort orders them; and
+arrays.stable_order: the rows by key, ties in row order, as numpy's stable argsort orders them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from offsets_lib.audit.arrays import in_key_order
+from offsets_lib.audit.arrays import in_key_order, stable_order
 
 
 @settings(max_examples=300, deadline=None)
@@ -29,3 +30,13 @@ def test_codes_beyond_32_bits_are_ordered_too() -> None:
     codes = np.array([2**40, 3, 2**40, 3], dtype=np.int64)
     offsets = np.array([5, 9, 1, 2], dtype=np.int64)
     assert in_key_order(codes, offsets).tolist() == [3, 1, 2, 0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-3, 3), max_size=80),
+    st.sampled_from([1, 2**20, 2**40, 2**61]),  # packed with the positions, or too wide for that
+)
+def test_stable_order_is_the_stable_argsort(keys: list[int], spread: int) -> None:
+    values = np.array([k * spread for k in keys], dtype=np.int64)
+    assert stable_order(values).tolist() == np.argsort(values, kind="stable").tolist()

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -245,3 +246,40 @@ def test_audit_tasks_launch_largest_first_by_bytes() -> None:
     assert exchange.largest_first(pieces, tasks=5) == [1, 2, 0, 3, 4]
     stored = [*pieces, {"task": 3, "num_rows": 700, "num_bytes": None}]
     assert exchange.largest_first(stored, tasks=5) == [2, 0, 3, 1, 4]
+
+
+@pytest.mark.parametrize(
+    ("groups", "batches"),
+    [
+        (None, [7, 2, 7, 3, 1]),  # groups of 3+4 read together; 10 alone, in 7 and 3
+        ([1, 2, 4], [4, 3]),  # a unit's groups only: 4+2 > 5 apart, then 2+1
+    ],
+)
+def test_a_unit_is_read_in_whole_row_groups_up_to_the_batch_rows(
+    tmp_path, groups: list[int] | None, batches: list[int]
+) -> None:
+    sizes = [3, 4, 2, 10, 1]
+    n = sum(sizes)
+    stamps = pa.array(range(n), pa.timestamp("ms", tz="UTC"))
+    table = _raw(
+        key=pa.array([f"k{i}".encode() for i in range(n)], pa.binary()),
+        value=pa.array([f"v{i}".encode() for i in range(n)], pa.binary()),
+        topic=pa.array(["__consumer_offsets"] * n),
+        partition=pa.array([i % 3 for i in range(n)], pa.int32()),
+        offset=pa.array(range(n), pa.int64()),
+        timestamp=stamps,
+        timestampType=pa.array([0] * n, pa.int32()),
+    )
+    path = tmp_path / "dump.parquet"
+    with pq.ParquetWriter(path, table.schema) as writer:
+        first = 0
+        for size in sizes:
+            writer.write_table(table.slice(first, size))
+            first += size
+    rows = 7 if groups is None else 5
+    read = list(piece_files.read_unit(str(path), groups, False, False, rows=rows))
+    assert [t.num_rows for t in read] == batches
+    starts = np.cumsum([0, *sizes])
+    wanted = range(len(sizes)) if groups is None else groups
+    expected = pa.concat_tables([table.slice(starts[g], sizes[g]) for g in wanted])
+    assert pa.concat_tables(read).to_pydict() == positioned_table(expected).to_pydict()
