@@ -109,7 +109,8 @@ def stable_order(keys: np.ndarray) -> np.ndarray:
     """`np.argsort(keys, kind="stable")` of int64 `keys`: one sort of the keys shifted over their
     positions when both fit in 63 bits, else the argsort. Why: numpy sorts int64 with SIMD and
     argsorts them stably with a timsort. Measured (340k random keys): 2.2 ms against 29.5 ms;
-    LOG-7's check of the largest 10M task's 10k member updates 35-37 ms against 40-41 ms."""
+    with it and its epochs read per distinct value, LOG-7's check of the largest 10M task's 10k
+    member updates took 35-37 ms against 40-41 ms."""
     n = len(keys)
     if not n:
         return np.zeros(0, np.int64)
