@@ -304,7 +304,8 @@ def jars_on_path(batches):
 spark = session.get_or_create()
 submitted = [os.path.basename(p) for p in spark.conf.get("spark.submit.pyFiles", "").split(",")]
 rows = spark.range(0, 2, numPartitions=2).mapInArrow(jars_on_path, "jars array<string>").collect()
-print("PROBE " + json.dumps({"submitted": submitted, "executors": [r.jars for r in rows]}))
+with open(sys.argv[2], "w") as found:
+    json.dump({"submitted": submitted, "executors": [r.jars for r in rows]}, found)
 spark.stop()
 """
 
@@ -319,11 +320,13 @@ def test_the_executors_python_workers_leave_the_packages_jars_off_their_path(
 
     probe = tmp_path / "probe.py"
     probe.write_text(JAR_PATH_PROBE)
-    process = cluster.submit([str(REPO_ROOT)], {}, application=probe)
+    # the answer in a file of its own: printed, it once shared a line of the submit's log with
+    # the JVM's own output
+    answer = tmp_path / "probe.json"
+    process = cluster.submit([str(REPO_ROOT), str(answer)], {}, application=probe)
     log = cluster.submitted[-1]
     assert finished(process, log) == 0, log.read_text()[-3000:]
-    [line] = [x for x in log.read_text().splitlines() if x.startswith("PROBE ")]
-    found = json.loads(line.removeprefix("PROBE "))
+    found = json.loads(answer.read_text())
     packages = {name for name in found["submitted"] if name.endswith(".jar")}
     assert any("hadoop-aws" in name for name in packages), found["submitted"]
     assert any("awssdk_bundle" in name for name in packages), found["submitted"]
