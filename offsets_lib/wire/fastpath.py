@@ -14,6 +14,7 @@ equivalence tests pin them to that table.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -48,6 +49,19 @@ def buffers(array: pa.Array, narrow: bool = False) -> tuple[np.ndarray, np.ndarr
     data = np.zeros(len(raw) + PAD, dtype=np.uint8)
     data[: len(raw)] = raw
     return data, starts, lengths
+
+
+def readable_buffers(
+    array: pa.Array, narrow: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`buffers` for readers that clip every position (`be_ints`, `u8`, `cut_strings`,
+    `uuid_strings`): the array's own bytes, no copy, unless there are fewer than PAD. Why: the
+    padded copy of a 131k-record run of offset-commit values (8.9 MB) took 1.0-3.8 ms of the
+    values' 17.6-20.9 ms, fresh memory each time."""
+    raw, starts, lengths = _unpadded(array, narrow)
+    if len(raw) < PAD:
+        return buffers(array, narrow)
+    return raw, starts, lengths
 
 
 class RowBytes(NamedTuple):
@@ -156,9 +170,16 @@ def _taken_by_chunk(
 
 def be_ints(data: np.ndarray, pos: np.ndarray, width: int, dtype: type = np.int64) -> np.ndarray:
     """Signed big-endian integers of `width` bytes starting at each position (vectorized), as
-    `dtype` (int32 holds those of up to 4 bytes)."""
+    `dtype` (int32 holds those of up to 4 bytes). Of `dtype`'s own width, they are gathered as
+    `dtype` and byte-swapped in place (one array, not two: 8-byte fields of 131k values 1.30 ->
+    0.74 ms)."""
+    at = np.clip(pos, 0, len(data) - width)
+    if np.dtype(dtype).itemsize == width:
+        view = np.ndarray((len(data) - width + 1,), dtype=dtype, buffer=data, strides=(1,))
+        values = view[at]
+        return values.byteswap(inplace=True) if sys.byteorder == "little" else values
     view = np.ndarray((len(data) - width + 1,), dtype=f">i{width}", buffer=data, strides=(1,))
-    return view[np.clip(pos, 0, len(data) - width)].astype(dtype)
+    return view[at].astype(dtype)
 
 
 def is_one_of(values: np.ndarray, choices: Iterable[int]) -> np.ndarray:
@@ -183,7 +204,6 @@ def cut_strings(
     slots are the gaps), and Arrow's take copies the odd slots out.
     """
     n = len(start)
-    size = len(data) - PAD
     s = np.where(ok, start, 0)
     e = np.where(ok, start + length, 0)
     # keep offsets monotone: rows without a string get an empty range at the running end
@@ -194,7 +214,7 @@ def cut_strings(
     offsets[0] = 0
     offsets[1 : 2 * n + 1 : 2] = s
     offsets[2 : 2 * n + 2 : 2] = e
-    offsets[-1] = max(size, int(e.max()) if n else 0)
+    offsets[-1] = int(e.max()) if n else 0  # the last gap ends where the last range does
     if (np.diff(offsets) < 0).any():  # overlapping ranges cannot be cut this way
         raise ValueError("overlapping string ranges")
     big = pa.Array.from_buffers(
@@ -300,7 +320,7 @@ def key_types(keys: pa.Array) -> np.ndarray:
 
 
 def _decode_keys(keys: pa.Array) -> tuple[np.ndarray, dict[str, Any]]:
-    data, start, length = buffers(keys, narrow=True)
+    data, start, length = readable_buffers(keys, narrow=True)
     at = start.dtype.type  # int32 positions and fields when the bytes allow
     valid = np.asarray(keys.is_valid()) if keys.null_count else np.ones(len(keys), bool)
     record_type = be_ints(data, start, 2, at)
@@ -328,7 +348,7 @@ def _decode_keys(keys: pa.Array) -> tuple[np.ndarray, dict[str, Any]]:
 
 def _decode_values(values: pa.Array) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     """Return (accepted, is_tombstone, fields) for v0-v4 offset-commit values."""
-    data, start, length = buffers(values, narrow=True)
+    data, start, length = readable_buffers(values, narrow=True)
     at = start.dtype.type  # int32 positions and fields when the bytes allow
     present = np.asarray(values.is_valid()) if values.null_count else np.ones(len(values), bool)
     version = be_ints(data, start, 2, at)
