@@ -8,7 +8,12 @@ import uuid
 
 from bench import harness
 
-BURN = "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass"
+# 0.6 s of CPU, then a rest before it exits, in which a sampler sees its whole CPU even on a
+# loaded machine (a clean-clone suite's sampler once missed the child altogether)
+BURN = (
+    "import time\nend = time.process_time() + 0.6\nwhile time.process_time() < end: pass\n"
+    "time.sleep(1.5)"
+)
 
 
 def test_cpu_of_workers_that_exit_mid_run_is_counted_and_never_negative() -> None:
