@@ -35,8 +35,8 @@ After a successful run, ``report_run`` submits ``jobs/report_job.py`` (``offsets
 prints where. The driver's Python needs ``plotly`` (a dependency of the project).
 
 The executors' Python packages travel with each task, as Spark documents for Python
-dependencies: ``dist/executor-env.tar.gz`` (a venv of jobs/executor-constraints.txt but the
-report's packages, packed with venv-pack) goes with ``--archives ...#environment`` and ``PYSPARK_PYTHON`` names its
+dependencies: ``dist/executor-env.tar.gz`` (a venv of jobs/executor-constraints.txt packed with
+venv-pack) goes with ``--archives ...#environment`` and ``PYSPARK_PYTHON`` names its
 interpreter, so the executors need only Python 3.11 at the path of the machine that built it
 (their own site-packages are not used). In client mode the driver runs on the Airflow worker:
 its ``PYSPARK_DRIVER_PYTHON`` names a Python with the pins and PySpark 4.2.

@@ -22,11 +22,6 @@ EXECUTOR_PYTHON = f"./{ENVIRONMENT}/bin/python"
 # time (pandas', numpy's, pyarrow's: 3,160 of its 10,611 files, 58 of 573 MB). Every
 # executor, and a client-mode driver, unpacks the archive at each application's start.
 NOT_PACKED = ("lib/python*/site-packages/*/tests/*",)
-# Pinned for `offsets report`'s charts, which no job's driver or executor imports: not installed
-# in the packed venv (7,452 -> 4,055 files; 171 -> 157 MB packed, 515 -> 440 MB unpacked).
-# Measured (one `tar xzf` of each, four alternations on the 2-core VM): 6.5-7.0 -> 5.0-5.3
-# CPU-s, 5.4-6.0 -> 4.2-4.5 s, paid by every executor and a client-mode driver at each submit.
-REPORT_ONLY = ("plotly", "narwhals")
 
 
 def build_pyfiles(destination: Path) -> Path:
@@ -59,9 +54,9 @@ def build_pyfiles(destination: Path) -> Path:
 
 
 def build_executor_env(destination: Path, constraints: Path = CONSTRAINTS) -> Path:
-    """A venv of the pinned packages (`constraints`) but REPORT_ONLY, packed with venv-pack into
-    `destination` (.tar.gz): Spark's documented way to give executors the job's Python
-    packages, shipped with ``--archives <destination>#environment`` and used with
+    """A venv of the pinned packages (`constraints`), packed with venv-pack into `destination`
+    (.tar.gz): Spark's documented way to give executors the job's Python packages, shipped
+    with ``--archives <destination>#environment`` and used with
     ``PYSPARK_PYTHON=./environment/bin/python``. PySpark comes from the executors' Spark. The
     venv links this Python's base interpreter, not a copy: every node needs that interpreter
     (same version) at the same path."""
@@ -71,9 +66,7 @@ def build_executor_env(destination: Path, constraints: Path = CONSTRAINTS) -> Pa
     with tempfile.TemporaryDirectory(prefix="offsets-executor-env-") as scratch:
         env = Path(scratch) / ENVIRONMENT
         subprocess.run([base, "-m", "venv", "--without-pip", str(env)], check=True)
-        wanted = Path(scratch) / "requirements.txt"
-        wanted.write_text("".join(f"{pin}\n" for pin in executor_pins(constraints)))
-        install = ["install", "--quiet", "--no-deps", "-r", str(wanted)]
+        install = ["install", "--quiet", "--no-deps", "-r", str(constraints)]
         python = ["--python", str(env / "bin" / "python")]
         subprocess.run([sys.executable, "-m", "pip", *python, *install], check=True)
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -85,13 +78,6 @@ def build_executor_env(destination: Path, constraints: Path = CONSTRAINTS) -> Pa
             filters=[("exclude", pattern) for pattern in NOT_PACKED],
         )
     return destination
-
-
-def executor_pins(constraints: Path = CONSTRAINTS) -> list[str]:
-    """The pins (`name==version`) of `constraints` that the packed venv installs: all but
-    REPORT_ONLY's."""
-    lines = (line.split("#", 1)[0].strip() for line in constraints.read_text().splitlines())
-    return [pin for pin in lines if pin and pin.split("==")[0].strip() not in REPORT_ONLY]
 
 
 if __name__ == "__main__":

@@ -177,7 +177,7 @@ def executor_env() -> Path:
     from offsets_lib.job import package
 
     base = getattr(sys, "_base_executable", sys.executable)
-    key = f"{base}|{sys.version}|{package.executor_pins()}|{package.NOT_PACKED}"
+    key = f"{base}|{sys.version}|{package.CONSTRAINTS.read_text()}|{package.NOT_PACKED}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     archive = Path.home() / ".cache" / "kafka-offsets-audit" / f"executor-env-{digest}.tar.gz"
     if not archive.exists():

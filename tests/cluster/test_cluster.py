@@ -245,19 +245,17 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 def where(batches):
-    import glob, importlib.util, deltalake, numpy, pyarrow
+    import glob, deltalake, numpy, pyarrow
     for _ in batches:
         pass
     versions = [pyarrow.__version__, deltalake.__version__, numpy.__version__]
     suites = glob.glob(sys.prefix + "/lib/python*/site-packages/**/tests", recursive=True)
-    report = [n for n in ("plotly", "narwhals") if importlib.util.find_spec(n) is not None]
     yield pa.RecordBatch.from_pylist([{"prefix": sys.prefix, "pyarrow": pyarrow.__file__,
-                                       "versions": " ".join(versions), "tests": len(suites),
-                                       "report": " ".join(report)}])
+                                       "versions": " ".join(versions), "tests": len(suites)}])
 
 spark = SparkSession.builder.getOrCreate()
 frame = spark.range(0, 2, numPartitions=2)
-schema = "prefix string, pyarrow string, versions string, tests long, report string"
+schema = "prefix string, pyarrow string, versions string, tests long"
 rows = frame.mapInArrow(where, schema).collect()
 print("PROBE " + json.dumps({"driver": sys.prefix, "executors": [r.asDict() for r in rows]}))
 spark.stop()
@@ -268,9 +266,8 @@ def test_the_executors_run_the_shipped_environment_not_the_drivers_python(
     cluster: SparkCluster, tmp_path: Path
 ) -> None:
     """spark-submit as the job's: each executor's Python is the packed venv's, unpacked in its
-    own folder (`--archives ...#environment`), with the pinned packages imported from it,
-    without their test suites (package.NOT_PACKED) and the report's packages
-    (package.REPORT_ONLY)."""
+    own folder (`--archives ...#environment`), with the pinned packages imported from it and
+    without their test suites (package.NOT_PACKED)."""
     import json
 
     from tests.unit.test_executor_constraints import pins
@@ -290,7 +287,6 @@ def test_the_executors_run_the_shipped_environment_not_the_drivers_python(
         assert executor["pyarrow"].startswith(executor["prefix"] + "/"), executor
         assert executor["versions"] == wanted
         assert executor["tests"] == 0
-        assert executor["report"] == ""
 
 
 JAR_PATH_PROBE = """
