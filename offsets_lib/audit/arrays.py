@@ -35,6 +35,14 @@ def _unpacked(array: pa.Array, default: bool) -> np.ndarray:
     return values | ~bits(validity) if default else values & bits(validity)
 
 
+def one_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The values as one Array: a ChunkedArray's only chunk as it is. Why: pyarrow's
+    ChunkedArray.combine_chunks copies even a single chunk (a map batch's 262k keys, 13 MB)."""
+    if isinstance(values, pa.Array):
+        return values
+    return values.chunk(0) if values.num_chunks == 1 else values.combine_chunks()
+
+
 def as_ints(array: pa.Array | pa.ChunkedArray, fill: int) -> np.ndarray:
     return np.asarray(pc.fill_null(array, fill), dtype=np.int64)
 
@@ -49,9 +57,12 @@ def group_codes(
 
 def id_codes(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     """Exact codes of the values (dictionary indices by first appearance; null its own code)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    return np.asarray(pc.dictionary_encode(values, null_encoding="encode").indices, np.int64)
+    encoded = pc.dictionary_encode(values, null_encoding="encode")  # chunks share a dictionary
+    if isinstance(encoded, pa.Array):
+        return np.asarray(encoded.indices, np.int64)
+    return np.concatenate(
+        [np.zeros(0, np.int64), *(np.asarray(c.indices, np.int64) for c in encoded.chunks)]
+    )
 
 
 def paired_codes(partition: pa.Array | pa.ChunkedArray, codes: np.ndarray) -> np.ndarray:

@@ -24,6 +24,7 @@ from offsets_lib.audit.arrays import (
     group_codes,
     group_spans,
     key_strings,
+    one_array,
     take_rows,
 )
 from offsets_lib.audit.coordinator import Coordinator
@@ -137,12 +138,12 @@ def replay_groups(
         position = pc.if_else(still, END_OF_LOG, pa.scalar(None, pa.int64()))
     partitions = pa.concat_arrays(
         [
-            records.column("log_partition").combine_chunks(),
-            summary.column("log_partition").combine_chunks(),
+            one_array(records.column("log_partition")),
+            one_array(summary.column("log_partition")),
         ]
     )
     groups = pa.concat_arrays(
-        [records.column("group_id").combine_chunks(), summary.column("group_id").combine_chunks()]
+        [one_array(records.column("group_id")), one_array(summary.column("group_id"))]
     )
     offsets = np.concatenate(
         [as_ints(records.column("log_offset"), -(2**63)), as_ints(position, -(2**63))]

@@ -25,8 +25,7 @@ def stored_markers_once(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
     and offset), audited once. Only history (stored) markers can repeat."""
     table = pa.Table.from_batches(batches, schema=RAW_ARROW)
     stored = np.flatnonzero(
-        as_bools(table.column("is_history").combine_chunks())
-        & as_bools(table.column("is_control").combine_chunks())
+        as_bools(table.column("is_history")) & as_bools(table.column("is_control"))
     )
     if len(stored) < 2:
         return batches

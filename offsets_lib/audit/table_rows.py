@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from offsets_lib.audit.arrays import one_array
 from offsets_lib.audit.lag import lag_rows, with_end_offsets
 from offsets_lib.audit.metrics import METRIC_COUNTS
 from offsets_lib.audit.projections import (
@@ -44,8 +45,7 @@ _TIMESTAMP = pa.timestamp("us", tz="UTC")
 def timestamps(epoch_ms: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Epoch milliseconds -> UTC timestamps; null beyond what a Spark timestamp can hold."""
     ms = pc.cast(epoch_ms, pa.int64())
-    if isinstance(ms, pa.ChunkedArray):
-        ms = ms.combine_chunks()
+    ms = one_array(ms)
     values = np.asarray(pc.fill_null(ms, 0), dtype=np.int64)
     in_range = (values >= -MAX_TIMESTAMP_MS) & (values <= MAX_TIMESTAMP_MS)
     valid = np.asarray(ms.is_valid(), dtype=bool) & in_range
@@ -66,7 +66,7 @@ def _projected(table: pa.Table, name: str) -> pa.Table:
 def _exploded(groups: pa.Table, name: str) -> pa.Table:
     """One row per element of the table's list column (projections.EXPLODED), e.g. per member:
     the group's key columns, then the element's fields (explode)."""
-    members = groups.column(EXPLODED[name]).combine_chunks()
+    members = one_array(groups.column(EXPLODED[name]))
     lengths = np.asarray(pc.fill_null(pc.list_value_length(members), 0), dtype=np.int64)
     parents = pa.array(np.repeat(np.arange(groups.num_rows), lengths))
     keys = _projected(groups, name)

@@ -153,9 +153,7 @@ def audit_records(
         resolved = audit_decoded(batches)
     records = resolved.records
     decoded, values, source = records.table, records.values, records.source  # rows reordered
-    history = pa.chunked_array(
-        [b.column("is_history") for b in batches], type=pa.bool_()
-    ).combine_chunks()
+    history = pa.chunked_array([b.column("is_history") for b in batches], type=pa.bool_())
     is_history = as_bools(history)[source]
     ok, is_control, record_type = resolved.ok, resolved.is_control, resolved.record_type
 

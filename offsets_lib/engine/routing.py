@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from offsets_lib.audit.arrays import as_bools
+from offsets_lib.audit.arrays import as_bools, one_array
 from offsets_lib.audit.task_input import RAW_ARROW
 from offsets_lib.wire.fastpath import group_id_bytes
 
@@ -67,7 +67,7 @@ def _epoch_ms(table: pa.Table, name: str) -> pa.ChunkedArray:
     """Timestamps (any unit) as epoch milliseconds, floored (timestamps before 1970 too)."""
     if name not in table.column_names:
         return pa.chunked_array([pa.nulls(table.num_rows, pa.int64())])
-    column = table.column(name).combine_chunks()
+    column = one_array(table.column(name))
     if not pa.types.is_timestamp(column.type):
         raise TypeError(f"column {name!r} is {column.type}, expected a timestamp")
     raw = pc.fill_null(column.cast(pa.int64()), 0).to_numpy()
@@ -95,7 +95,7 @@ def audit_tasks_of(table: pa.Table, tasks: int) -> np.ndarray:
     """
     if table.num_rows == 0:
         return np.zeros(0, dtype=np.int32)
-    group_hash = _crc32_codes(group_id_bytes(table.column("key").combine_chunks()))
+    group_hash = _crc32_codes(group_id_bytes(one_array(table.column("key"))))
     is_marker = as_bools(table.column("is_control"))
     task_ids = _task_of_hash(group_hash, _partitions(table), tasks)
     return np.where(is_marker, MARKERS, task_ids).astype(np.int32)

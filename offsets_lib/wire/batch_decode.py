@@ -95,7 +95,7 @@ def _assembled(
     arrays = []
     for field in DECODED_ARROW:
         if field.name in _PASS_THROUGH:
-            arrays.append(source.column(field.name).take(take).combine_chunks().cast(field.type))
+            arrays.append(source.column(field.name).take(take).cast(field.type))
             continue
         parts = [f.columns[field.name].cast(field.type) for f in fasts if field.name in f.columns]
         if not parts and fast_count:  # a column the fast path does not give: null in its rows

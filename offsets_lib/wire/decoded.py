@@ -77,13 +77,10 @@ def absent_as_null(columns: dict[str, pa.Array]) -> dict[str, pa.Array]:
     in topicId. Both decoders (fast path and codec) emit the raw values; this is the one place
     that maps them, so the two paths cannot disagree."""
     out = dict(columns)
-    for name in ("leader_epoch", "expire_timestamp_ms"):
-        if name in out:
-            column = out[name]
-            out[name] = pc.if_else(pc.less(column, 0), pa.scalar(None, column.type), column)
-    if "topic_id" in out:
-        column = out["topic_id"]
-        out["topic_id"] = pc.if_else(
-            pc.equal(column, ZERO_TOPIC_ID), pa.scalar(None, column.type), column
-        )
+    for name in ("leader_epoch", "expire_timestamp_ms", "topic_id"):
+        column = out.get(name)
+        if column is None or column.null_count == len(column):  # nothing to map
+            continue
+        absent = pc.equal(column, ZERO_TOPIC_ID) if name == "topic_id" else pc.less(column, 0)
+        out[name] = pc.if_else(absent, pa.scalar(None, column.type), column)
     return out

@@ -38,18 +38,7 @@ _KEY_STRINGS = {
 }
 
 
-_BLOCK = 1 << 22
-
-
-def _high_bytes(data: np.ndarray, block: int = _BLOCK) -> np.ndarray:
-    """Sorted positions of the bytes >= 0x80, found block by block. Why: one comparison over a
-    task's whole buffer made a temporary as large as it, fresh memory each time (266 MB of group
-    metadata: 0.63 s; in 4 MB blocks 0.05 s)."""
-    found = [
-        np.flatnonzero(data[start : start + block] >= 0x80) + start
-        for start in range(0, len(data), block)
-    ]
-    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+_HIGH_BITS = np.uint64(0x8080808080808080)
 
 
 class _Walker:
@@ -57,15 +46,38 @@ class _Walker:
 
     def __init__(self, data: np.ndarray) -> None:
         self.data = data
-        self._high: np.ndarray | None = None
 
     def is_ascii(self, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
-        """Whether each byte range [start, stop) holds no byte >= 0x80: the first such byte at
-        or after `start` is at or after `stop` (sorted positions of those bytes, found once: a
-        prefix count over the buffer cost 4x more)."""
-        if self._high is None:
-            self._high = np.append(_high_bytes(self.data), np.iinfo(np.int64).max)
-        return self._high[np.searchsorted(self._high, start)] >= stop
+        """Whether each byte range [start, stop) (clipped to the buffer) holds no byte >= 0x80:
+        its bytes read as 8-byte words, every word of every range in one gather, the last word
+        of a range masked to its bytes. Measured (the largest 10M task's 181k text ranges in 162
+        calls): 15 ms against 24.5 ms for a search in the sorted positions of the buffer's high
+        bytes, found once per buffer."""
+        out = np.ones(len(start), dtype=bool)
+        data, size = self.data, len(self.data)
+        start = np.maximum(np.asarray(start, dtype=np.int64), 0)
+        stop = np.minimum(np.asarray(stop, dtype=np.int64), size)
+        rows = np.flatnonzero(stop > start)
+        if not len(rows):
+            return out
+        if size < 8:  # not one whole word: read a zero-padded copy
+            data = np.concatenate([data, np.zeros(8 - size, dtype=np.uint8)])
+            size = 8
+        words = np.ndarray((size - 7,), dtype="<u8", buffer=data, strides=(1,))
+        first, end = start[rows], stop[rows]
+        count = (end - first + 7) >> 3  # the words of each range
+        ends = np.cumsum(count)
+        pos = np.repeat(first - ((ends - count) << 3), count)
+        pos += np.arange(int(ends[-1]), dtype=np.int64) << 3
+        at = np.minimum(pos, size - 8)  # a word past the buffer's end: its last 8 bytes,
+        word = words[at] >> ((pos - at) << 3).astype(np.uint64)  # shifted to the range's
+        last = ends - 1
+        inside = np.minimum(end - pos[last], 8) << 3  # bits of the last word in the range
+        word[last] &= np.where(
+            inside == 64, ~np.uint64(0), (np.uint64(1) << inside.astype(np.uint64)) - np.uint64(1)
+        )
+        out[rows] = ~np.logical_or.reduceat((word & _HIGH_BITS) != 0, ends - count)
+        return out
 
     def fixed(self, width: int, pos: np.ndarray, end: np.ndarray, ok: np.ndarray):
         return pos + width, ok & (end - pos >= width)

@@ -24,7 +24,7 @@ from offsets_lib.audit import replay, task_audit, task_input
 from offsets_lib.engine.routing import positioned_table
 from offsets_lib.tools.generate import generate_dump
 
-# private layout_scan._high_bytes: the positions the scan finds; no public call returns them
+# private layout_scan._Walker.is_ascii: the text check alone; no public call returns it
 from offsets_lib.wire import batch_decode, fastpath, layout_scan
 from offsets_lib.wire.batch_decode import decode_record_row
 from offsets_lib.wire.codec import DecodeError, Reader, Writer
@@ -316,12 +316,19 @@ def test_a_current_assignment_tombstone_keeps_the_state_of_the_value_before_it(m
     assert group["state"] == "Reconciling"
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.binary(max_size=64), st.integers(1, 9))
-def test_high_bytes_found_block_by_block_are_every_high_byte(raw: bytes, block: int) -> None:
+@settings(max_examples=300, deadline=None)
+@given(
+    st.binary(max_size=40),
+    st.lists(st.tuples(st.integers(-3, 45), st.integers(-3, 45)), max_size=8),
+)
+def test_text_ranges_are_ascii_where_no_byte_of_them_is_high(
+    raw: bytes, ranges: list[tuple[int, int]]
+) -> None:
     data = np.frombuffer(raw, dtype=np.uint8)
-    found = layout_scan._high_bytes(data, block)
-    assert found.tolist() == np.flatnonzero(data >= 0x80).tolist()
+    start = np.array([s for s, _ in ranges], dtype=np.int64)
+    stop = np.array([e for _, e in ranges], dtype=np.int64)
+    found = layout_scan._Walker(data).is_ascii(start, stop)
+    assert found.tolist() == [max(raw[max(s, 0) : max(e, 0)], default=0) < 0x80 for s, e in ranges]
 
 
 def test_pieces_decoded_in_runs_give_the_tables_of_pieces_decoded_alone(
