@@ -55,7 +55,7 @@ class MeasuredCluster:
     def range(self, *args: int) -> MeasuredCluster:
         return self
 
-    def mapInArrow(self, function, schema: str) -> MeasuredCluster:
+    def mapInArrow(self, function, schema: object) -> MeasuredCluster:
         assert schema == spark_settings.SPLIT_ROWS
         self.function = function
         return self
