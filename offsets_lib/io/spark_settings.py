@@ -40,9 +40,8 @@ def parallelism(spark: SparkSession, imports: tuple[str, ...] = ()) -> int:
     analysis waited 12.1 s, this job's none. On the bench's production line (event logs, one
     round each) the run's first job started 46.2 -> 39.2 s after the application, its
     executors ready at ~20 s. What is left there waits on no lock (the driver's threads every
-    ~1.3 s: this one runnable throughout, in Delta's analyzer rules, code generation, class
-    loading and, before SPLIT_ROWS was a schema, the SQL parser, while the Hive client starts
-    beside it): a cold JVM's work on two busy cores."""
+    ~1.3 s: this one runnable throughout, in Delta's analyzer rules, code generation and class
+    loading, while the Hive client starts beside it): a cold JVM's work on two busy cores."""
     given = given_parallelism(spark)
     if given is not None:
         return given
