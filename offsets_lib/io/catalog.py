@@ -324,20 +324,6 @@ def run_root_and_entries(
     return run_root_of(database, output, location, entries), entries
 
 
-def load_delta(spark: SparkSession, root: str) -> None:
-    """Have the session's JVM load Delta and open ``root``'s file system (S3A's client for an
-    object store) before the run registers its tables: Delta reads the log of a path under
-    ``root`` that holds no table (the run's staging folder), which fails once both are loaded.
-    Why: registering a first run's tables took 4.2 s for the first four (3.7 s another time),
-    0.4-0.5 s for each four after (the production line: S3 on SeaweedFS, a metastore service),
-    and the driver waits idle through the audit's Spark jobs meanwhile."""
-    probe = storage.table_uri(root, "_staging")
-    try:
-        spark.sql(f"DESCRIBE DETAIL delta.{identifier(probe)}").collect()
-    except Exception as exc:  # expected: no Delta table there; registration says what fails
-        log.debug("Delta loaded (%s)", str(exc).splitlines()[0] if str(exc) else exc)
-
-
 def run_root_of(database: str, output: str | None, location: str, entries: CatalogEntries) -> str:
     """`run_root_and_entries`' root, from the database's folder (``location``) and what the
     catalog holds; ValueError when ``output`` is given and the catalog has a table elsewhere."""

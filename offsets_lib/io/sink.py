@@ -219,6 +219,19 @@ def write_run_tables(
     return versions
 
 
+def create_missing_tables(specs: list[TableSpec], *, output: str, run_id: str) -> list[str]:
+    """Create, empty, each table of ``specs`` that has no Delta log under ``output`` (its
+    schema, partitioning and description, as a first commit makes them; the commit carries
+    ``run_id``): a catalog registers a table only once its log exists. Returns their names."""
+    created = []
+    for spec in specs:
+        uri = table_uri(output, spec.name)
+        if not storage.is_delta_table(uri):
+            _commit(spec, uri, [], run_id=run_id)
+            created.append(spec.name)
+    return created
+
+
 def table_files(root: str, name: str, actions: list[AddAction]) -> list[str]:
     """The URIs of a table's files written under ``root`` (their add actions' paths, which are
     relative to the table's folder)."""

@@ -120,15 +120,15 @@ def register(
     options: RunOptions,
     entries: catalog.CatalogEntries | None = None,
 ) -> None:
-    """A catalog run's tables written by delta-rs: the catalog learns the ones it lacks, once
-    every table and the runs row are committed (a failed run's tables are registered by the
-    next run that succeeds). Delta's Spark writer registers the tables it writes itself; a
-    Kafka run's kept records and checkpoint are delta-rs' with either writer. Then each audit
-    table's ``latest_<table>`` view, for readers that name no run (the kept records and the
-    checkpoint are the next run's state, not a run's rows: the kept records' run_id is a state
-    id, so a view of them by run would always be empty). ``entries``: what the catalog held
-    when the run started (with delta-rs, this run's registrations are the only change since;
-    the Spark writer's are asked for again)."""
+    """A catalog run's tables written by delta-rs: the catalog learns the ones it still lacks,
+    once every table and the runs row are committed (a first run whose catalog was asked beside
+    the audit has them already: job.run_catalog). Delta's Spark writer registers the tables it
+    writes itself; a Kafka run's kept records and checkpoint are delta-rs' with either writer.
+    Then each audit table's ``latest_<table>`` view, for readers that name no run (the kept
+    records and the checkpoint are the next run's state, not a run's rows: the kept records'
+    run_id is a state id, so a view of them by run would always be empty). ``entries``: what
+    the catalog held before the commits (with delta-rs, this run's registrations are the only
+    change since; the Spark writer's are asked for again)."""
     if options.database is None:
         return
     is_known = entries is not None and options.delta_writer != "spark"

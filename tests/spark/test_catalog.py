@@ -244,14 +244,47 @@ def test_readers_take_a_database_as_well_as_a_path(spark, tmp_path: Path) -> Non
     )
 
 
-def test_loading_delta_beside_the_audit_fails_nowhere_and_writes_nothing(
+def test_a_first_runs_tables_are_made_and_registered_beside_the_audit(
     spark, tmp_path: Path
 ) -> None:
-    """catalog.load_delta on a tables folder without tables (a first run's): Delta finds no
-    table in the probed folder, which is neither raised nor created."""
-    catalog.load_delta(spark, str(tmp_path))
-    catalog.load_delta(spark, f"file://{tmp_path}")
-    assert list(tmp_path.iterdir()) == []
+    """A database that lacks a Kafka run's tables (its first run): by the time the run waits
+    for the catalog, before its first commit, every table it writes is in the folder, empty,
+    with the spec's schema, partitioning and description, registered, and every audit table's
+    view made; the run's end has nothing left to register. A folder's table is kept as it is.
+    The run's commits then follow that empty first version."""
+    from offsets_lib.io import incremental
+    from offsets_lib.io.delta_schema import check_table_schema
+    from offsets_lib.job.entry import run_options
+    from offsets_lib.job.run_catalog import CatalogSide
+
+    root = tmp_path / "tables"
+    sink.publish_run({"run_id": "r0", "status": "failed"}, output=str(root))  # kept as it is
+    given = {"source": "kafka", "topic": "t", "output": str(root), "database": "first"}
+    options = run_options(**given, run_id="r1", kafka_options={"bootstrap.servers": "127.0.0.1:1"})
+    side = CatalogSide.prepare(options)
+    assert side is not None
+    assert side.start(spark, options).output == str(root)
+    entries = side.ready()
+
+    written = sorted([*TABLES, incremental.KEPT_TABLE, incremental.CHECKPOINT_TABLE])
+    assert sorted(entries.locations) == written
+    assert sorted(entries.views) == sorted(f"latest_{name}" for name in TABLES)
+    assert all(digest is not None for digest in entries.views.values())
+    specs = {**TABLES, **{s.name: s for s in (incremental.KEPT_SPEC, incremental.CHECKPOINT_SPEC)}}
+    for name in written:
+        table = DeltaTable(str(root / name))
+        check_table_schema(table, specs[name])
+        about = table.metadata()
+        assert (about.partition_columns, about.description) == (["run_id"], specs[name].comment)
+        expected = (0, 1) if name == "runs" else (0, 0)  # runs: r0's row, as it was
+        assert (table.version(), table.to_pyarrow_table().num_rows) == expected, name
+    assert catalog.register_tables(spark, written, output=str(root), database="first") == []
+    assert spark.sql("SELECT count(*) AS n FROM first.latest_offsets").first()["n"] == 0
+
+    sink.publish_run({"run_id": "r1", "status": "succeeded"}, output=str(root))
+    runs = spark.sql("SELECT run_id FROM first.latest_runs").first()
+    assert (DeltaTable(str(root / "runs")).version(), runs["run_id"]) == (1, "r1")
+    assert sink.create_missing_tables(list(specs.values()), output=str(root), run_id="r2") == []
 
 
 def test_a_catalog_without_a_warehouse_folder_leaves_nothing_in_the_working_directory(
