@@ -13,7 +13,7 @@ from offsets_lib.audit.arrays import as_bools
 _VALUES = st.lists(st.one_of(st.none(), st.booleans()), max_size=40)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(values=_VALUES, default=st.booleans(), data=st.data())
 def test_as_bools_is_fill_null_then_numpy_for_slices_and_chunks(
     values: list, default: bool, data

@@ -72,7 +72,7 @@ def _mutate(data: bytes, rng: random.Random) -> bytes:
     return data + b"\x00"
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(offset_commits(), min_size=1, max_size=40), st.integers(0, 2**32))
 def test_fast_path_equals_codec_row_by_row(pairs: list, seed: int) -> None:
     rng = random.Random(seed)
@@ -109,7 +109,7 @@ def test_fast_path_equals_codec_row_by_row(pairs: list, seed: int) -> None:
             assert row[column] == expected[column], (column, key, value)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40)
 @given(st.lists(offset_commits(), min_size=1, max_size=40), st.integers(0, 2**32))
 def test_narrow_positions_decode_as_wide_ones(pairs: list, seed: int) -> None:
     """int32 positions (a batch's usual bytes) and int64 ones (over NARROW_BELOW_BYTES) give
@@ -191,7 +191,7 @@ _CHUNKS = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(chunks=_CHUNKS, data=st.data())
 def test_take_rows_equals_arrows_take_in_any_order(chunks: list, data) -> None:
     """Rows taken chunk by chunk, in any order, with repeats: what Arrow's own take gives."""
@@ -203,7 +203,7 @@ def test_take_rows_equals_arrows_take_in_any_order(chunks: list, data) -> None:
     assert fastpath.take_rows(column.combine_chunks(), rows).equals(expected)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(chunks=_CHUNKS, data=st.data())
 def test_rows_buffers_hold_each_taken_rows_bytes(chunks: list, data) -> None:
     """The gathered buffer gives every taken row its own bytes, null rows flagged, in the
@@ -229,7 +229,7 @@ def test_is_one_of_is_np_isin_for_a_few_choices() -> None:
     ]  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     values=st.lists(st.one_of(st.none(), st.binary(max_size=6), TEXT.map(str.encode)), max_size=12),
     data=st.data(),

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from offsets_lib.audit.arrays import in_key_order, stable_order
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.lists(st.tuples(st.integers(0, 5), st.integers(0, 4)), max_size=60),
     st.sampled_from([1, 2**16 - 3, 2**20]),  # codes in one 16-bit half, or in both
@@ -32,7 +32,7 @@ def test_codes_beyond_32_bits_are_ordered_too() -> None:
     assert in_key_order(codes, offsets).tolist() == [3, 1, 2, 0]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.lists(st.integers(-3, 3), max_size=80),
     st.sampled_from([1, 2**20, 2**40, 2**61]),  # packed with the positions, or too wide for that

@@ -20,7 +20,7 @@ from tests.reference.decode import classic_group_row
 from tests.unit.strategies import message_values
 from tests.unit.test_wire_fuzz import _mutations
 
-SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=30, suppress_health_check=[HealthCheck.too_slow])
 GROUP_METADATA_VERSIONS = range(0, 5)
 
 

@@ -34,7 +34,7 @@ from tests.unit.test_wire_compiled import SYNTHETIC
 from tests.unit.test_wire_fuzz import _mutations
 
 GROUP_CASES = [case for case in value_cases() if case[0] >= 2]
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _is_ascii(value: object) -> bool:
@@ -108,7 +108,7 @@ def test_walk_vouches_exactly_for_clean_current_records(pairs) -> None:
 
 
 @pytest.mark.parametrize(("record_type", "version", "message"), GROUP_CASES)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_walk_on_every_layout(record_type, version, message, data) -> None:
     """Several records of one layout at once: arrays of different lengths walk side by side."""
@@ -177,7 +177,7 @@ def _reader_fits(version: int, flexible: bool, raw: bytes | None) -> bool:
 
 @pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
 @pytest.mark.parametrize(("version", "flexible"), [(0, False), (1, False), (1, True)])
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_synthetic_table_walk_equals_the_reader(version: int, flexible: bool, data) -> None:
     """Every type, nullability and encoding the tables allow: bool, int8, uint16, uuid arrays,
@@ -329,7 +329,7 @@ def _mostly_ascii(draw: st.DrawFn) -> bytes:
     return bytes(raw)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     _mostly_ascii(),
     st.lists(st.tuples(st.integers(-3, 45), st.integers(-3, 45)), max_size=8),

@@ -73,7 +73,7 @@ def _created_one_by_one(records: list[tuple[int, int, bool, bool]]) -> list[bool
     return created
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.lists(
         st.tuples(
@@ -108,7 +108,7 @@ def _counted_one_by_one(
     return [(hour, partition, total) for (hour, partition), total in counts.items()]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(
     st.lists(
         st.tuples(

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from offsets_lib.audit.task_input import RAW_ARROW
@@ -190,7 +190,6 @@ def _commit_value(offset: int) -> bytes:
     ),
     st.integers(2, 6),
 )
-@settings(deadline=None)  # its first examples pay numpy's and pyarrow's first calls
 def test_a_large_task_loses_only_superseded_commit_values(records, tasks: int) -> None:
     """With `reduce_large`, each task's pieces hold its records but, in a task that holds more
     than LARGE_IN_BATCH times the average, commit values that a later value of the same key

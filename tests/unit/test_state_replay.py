@@ -341,7 +341,7 @@ def group_event(draw, types: tuple[int, ...] = _TYPES, members: int = 3) -> Even
     return ev(0, record_type, draw(message_values(value_message, version)), **key)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
 @given(events=st.lists(group_event(), max_size=14), scala=st.booleans())
 def test_any_sequence_of_group_records_replays_without_error(events, scala):
     for offset, event in enumerate(events):
@@ -565,7 +565,7 @@ def _replays_like_the_whole_history(history: list[Event], later: list[Event], sc
 
 
 @pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
 @given(
     history=st.lists(group_event(_KEPT_TYPES), max_size=18),
     later=st.lists(group_event(_KEPT_TYPES), max_size=6),
@@ -604,7 +604,7 @@ def member_level_event(draw) -> Event:
 
 
 @pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=3000)
 @given(
     history=st.lists(member_level_event(), min_size=3, max_size=10),
     later=st.lists(member_level_event(), max_size=4),
@@ -656,7 +656,7 @@ def test_the_scala_loader_keeps_a_simple_group_under_consumer_tombstones():
     assert (row["group_type"], row["state"], row["load_failures"]) == ("classic", "Empty", [])
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(
     history=st.lists(group_event(), max_size=14),
     later=st.lists(group_event(), max_size=5),

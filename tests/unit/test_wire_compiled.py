@@ -29,8 +29,8 @@ from offsets_lib.wire.layouts import ASSIGNMENT, RECORD_TYPES, SUBSCRIPTION, Mes
 from tests.unit.strategies import message_values, struct_values, value_cases
 from tests.unit.test_wire_fuzz import _mutations
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FUZZ = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
 CASES = value_cases()
 IDS = [f"t{t}-v{v}-{m.label.replace(' ', '_')}" for t, v, m in CASES]
 
@@ -132,7 +132,7 @@ def test_fuzz_cases_equal_the_generic_reader(record_type, version, message, data
 
 
 @pytest.mark.slow  # hypothesis fuzzing, seconds per case: `make test`, not test-fast
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(key=st.binary(max_size=64), value=st.none() | st.binary(max_size=128))
 def test_random_bytes_equal_the_generic_reader(key: bytes, value: bytes | None) -> None:
     _check_all(key, value)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from offsets_lib import wire
 from tests.unit.strategies import message_values, value_cases
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 CASES = value_cases()
 
 
@@ -61,7 +61,7 @@ def _mutations(raw: bytes) -> st.SearchStrategy[bytes]:
     CASES,
     ids=[f"t{t}-v{v}-{m.label.replace(' ', '_')}" for t, v, m in CASES],
 )
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_values_never_raise(record_type, version, message, data) -> None:
     values = data.draw(message_values(message, version))

@@ -10,7 +10,7 @@ from offsets_lib import wire
 from offsets_lib.wire.layouts import ASSIGNMENT, RECORD_TYPES, SUBSCRIPTION, Message
 from tests.unit.strategies import message_values, struct_values, value_cases, with_defaults
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 CASES = value_cases()
 
 
