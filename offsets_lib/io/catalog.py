@@ -177,6 +177,15 @@ def latest_view_sql(database: str, table: str) -> tuple[str, str]:
     return statement, digest
 
 
+def latest_view_digests(database: str, tables: Iterable[str]) -> dict[str, str | None]:
+    """`view_definitions` as the catalog shows it once `create_latest_views` made the views of
+    ``tables``."""
+    return {
+        (LATEST_VIEW_PREFIX + table).lower(): latest_view_sql(database, table)[1]
+        for table in tables
+    }
+
+
 def create_latest_views(
     spark: SparkSession,
     database: str,

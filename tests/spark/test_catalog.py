@@ -250,7 +250,8 @@ def test_a_first_runs_tables_are_made_and_registered_beside_the_audit(
     """A database that lacks a Kafka run's tables (its first run): by the time the run waits
     for the catalog, before its first commit, every table it writes is in the folder, empty,
     with the spec's schema, partitioning and description, registered, and every audit table's
-    view made; the run's end has nothing left to register. A folder's table is kept as it is.
+    view made; the run's end has nothing left to register, and the answer the run holds is
+    the catalog's, though it is not asked again. A folder's table is kept as it is.
     The run's commits then follow that empty first version."""
     from offsets_lib.io import incremental
     from offsets_lib.io.delta_schema import check_table_schema
@@ -270,6 +271,7 @@ def test_a_first_runs_tables_are_made_and_registered_beside_the_audit(
     assert sorted(entries.locations) == written
     assert sorted(entries.views) == sorted(f"latest_{name}" for name in TABLES)
     assert all(digest is not None for digest in entries.views.values())
+    assert entries == catalog.catalog_entries(spark, "first")  # as the catalog itself answers
     specs = {**TABLES, **{s.name: s for s in (incremental.KEPT_SPEC, incremental.CHECKPOINT_SPEC)}}
     for name in written:
         table = DeltaTable(str(root / name))
