@@ -177,10 +177,26 @@ def latest_view_sql(database: str, table: str) -> tuple[str, str]:
     return statement, digest
 
 
-def latest_view_digests(database: str, tables: Iterable[str]) -> dict[str, str | None]:
-    """`view_definitions` as the catalog shows it once `create_latest_views` made the views of
-    ``tables``."""
-    return {
+def _stale_views(existing: Mapping[str, str | None]) -> list[str]:
+    """Views of ours (they carry a digest) of a table that is not an audit table: earlier
+    releases made ``latest__kept`` and ``latest__checkpoint``, always empty or wrong."""
+    return [
+        name
+        for name, digest in sorted(existing.items())
+        if digest is not None
+        and name.startswith(LATEST_VIEW_PREFIX)
+        and name.removeprefix(LATEST_VIEW_PREFIX) not in TABLES
+    ]
+
+
+def latest_view_digests(
+    database: str, tables: Iterable[str], existing: Mapping[str, str | None]
+) -> dict[str, str | None]:
+    """`view_definitions` as the catalog shows it once `create_latest_views` ran with these
+    arguments."""
+    stale = set(_stale_views(existing))
+    kept = {name: digest for name, digest in existing.items() if name not in stale}
+    return kept | {
         (LATEST_VIEW_PREFIX + table).lower(): latest_view_sql(database, table)[1]
         for table in tables
     }
@@ -196,14 +212,11 @@ def create_latest_views(
     holds another definition (catalog metadata only, no data read); returns the views'
     qualified names. ``existing``: `view_definitions` as the caller read it already.
 
-    A view of ours (it carries a digest) of a table that is not an audit table is dropped:
-    earlier releases made ``latest__kept`` and ``latest__checkpoint``, always empty or wrong."""
+    A view of ours of a table that is not an audit table is dropped (`_stale_views`)."""
     if existing is None:
         existing = view_definitions(spark, database)
-    for name, digest in sorted(existing.items()):
-        table = name.removeprefix(LATEST_VIEW_PREFIX)
-        if digest is not None and table != name and table not in TABLES:
-            spark.sql(f"DROP VIEW IF EXISTS {identifier(database)}.{identifier(name)}")
+    for name in _stale_views(existing):
+        spark.sql(f"DROP VIEW IF EXISTS {identifier(database)}.{identifier(name)}")
     views = []
     for table in sorted(tables):
         name = LATEST_VIEW_PREFIX + table

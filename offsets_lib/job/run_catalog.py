@@ -128,7 +128,7 @@ class CatalogSide:
         made = {name: storage.location(storage.table_uri(root, name)) for name in names}
         return catalog.CatalogEntries(
             entries.locations | made,
-            entries.views | catalog.latest_view_digests(self.database, audit_tables),
+            catalog.latest_view_digests(self.database, audit_tables, entries.views),
         )
 
     def _thread(self) -> ThreadPoolExecutor:
