@@ -111,10 +111,10 @@ class CatalogSide:
         self, spark: SparkSession, root: str, entries: catalog.CatalogEntries
     ) -> catalog.CatalogEntries:
         """The run's tables the catalog lacks: created empty where ``root`` lacks them,
-        registered, and the views made; returns what the catalog holds then (`entries` and
-        what this added: each statement raises when the catalog refuses it, so the catalog
-        is not asked again; SHOW TABLE EXTENDED of a first run's 13 tables and 11 views
-        costs the metastore a read of each)."""
+        registered, and the views made; returns what the catalog holds then, built from
+        `entries` and what this added (a refused statement raises). Not asked again: SHOW
+        TABLE EXTENDED of a first run's 13 tables and 11 views took 1.7 s of this thread
+        beside the map (the production line, one submit's event log)."""
         missing = [spec for spec in self.tables if spec.name not in entries.locations]
         if not missing:
             return entries

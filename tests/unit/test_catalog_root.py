@@ -95,3 +95,18 @@ def test_metastore_ports_that_all_refuse_are_unreachable_before_a_jvm() -> None:
         check_metastore_ports(f"{uris},thrift://127.0.0.1:{silent.getsockname()[1]}")
     check_metastore_ports(None)
     check_metastore_ports(f"{uris},thrift://127.0.0.1:port")  # left to Hive's client
+
+
+def test_the_views_a_first_run_reports_leave_out_the_old_views_it_drops() -> None:
+    """The catalog answer a first run builds (no second metastore query): an earlier release's
+    view of an internal table (ours: it carries a digest) is dropped, a user's own view without
+    one is kept, and each audit table's view carries the digest it was made with."""
+    from offsets_lib.io.catalog import latest_view_digests, latest_view_sql
+
+    existing = {"latest__kept": "0123456789abcdef", "latest_mine": None}
+    expected = {
+        "latest_mine": None,
+        "latest_offsets": latest_view_sql("audit", "offsets")[1],
+        "latest_runs": latest_view_sql("audit", "runs")[1],
+    }
+    assert latest_view_digests("audit", ["offsets", "runs"], existing) == expected
